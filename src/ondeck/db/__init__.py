@@ -1,0 +1,15 @@
+"""The store: Core tables, engines for SQLite and PostgreSQL, migrations."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+
+def open_database(url: str) -> Engine:
+    """An engine on `url`, with the schema brought up to date if it is behind."""
+    from ondeck.db.engine import make_engine
+    from ondeck.db.migrate import ensure_schema
+
+    engine = make_engine(url)
+    ensure_schema(engine)
+    return engine

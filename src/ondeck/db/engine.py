@@ -1,0 +1,117 @@
+"""Engines for the two stores, with the settings each needs to be shared safely.
+
+SQLite: WAL so the server and a separate jobs process read while one writes; a busy
+timeout so a writer waits instead of failing; `BEGIN IMMEDIATE` for transactions that
+write, so two writers serialise at BEGIN instead of deadlocking on a lock upgrade.
+Read-only work passes `execution_options(readonly=True)` to take a plain deferred BEGIN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+
+from ondeck.errors import ConfigError, Unavailable
+
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+PG_CONNECT_TIMEOUT_S = 5
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"ONDECK_DATABASE_URL={url!r:.80}: not a database URL") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(parsed, **kwargs)
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "ondeck"}
+        connect_args.update(kwargs.pop("connect_args", {}))
+        try:
+            return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+        except NoSuchModuleError:
+            raise ConfigError(
+                f"ONDECK_DATABASE_URL: unsupported driver {parsed.drivername!r}"
+            ) from None
+    raise ConfigError(
+        f"ONDECK_DATABASE_URL={parsed.render_as_string(hide_password=True)!r}: "
+        "only sqlite:/// and postgresql+psycopg:// URLs are supported"
+    )
+
+
+def _sqlite_engine(parsed: Any, **kwargs: Any) -> Engine:
+    database = parsed.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        path = Path(database).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"ONDECK_DATABASE_URL: cannot create {path.parent}: {exc.strerror}"
+            ) from None
+    engine = create_engine(
+        parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy: pysqlite's own BEGIN comes too late.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get("readonly"):
+            conn.exec_driver_sql("BEGIN")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+_SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether a database error means "cannot reach or lock the store" rather than a bug."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    if type(exc.orig).__module__.startswith("sqlite3"):
+        # SQLite also reports "no such table" as OperationalError: that one is a bug.
+        message = str(exc.orig).lower()
+        return any(word in message for word in _SQLITE_UNAVAILABLE)
+    return True
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Turn "the store is unreachable or locked" into `Unavailable` (exit 5, HTTP 503)."""
+    try:
+        yield
+    except DBAPIError as exc:
+        if is_unavailable(exc):
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise Unavailable(f"database unavailable: {reason}") from exc
+        raise
+
+
+def describe(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,75 @@
+"""Schema versions: the database is brought to HEAD whenever ondeck opens one that is behind.
+
+Checking is one SELECT on `alembic_version` (no Alembic import), because the CLI and the
+session hook open the database on every run; Alembic loads only when there is work. Several
+processes may open a new database at once: the upgrade runs under a lock (PostgreSQL
+advisory lock, SQLite's write lock) and re-reads the version once it holds it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import Connection, Engine, inspect, text
+
+from ondeck.db.engine import translate_errors
+
+# Must equal Alembic's head; tests/integration/test_migrations.py holds the two together.
+HEAD = "0001"
+_PG_LOCK_KEY = 0x0DEC_0001
+
+_checked: set[str] = set()
+_lock = threading.Lock()
+
+
+def revision_of(conn: Connection) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def read_revision(engine: Engine) -> str | None:
+    with translate_errors(), engine.connect().execution_options(readonly=True) as conn:
+        return revision_of(conn)
+
+
+def _alembic_config(conn: Connection | None) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", "ondeck:migrations")
+    config.attributes["connection"] = conn
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
+    """Run the migrations up to `revision` in one transaction; returns (before, after)."""
+    from alembic import command
+
+    with translate_errors(), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+        before = revision_of(conn)
+        command.upgrade(_alembic_config(conn), revision)
+        after = revision_of(conn)
+    return before, after
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Upgrade a database that is behind; one cheap read when it is current."""
+    key = str(engine.url)
+    if key in _checked:
+        return
+    with _lock:
+        if key in _checked:
+            return
+        if read_revision(engine) != HEAD:
+            upgrade(engine)
+        _checked.add(key)
+
+
+def alembic_head() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config(None)).get_current_head()

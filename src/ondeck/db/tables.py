@@ -1,0 +1,184 @@
+"""The schema: SQLAlchemy Core metadata. Migrations in `ondeck/migrations` produce exactly this.
+
+Invariants live here as constraints so that no code path, and no hand-written SQL, can
+break them: one task per schedule and fire date (`tasks.source`), one fire per schedule and
+date, and RUNNING exactly when a lease has an owner and an end.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from ondeck.db.types import Id, Instant, Json
+
+TASK_STATUSES = ("READY", "RUNNING", "DONE", "CANCELLED")
+SCHEDULE_KINDS = ("task", "remind", "backup")
+MISSED_POLICIES = ("latest", "all", "skip")
+BACKUP_STATUSES = ("running", "ok", "failed", "abandoned")
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("title", String(500), nullable=False),
+    Column("body", Text, nullable=False, server_default=""),
+    Column("status", String(16), nullable=False, server_default="READY"),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("due_on", Date),
+    Column("project", String(64)),
+    # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
+    Column("source", String(200), unique=True),
+    Column("lease_owner", String(200)),
+    Column("lease_until", Instant),
+    # Fencing token: only grows, so a holder whose lease was reaped cannot act on a retake.
+    Column("lease_token", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    Column("done_at", Instant),
+    CheckConstraint(_in("status", TASK_STATUSES), name="status"),
+    CheckConstraint(
+        "(status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_until IS NOT NULL)"
+        " OR (status <> 'RUNNING' AND lease_owner IS NULL AND lease_until IS NULL)",
+        name="running_has_lease",
+    ),
+    CheckConstraint("lease_token >= 0", name="lease_token"),
+    # The claim-next query and the context's due list read READY tasks in this order.
+    Index(
+        "ix_tasks_ready",
+        "due_on",
+        "priority",
+        "id",
+        sqlite_where=text("status = 'READY'"),
+        postgresql_where=text("status = 'READY'"),
+    ),
+    # The reaper and the context's running list read RUNNING tasks by lease end.
+    Index(
+        "ix_tasks_running",
+        "lease_until",
+        sqlite_where=text("status = 'RUNNING'"),
+        postgresql_where=text("status = 'RUNNING'"),
+    ),
+    Index("ix_tasks_project_status", "project", "status"),
+)
+
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("title", String(500), nullable=False),
+    Column("body", Text, nullable=False, server_default=""),
+    Column("kind", String(16), nullable=False, server_default="task"),
+    Column("rule", String(200), nullable=False),
+    Column("project", String(64)),
+    Column("start_on", Date, nullable=False),
+    Column("next_due", Date),
+    Column("missed", String(16), nullable=False, server_default="latest"),
+    Column("last_fired_on", Date),
+    Column("last_fired_at", Instant),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    # Removed schedules keep their row so fires and events still name them.
+    Column("deleted_at", Instant),
+    CheckConstraint(_in("kind", SCHEDULE_KINDS), name="kind"),
+    CheckConstraint(_in("missed", MISSED_POLICIES), name="missed"),
+    # The jobs tick's "what is due" query: enabled, live schedules by next_due.
+    Index(
+        "ix_schedules_due",
+        "next_due",
+        sqlite_where=text("enabled AND deleted_at IS NULL"),
+        postgresql_where=text("enabled AND deleted_at IS NULL"),
+    ),
+)
+
+fires = Table(
+    "fires",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("schedule_id", Id, ForeignKey("schedules.id"), nullable=False),
+    Column("fire_date", Date, nullable=False),
+    # When it was processed: the evidence the session context needs after next_due moved on.
+    Column("fired_at", Instant, nullable=False),
+    Column("task_id", Id, ForeignKey("tasks.id")),
+    Column("skipped", Integer, nullable=False, server_default="0"),
+    UniqueConstraint("schedule_id", "fire_date"),
+    CheckConstraint("skipped >= 0", name="skipped"),
+    # The context's "reminders fired today" reads fires by instant.
+    Index("ix_fires_fired_at", "fired_at"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("at", Instant, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("subject", String(200), nullable=False),
+    Column("details", Json, nullable=False),
+    # Activity pages read newest first, optionally by subject or kind.
+    Index("ix_events_at", "at"),
+    Index("ix_events_subject", "subject", "id"),
+    Index("ix_events_kind", "kind", "id"),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    # "jobs@host:pid": one row per jobs process, its heartbeat.
+    Column("name", String(200), primary_key=True),
+    Column("started_at", Instant, nullable=False),
+    Column("last_tick_at", Instant),
+    Column("tick_ms", Float),
+    Column("ticks", BigInteger, nullable=False, server_default="0"),
+    Column("summary", Json),
+    Column("stopped_at", Instant),
+)
+
+backups = Table(
+    "backups",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("started_at", Instant, nullable=False),
+    Column("finished_at", Instant),
+    Column("status", String(16), nullable=False, server_default="running"),
+    Column("worker", String(200)),
+    Column("file", Text),
+    Column("bytes", BigInteger),
+    Column("error", Text),
+    Column("schedule_id", Id, ForeignKey("schedules.id")),
+    CheckConstraint(_in("status", BACKUP_STATUSES), name="status"),
+    Index("ix_backups_started_at", "started_at"),
+)

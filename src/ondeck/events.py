@@ -1,0 +1,68 @@
+"""The record of every change: one `events` row, written in the same transaction as the change.
+
+Actors: `cli`, `api`, `dashboard`, `jobs`, `mcp:<client>`, `hook:<session>`. Subjects name
+what changed: `task:12`, `schedule:3`, `backup:7`, `worker:jobs@host:pid`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from ondeck.clock import aware
+from ondeck.db.tables import events
+
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Event:
+    id: int
+    at: datetime
+    actor: str
+    kind: str
+    subject: str
+    details: dict[str, Any]
+
+
+def record(
+    conn: Connection,
+    now: datetime,
+    *,
+    actor: str,
+    kind: str,
+    subject: str,
+    details: dict[str, Any] | None = None,
+) -> int:
+    result = conn.execute(
+        insert(events)
+        .values(at=aware(now), actor=actor[:200], kind=kind, subject=subject, details=details or {})
+        .returning(events.c.id)
+    )
+    return int(result.scalar_one())
+
+
+def list_events(
+    conn: Connection,
+    *,
+    subject: str | None = None,
+    kind: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[Event]:
+    """Newest first; `before_id` pages back through history (keyset, so deep pages stay fast)."""
+    query = select(events).order_by(events.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
+    if subject:
+        query = query.where(events.c.subject == subject)
+    if kind:
+        # `task.` matches every task event; `task.claimed` only that one.
+        if kind.endswith("."):
+            query = query.where(events.c.kind.startswith(kind, autoescape=True))
+        else:
+            query = query.where(events.c.kind == kind)
+    if before_id is not None:
+        query = query.where(events.c.id < before_id)
+    return [Event(**row._mapping) for row in conn.execute(query)]

@@ -1,0 +1,21 @@
+"""Alembic environment: migrations run on a connection that ondeck hands over."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from ondeck.db.tables import metadata
+
+config = context.config
+connection = config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("ondeck migrations run through `ondeck db upgrade` (ondeck.db.migrate)")
+
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

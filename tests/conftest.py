@@ -1,0 +1,145 @@
+"""Test fixtures. Every store test runs on SQLite and on PostgreSQL.
+
+PostgreSQL: a throwaway cluster per test session (tests/support/pg.py), or the server at
+`ONDECK_TEST_PG_URL`. Each test gets its own database cloned from a migrated template, and
+each SQLite test its own copy of a migrated file. Without PostgreSQL the variants skip with
+the reason, unless `ONDECK_REQUIRE_PG=1`, which makes that a failure (CI sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from ondeck.config import Settings, load_settings
+from ondeck.db.engine import make_engine
+from ondeck.db.migrate import upgrade
+from support import pg
+
+# A fixed instant the unit tests read time from: Monday 2026-06-15, 09:00 UTC.
+NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+PG_TEMPLATE = "ondeck_template"
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reads the developer's settings, config file or data directory."""
+    for key in list(os.environ):
+        if key.startswith("ONDECK_") and not key.startswith("ONDECK_TEST_") and key != "ONDECK_REQUIRE_PG":
+            monkeypatch.delenv(key)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("ONDECK_CONFIG", str(home / "no-config.toml"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    explicit = os.environ.get("ONDECK_TEST_PG_URL")
+    if explicit:
+        yield explicit
+        return
+    bindir = pg.find_bindir()
+    if bindir is None:
+        reason = "PostgreSQL server binaries not found (install the Debian package postgresql)"
+        if os.environ.get("ONDECK_REQUIRE_PG") == "1":
+            pytest.fail(f"ONDECK_REQUIRE_PG=1 but {reason}")
+        pytest.skip(reason)
+    cluster = pg.start_cluster(bindir)
+    try:
+        yield cluster.admin_url
+    finally:
+        cluster.stop()
+
+
+def _admin(url: str) -> Engine:
+    return create_engine(url, isolation_level="AUTOCOMMIT")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_admin_url: str) -> Iterator[str]:
+    admin = _admin(pg_admin_url)
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {PG_TEMPLATE}"))
+        conn.execute(text(f"CREATE DATABASE {PG_TEMPLATE}"))
+    url = make_url(pg_admin_url).set(database=PG_TEMPLATE).render_as_string(hide_password=False)
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    yield PG_TEMPLATE
+    admin.dispose()
+
+
+def new_pg_database(admin_url: str, template: str) -> str:
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    admin = _admin(admin_url)
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {template}"))
+    admin.dispose()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_database(admin_url: str, url: str) -> None:
+    name = make_url(url).database
+    admin = _admin(admin_url)
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+# --- SQLite -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "ondeck.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()  # the last connection to close checkpoints the WAL into the file
+    assert not path.with_name("ondeck.db-wal").exists()
+    return path
+
+
+# --- Per test ---------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, migrated database: once on SQLite, once on PostgreSQL."""
+    if request.param == "sqlite":
+        template: Path = request.getfixturevalue("sqlite_template")
+        path = tmp_path / "ondeck.db"
+        shutil.copyfile(template, path)
+        yield f"sqlite:///{path}"
+        return
+    admin_url = request.getfixturevalue("pg_admin_url")
+    url = new_pg_database(admin_url, request.getfixturevalue("pg_template"))
+    try:
+        yield url
+    finally:
+        drop_pg_database(admin_url, url)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return load_settings(
+        database_url=db_url, tz="UTC", data_dir=tmp_path / "data", backup_dir=tmp_path / "backups"
+    )
