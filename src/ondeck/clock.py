@@ -34,3 +34,8 @@ def local(instant: datetime, zone: tzinfo) -> datetime:
 def start_of_day(day: date, zone: tzinfo) -> datetime:
     """The UTC instant at which `day` begins in `zone`."""
     return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+
+
+def iso(instant: datetime | None, zone: tzinfo) -> str | None:
+    """ISO-8601 in the configured zone with its offset: how every entry point shows an instant."""
+    return None if instant is None else local(instant, zone).isoformat()

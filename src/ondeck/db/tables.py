@@ -54,7 +54,8 @@ tasks = Table(
     Column("title", String(500), nullable=False),
     Column("body", Text, nullable=False, server_default=""),
     Column("status", String(16), nullable=False, server_default="READY"),
-    Column("priority", Integer, nullable=False, server_default="0"),
+    # 0 (drop everything) .. 9 (someday); lower comes first, like P0/P1/P2.
+    Column("priority", Integer, nullable=False, server_default="2"),
     Column("due_on", Date),
     Column("project", String(64)),
     # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
@@ -73,6 +74,7 @@ tasks = Table(
         name="running_has_lease",
     ),
     CheckConstraint("lease_token >= 0", name="lease_token"),
+    CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
     # The claim-next query and the context's due list read READY tasks in this order.
     Index(
         "ix_tasks_ready",
@@ -107,13 +109,14 @@ schedules = Table(
     Column("last_fired_on", Date),
     Column("last_fired_at", Instant),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
-    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("priority", Integer, nullable=False, server_default="2"),
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
     # Removed schedules keep their row so fires and events still name them.
     Column("deleted_at", Instant),
     CheckConstraint(_in("kind", SCHEDULE_KINDS), name="kind"),
     CheckConstraint(_in("missed", MISSED_POLICIES), name="missed"),
+    CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
     # The jobs tick's "what is due" query: enabled, live schedules by next_due.
     Index(
         "ix_schedules_due",

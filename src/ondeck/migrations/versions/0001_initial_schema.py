@@ -53,12 +53,13 @@ def upgrade() -> None:
         sa.Column("last_fired_on", sa.Date(), nullable=True),
         sa.Column("last_fired_at", ondeck.db.types.Instant(timezone=True), nullable=True),
         sa.Column("enabled", sa.Boolean(), server_default=sa.text("(true)"), nullable=False),
-        sa.Column("priority", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("priority", sa.Integer(), server_default="2", nullable=False),
         sa.Column("created_at", ondeck.db.types.Instant(timezone=True), nullable=False),
         sa.Column("updated_at", ondeck.db.types.Instant(timezone=True), nullable=False),
         sa.Column("deleted_at", ondeck.db.types.Instant(timezone=True), nullable=True),
         sa.CheckConstraint("kind IN ('task', 'remind', 'backup')", name=op.f("ck_schedules_kind")),
         sa.CheckConstraint("missed IN ('latest', 'all', 'skip')", name=op.f("ck_schedules_missed")),
+        sa.CheckConstraint("priority BETWEEN 0 AND 9", name=op.f("ck_schedules_priority")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_schedules")),
     )
     with op.batch_alter_table("schedules", schema=None) as batch_op:
@@ -76,7 +77,7 @@ def upgrade() -> None:
         sa.Column("title", sa.String(length=500), nullable=False),
         sa.Column("body", sa.Text(), server_default="", nullable=False),
         sa.Column("status", sa.String(length=16), server_default="READY", nullable=False),
-        sa.Column("priority", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("priority", sa.Integer(), server_default="2", nullable=False),
         sa.Column("due_on", sa.Date(), nullable=True),
         sa.Column("project", sa.String(length=64), nullable=True),
         sa.Column("source", sa.String(length=200), nullable=True),
@@ -94,6 +95,7 @@ def upgrade() -> None:
             "status IN ('READY', 'RUNNING', 'DONE', 'CANCELLED')", name=op.f("ck_tasks_status")
         ),
         sa.CheckConstraint("lease_token >= 0", name=op.f("ck_tasks_lease_token")),
+        sa.CheckConstraint("priority BETWEEN 0 AND 9", name=op.f("ck_tasks_priority")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_tasks")),
         sa.UniqueConstraint("source", name=op.f("uq_tasks_source")),
     )
