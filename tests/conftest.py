@@ -30,10 +30,16 @@ PG_TEMPLATE = "ondeck_template"
 
 
 @pytest.fixture(autouse=True)
-def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _hermetic_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No test reads the developer's settings, config file or data directory."""
     for key in list(os.environ):
-        if key.startswith("ONDECK_") and not key.startswith("ONDECK_TEST_") and key != "ONDECK_REQUIRE_PG":
+        if (
+            key.startswith("ONDECK_")
+            and not key.startswith("ONDECK_TEST_")
+            and key != "ONDECK_REQUIRE_PG"
+        ):
             monkeypatch.delenv(key)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("ONDECK_CONFIG", str(home / "no-config.toml"))

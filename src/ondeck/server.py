@@ -39,6 +39,19 @@ def check_bind(settings: Settings, host: str, port: int) -> None:
             ) from None
 
 
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            # uvicorn re-raises the signal after shutting down; a requested stop is a clean
+            # stop for us (exit 0, as `ondeck jobs` does), which systemd and tests expect.
+            self._captured_signals.clear()
+
+    return Server
+
+
 def serve(settings: Settings, *, host: str, port: int, jobs: bool = True) -> None:
     import uvicorn
 
@@ -51,4 +64,4 @@ def serve(settings: Settings, *, host: str, port: int, jobs: bool = True) -> Non
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, log_config=None
     )
-    uvicorn.Server(config).run()
+    _server_class()(config).run()

@@ -26,7 +26,13 @@ def test_migrations_produce_the_metadata(engine: Engine) -> None:
 def test_same_tables_indexes_and_constraints_on_both(engine: Engine) -> None:
     inspector = inspect(engine)
     assert set(inspector.get_table_names()) >= {
-        "tasks", "schedules", "fires", "events", "workers", "backups", "alembic_version",
+        "tasks",
+        "schedules",
+        "fires",
+        "events",
+        "workers",
+        "backups",
+        "alembic_version",
     }
     task_indexes = {ix["name"] for ix in inspector.get_indexes("tasks")}
     assert {"ix_tasks_ready", "ix_tasks_running"} <= task_indexes

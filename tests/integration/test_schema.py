@@ -21,7 +21,9 @@ def _schedule(engine: Engine) -> int:
     with engine.begin() as conn:
         return conn.execute(
             insert(schedules)
-            .values(title="s", rule="daily", start_on=date(2026, 1, 1), created_at=NOW, updated_at=NOW)
+            .values(
+                title="s", rule="daily", start_on=date(2026, 1, 1), created_at=NOW, updated_at=NOW
+            )
             .returning(schedules.c.id)
         ).scalar_one()
 
@@ -51,7 +53,9 @@ def test_it_refuses_clearing_the_lease_end_of_a_running_task_by_hand(engine: Eng
     with pytest.raises(IntegrityError), engine.begin() as conn:
         conn.execute(text("UPDATE tasks SET lease_until = NULL WHERE id = :id"), {"id": task_id})
     with engine.connect() as conn:
-        assert conn.execute(select(tasks.c.lease_until).where(tasks.c.id == task_id)).scalar() == NOW
+        assert (
+            conn.execute(select(tasks.c.lease_until).where(tasks.c.id == task_id)).scalar() == NOW
+        )
 
 
 def test_it_refuses_an_unknown_status(engine: Engine) -> None:
@@ -63,8 +67,12 @@ def test_it_refuses_an_unknown_schedule_kind(engine: Engine) -> None:
     with pytest.raises(IntegrityError), engine.begin() as conn:
         conn.execute(
             insert(schedules).values(
-                title="s", kind="cron", rule="daily", start_on=date(2026, 1, 1),
-                created_at=NOW, updated_at=NOW,
+                title="s",
+                kind="cron",
+                rule="daily",
+                start_on=date(2026, 1, 1),
+                created_at=NOW,
+                updated_at=NOW,
             )
         )
 
@@ -112,9 +120,13 @@ def test_instants_compare_in_sql_by_time_not_by_text(engine: Engine) -> None:
         for at in (early, later_in_seoul):
             conn.execute(insert(tasks).values(_task(created_at=at)))
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(tasks.c.created_at).where(tasks.c.created_at > early).order_by(tasks.c.id)
-        ).scalars().all()
+        rows = (
+            conn.execute(
+                select(tasks.c.created_at).where(tasks.c.created_at > early).order_by(tasks.c.id)
+            )
+            .scalars()
+            .all()
+        )
     assert rows == [later_in_seoul]
 
 

@@ -59,22 +59,41 @@ class Cluster:
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         self._run(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
-            "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions",
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
         )
-        options = " ".join([
-            f"-p {self.port}",
-            "-c listen_addresses=127.0.0.1",
-            f"-c unix_socket_directories={self.root}",
-            "-c fsync=off",
-            "-c synchronous_commit=off",
-            "-c full_page_writes=off",
-            "-c max_connections=300",
-            "-c shared_buffers=128MB",
-        ])
+        options = " ".join(
+            [
+                f"-p {self.port}",
+                "-c listen_addresses=127.0.0.1",
+                f"-c unix_socket_directories={self.root}",
+                "-c fsync=off",
+                "-c synchronous_commit=off",
+                "-c full_page_writes=off",
+                "-c max_connections=300",
+                "-c shared_buffers=128MB",
+            ]
+        )
         self._run(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"),
-            "-o", options, "-w", "-t", "60", "start",
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
         )
 
     def stop(self) -> None:

@@ -1,0 +1,114 @@
+"""The jobs loop: heartbeat every tick, a failing step does not stop it, outages back off."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from ondeck import workers
+from ondeck.config import Settings, load_settings
+from ondeck.db.engine import make_engine
+from ondeck.errors import Unavailable
+from ondeck.jobs import Jobs
+
+NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+
+
+def _count(calls: list[datetime]) -> Any:
+    def step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
+        calls.append(now)
+        return {"done": len(calls)}
+
+    return step
+
+
+def test_each_tick_writes_the_heartbeat(engine: Engine, settings: Settings) -> None:
+    calls: list[datetime] = []
+    jobs = Jobs(engine=engine, settings=settings, steps=[("count", _count(calls))], name="jobs@t:1")
+    jobs.tick(NOW)
+    jobs.tick(NOW + timedelta(minutes=1))
+    with engine.connect() as conn:
+        [row] = workers.list_workers(conn)
+        assert workers.last_tick_at(conn) == NOW + timedelta(minutes=1)
+    assert row.name == "jobs@t:1"
+    assert row.ticks == 2
+    assert row.summary == {"count": {"done": 2}}
+    assert row.tick_ms is not None and row.tick_ms >= 0
+    assert calls == [NOW, NOW + timedelta(minutes=1)]
+
+
+def test_a_failing_step_is_logged_and_the_next_steps_still_run(
+    engine: Engine, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
+        raise RuntimeError("disk on fire")
+
+    calls: list[datetime] = []
+    jobs = Jobs(
+        engine=engine, settings=settings, steps=[("broken", broken), ("count", _count(calls))]
+    )
+    logging.getLogger("ondeck").propagate = True
+    with caplog.at_level(logging.ERROR, logger="ondeck.jobs"):
+        summary = jobs.tick(NOW)
+    assert summary["broken"] == {"error": "RuntimeError: disk on fire"}
+    assert calls == [NOW]
+    assert "step broken failed" in caplog.text
+    assert "Traceback" in caplog.text
+
+
+def test_an_unreachable_database_raises_unavailable_not_a_crash(tmp_path) -> None:
+    settings = load_settings(tz="UTC", tick_seconds=1)
+    engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    jobs = Jobs(engine=engine, settings=settings, steps=[])
+    with pytest.raises(Unavailable, match="database unavailable"):
+        jobs.tick(NOW)
+    assert jobs.run(once=True) == 5
+
+
+def test_the_loop_backs_off_while_the_database_is_down_and_stops_on_request() -> None:
+    settings = load_settings(tz="UTC", tick_seconds=0.05)
+    engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    jobs = Jobs(engine=engine, settings=settings, steps=[])
+    attempts: list[float] = []
+    original = jobs.tick
+
+    def counted(now: datetime | None = None) -> dict[str, Any]:
+        attempts.append(1)
+        return original(now)
+
+    jobs.tick = counted  # type: ignore[method-assign]
+    thread = threading.Thread(target=jobs.run)
+    thread.start()
+    threading.Event().wait(1.5)
+    jobs.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    # Pauses of 0.05 s would mean ~30 attempts; backing off (capped at the tick) means few.
+    assert 1 <= len(attempts) <= 30
+
+
+def test_wake_makes_the_loop_tick_before_the_interval(engine: Engine) -> None:
+    settings = load_settings(tz="UTC", tick_seconds=3600)
+    calls: list[datetime] = []
+    jobs = Jobs(engine=engine, settings=settings, steps=[("count", _count(calls))])
+    thread = threading.Thread(target=jobs.run)
+    thread.start()
+    for _ in range(100):
+        if calls:
+            break
+        threading.Event().wait(0.05)
+    jobs.wake()
+    for _ in range(100):
+        if len(calls) >= 2:
+            break
+        threading.Event().wait(0.05)
+    jobs.stop()
+    thread.join(timeout=10)
+    assert len(calls) >= 2
+    with engine.connect() as conn:
+        assert workers.list_workers(conn)[0].stopped_at is not None
