@@ -11,17 +11,31 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args[:2] == ["hook", "session-start"] and len(args) == 2:
+        # Runs at every agent session start: skip Typer and answer straight away.
+        from ondeck.hooks import session_start
+
+        sys.exit(session_start(sys.stdin, sys.stdout))
     sys.exit(run(args))
 
 
 def run(args: list[str]) -> int:
+    from ondeck.cli.app import app
+    from ondeck.cli.common import dispose_engines
+
+    try:
+        return _run(app, args)
+    finally:
+        dispose_engines()
+
+
+def _run(app: object, args: list[str]) -> int:
     import typer
 
-    from ondeck.cli.app import app
     from ondeck.errors import OndeckError
 
     try:
-        result = app(args=args, prog_name="ondeck", standalone_mode=False)
+        result = app(args=args, prog_name="ondeck", standalone_mode=False)  # type: ignore[operator]
     except OndeckError as exc:
         _fail(exc.message)
         return exc.exit_code

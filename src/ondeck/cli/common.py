@@ -17,6 +17,14 @@ from ondeck import clock
 from ondeck.config import Settings, load_settings
 from ondeck.db.engine import translate_errors
 
+_engines: list[Engine] = []
+
+
+def dispose_engines() -> None:
+    """Close what a command opened (in-process runs, such as tests, leave nothing open)."""
+    while _engines:
+        _engines.pop().dispose()
+
 
 @dataclass
 class Cli:
@@ -38,6 +46,7 @@ class Cli:
             from ondeck.db import open_database
 
             self._engine = open_database(self.settings.url)
+            _engines.append(self._engine)
         return self._engine
 
     def now(self) -> datetime:

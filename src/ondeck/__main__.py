@@ -1,0 +1,3 @@
+from ondeck.cli import main
+
+main()

@@ -1,0 +1,50 @@
+"""GET /api/v1/context: what a new session is told, as JSON, Markdown or hook JSON."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import PlainTextResponse
+
+from ondeck.api.deps import StoreDep
+from ondeck.context import build_context
+from ondeck.context_render import hook_output, to_json, to_markdown
+from ondeck.validation import PROJECT_PATTERN
+
+router = APIRouter(tags=["context"])
+
+
+class Format(StrEnum):
+    json = "json"
+    markdown = "markdown"
+    hook = "hook"
+
+
+@router.get(
+    "/context",
+    responses={200: {"content": {"text/markdown": {}, "application/json": {}}}},
+)
+def get_context(
+    store: StoreDep,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
+    format: Annotated[Format, Query()] = Format.json,
+    budget: Annotated[int, Query(ge=1, le=500)] = 20,
+) -> Any:
+    settings = store.settings
+    with store.read() as conn:
+        ctx = build_context(
+            conn,
+            store.now(),
+            project,
+            budget,
+            zone=settings.zone,
+            lease_grace=settings.lease_grace,
+            tick_seconds=settings.tick_seconds,
+        )
+    if format is Format.markdown:
+        return PlainTextResponse(to_markdown(ctx, settings.zone), media_type="text/markdown")
+    if format is Format.hook:
+        return hook_output(to_markdown(ctx, settings.zone))
+    return to_json(ctx, settings.zone)

@@ -1,0 +1,129 @@
+"""The session context as Markdown (for an agent's context window), JSON, and hook JSON."""
+
+from __future__ import annotations
+
+import json
+from datetime import tzinfo
+from typing import Any
+
+from ondeck.backlog import Task
+from ondeck.clock import iso, local
+from ondeck.context import Context, Due, Reminder, Running
+from ondeck.humanize import relative, span
+
+
+def _hm(instant: Any, zone: tzinfo) -> str:
+    return local(instant, zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _task_tail(task: Task) -> str:
+    bits = [f"P{task.priority}"]
+    if task.project:
+        bits.append(task.project)
+    return " · ".join(bits)
+
+
+def _reminder_line(r: Reminder, zone: tzinfo) -> str:
+    when = f"fired {_hm(r.fired_at, zone)}" if r.fired_at else "pending (due, not processed yet)"
+    body = f": {r.body.strip().splitlines()[0][:200]}" if r.body.strip() else ""
+    return f"- [schedule {r.schedule_id}] {r.title} ({r.rule_text}; {when}){body}"
+
+
+def _running_line(r: Running, now: Any, zone: tzinfo) -> str:
+    t = r.task
+    if r.expired and r.expired_for is not None:
+        state = (
+            f"EXPIRED {span(r.expired_for)} ago, holder silent; "
+            f"released {relative(r.releases_at, now)}"
+        )
+    else:
+        state = f"lease until {_hm(t.lease_until, zone)}"
+    return f"- [task {t.id}] {t.title} (held by {t.lease_owner}, {state}; {_task_tail(t)})"
+
+
+def _due_line(d: Due) -> str:
+    t = d.task
+    when = "due today" if d.overdue_days == 0 else f"{d.overdue_days} day(s) overdue"
+    return f"- [task {t.id}] {t.title} ({when}, {t.due_on}; {_task_tail(t)})"
+
+
+def to_markdown(ctx: Context, zone: tzinfo) -> str:
+    now = ctx.generated_at
+    scope = f", project {ctx.project}" if ctx.project else ""
+    lines = [f"# On deck {ctx.date.isoformat()} ({ctx.timezone}{scope})"]
+    if ctx.warnings:
+        lines += ["", "## Warnings"]
+        lines += [f"- {w.code}: {w.message}" for w in ctx.warnings]
+    if ctx.reminders:
+        lines += ["", "## Reminders"]
+        lines += [_reminder_line(r, zone) for r in ctx.reminders]
+    if ctx.running:
+        lines += ["", "## Running"]
+        lines += [_running_line(r, now, zone) for r in ctx.running]
+    if ctx.due:
+        lines += ["", "## Due"]
+        lines += [_due_line(d) for d in ctx.due]
+    if ctx.backlog:
+        lines += ["", "## Backlog (top, no due date)"]
+        lines += [f"- [task {t.id}] {t.title} ({_task_tail(t)})" for t in ctx.backlog]
+    if not (ctx.reminders or ctx.running or ctx.due or ctx.backlog):
+        lines += ["", "Nothing on deck."]
+    if ctx.omitted:
+        left = ", ".join(f"{n} {name}" for name, n in ctx.omitted.items())
+        lines += ["", f"Left out to fit the budget: {left} (ondeck task list shows all)."]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
+    now = ctx.generated_at
+
+    def reminder(r: Reminder) -> dict[str, Any]:
+        return {
+            "schedule_id": r.schedule_id,
+            "title": r.title,
+            "body": r.body,
+            "rule": r.rule,
+            "rule_text": r.rule_text,
+            "project": r.project,
+            "status": "fired" if r.fired_at else "pending",
+            "fire_date": r.fire_date.isoformat() if r.fire_date else None,
+            "fired_at": iso(r.fired_at, zone) if r.fired_at else "pending",
+        }
+
+    def running(r: Running) -> dict[str, Any]:
+        return {
+            **r.task.to_json(now, zone),
+            "expired_seconds": int(r.expired_for.total_seconds()) if r.expired_for else None,
+            "releases_at": iso(r.releases_at, zone),
+        }
+
+    return {
+        "date": ctx.date.isoformat(),
+        "timezone": ctx.timezone,
+        "generated_at": iso(now, zone),
+        "project": ctx.project,
+        "warnings": [{"code": w.code, "message": w.message} for w in ctx.warnings],
+        "reminders": [reminder(r) for r in ctx.reminders],
+        "tasks": {
+            "running": [running(r) for r in ctx.running],
+            "due": [{**d.task.to_json(now, zone), "overdue_days": d.overdue_days} for d in ctx.due],
+            "backlog": [t.to_json(now, zone) for t in ctx.backlog],
+        },
+        "omitted": dict(ctx.omitted),
+        "budget": ctx.budget,
+    }
+
+
+def hook_output(markdown: str) -> dict[str, Any]:
+    """The JSON Claude Code's SessionStart hook accepts on stdout."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
+
+
+def render(ctx: Context, zone: tzinfo, fmt: str) -> str:
+    if fmt == "markdown":
+        return to_markdown(ctx, zone)
+    if fmt == "json":
+        return json.dumps(to_json(ctx, zone), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "hook":
+        return json.dumps(hook_output(to_markdown(ctx, zone)), ensure_ascii=False) + "\n"
+    raise ValueError(f"unknown format {fmt!r}")

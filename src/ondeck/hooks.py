@@ -1,0 +1,122 @@
+"""Claude Code session hooks: what a session is told at its start, what it lets go at its end.
+
+`session-start` must never fail a session: whatever goes wrong (database unreachable, bad
+stdin), it prints valid hook JSON whose context says what happened, and exits 0. It runs at
+every session start, so it imports only what it needs (no Typer, no web framework, no MCP).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+MAX_STDIN = 1024 * 1024
+
+
+def read_payload(stream: TextIO) -> dict[str, Any]:
+    try:
+        data = json.loads(stream.read(MAX_STDIN) or "{}")
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def project_for(cwd: str | None, mapping: dict[str, str]) -> str | None:
+    """The project of a working directory: the longest configured path prefix that holds it,
+    else the name of its git top-level directory, else none (the session sees everything)."""
+    if not cwd:
+        return None
+    path = Path(cwd).expanduser()
+    best: tuple[int, str] | None = None
+    for prefix, project in mapping.items():
+        root = Path(prefix).expanduser()
+        if path == root or root in path.parents:
+            depth = len(root.parts)
+            if best is None or depth > best[0]:
+                best = (depth, project)
+    if best is not None:
+        return best[1]
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return _project_name(candidate.name)
+    return None
+
+
+def _project_name(name: str) -> str | None:
+    """Directory names become project names within the project pattern `[A-Za-z0-9._-]{1,64}`."""
+    cleaned = "".join(c if (c.isalnum() and c.isascii()) or c in "._-" else "-" for c in name)
+    cleaned = cleaned.strip("-")[:64]
+    return cleaned or None
+
+
+def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+    from ondeck.context_render import hook_output
+
+    payload = read_payload(stdin)
+    try:
+        markdown = _start_context(payload, db_url)
+    except Exception as exc:  # never fail the session: tell it what went wrong instead
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        markdown = (
+            "# On deck: unavailable\n\n"
+            f"ondeck could not read its database ({reason}). Today's reminders, due tasks "
+            "and warnings are unknown; check `ondeck context` or the server.\n"
+        )
+    stdout.write(json.dumps(hook_output(markdown), ensure_ascii=False) + "\n")
+    return 0
+
+
+def _start_context(payload: dict[str, Any], db_url: str | None) -> str:
+    from ondeck import clock
+    from ondeck.config import load_settings
+    from ondeck.context import build_context
+    from ondeck.context_render import to_markdown
+    from ondeck.db import open_database
+    from ondeck.db.engine import translate_errors
+
+    settings = load_settings(database_url=db_url)
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    project = project_for(cwd, settings.projects)
+    engine = open_database(settings.url)
+    now = clock.now()
+    with translate_errors(), engine.connect() as conn:
+        conn = conn.execution_options(readonly=True)
+        with conn.begin():
+            ctx = build_context(
+                conn,
+                now,
+                project,
+                zone=settings.zone,
+                lease_grace=settings.lease_grace,
+                tick_seconds=settings.tick_seconds,
+            )
+    engine.dispose()
+    return to_markdown(ctx, settings.zone)
+
+
+def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+    """Release the leases the ending session held; the reaper covers sessions that crash."""
+    from ondeck import clock
+    from ondeck.backlog import release_held_by
+    from ondeck.config import load_settings
+    from ondeck.db import open_database
+    from ondeck.db.engine import translate_errors
+
+    payload = read_payload(stdin)
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        sys.stderr.write("ondeck: hook session-end: no session_id on stdin, nothing released\n")
+        return 0
+    settings = load_settings(database_url=db_url)
+    engine = open_database(settings.url)
+    owner = f"claude:{session_id.strip()[:190]}"
+    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
+    with translate_errors(), engine.begin() as conn:
+        released = release_held_by(
+            conn, clock.now(), owner=owner, actor=f"hook:{session_id[:60]}", reason=reason
+        )
+    engine.dispose()
+    stdout.write(json.dumps({"released": released, "owner": owner}) + "\n")
+    return 0

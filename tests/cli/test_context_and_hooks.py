@@ -1,0 +1,165 @@
+"""`ondeck context`, the Claude Code hooks as real processes, and settings.json install."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from ondeck import backlog, clock
+from ondeck.claude_settings import install, uninstall
+from ondeck.cli import run
+from ondeck.clock import UTC
+
+ONDECK = str(Path(sys.executable).with_name("ondeck"))
+
+# The stdin Claude Code gives its hooks (shapes from its hooks documentation).
+SESSION_START = {
+    "session_id": "7f1c2d3e-aaaa-bbbb-cccc-0123456789ab",
+    "transcript_path": "/home/me/.claude/projects/-home-me-site/7f1c2d3e.jsonl",
+    "cwd": "",
+    "hook_event_name": "SessionStart",
+    "source": "startup",
+}
+SESSION_END = {
+    "session_id": "7f1c2d3e-aaaa-bbbb-cccc-0123456789ab",
+    "transcript_path": "/home/me/.claude/projects/-home-me-site/7f1c2d3e.jsonl",
+    "cwd": "",
+    "hook_event_name": "SessionEnd",
+    "reason": "prompt_input_exit",
+}
+
+
+def _hook(verb: str, payload: dict, db_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ONDECK, "hook", verb],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ONDECK_DATABASE_URL": db_url, "ONDECK_TZ": "UTC", **env},
+        check=False,
+    )
+
+
+def test_session_start_prints_hook_json_scoped_to_the_git_project(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    repo = tmp_path / "site"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    with engine.begin() as conn:
+        backlog.create_task(conn, clock.now(), title="site task", project="site", actor="cli")
+        backlog.create_task(conn, clock.now(), title="shop task", project="shop", actor="cli")
+    result = _hook("session-start", {**SESSION_START, "cwd": str(repo / "src")}, db_url)
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = output["hookSpecificOutput"]["additionalContext"]
+    assert "project site" in context
+    assert "site task" in context and "shop task" not in context
+
+
+def test_session_start_never_fails_the_session_when_the_database_is_gone() -> None:
+    result = _hook(
+        "session-start", {**SESSION_START, "cwd": "/"}, "postgresql+psycopg://x@127.0.0.1:1/none"
+    )
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "could not read its database" in context
+
+
+def test_session_start_survives_garbage_on_stdin(db_url: str) -> None:
+    result = subprocess.run(
+        [ONDECK, "hook", "session-start"],
+        input="not json{",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ONDECK_DATABASE_URL": db_url},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "On deck" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_end_releases_what_that_session_held(engine: Engine, db_url: str) -> None:
+    owner = f"claude:{SESSION_END['session_id']}"
+    with engine.begin() as conn:
+        mine = backlog.create_task(conn, clock.now(), title="mine", actor="cli")
+        other = backlog.create_task(conn, clock.now(), title="other", actor="cli")
+        backlog.claim_task(conn, clock.now(), mine.id, owner=owner, actor="cli")
+        backlog.claim_task(conn, clock.now(), other.id, owner="claude:someone", actor="cli")
+    result = _hook("session-end", SESSION_END, db_url)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["released"] == [mine.id]
+    with engine.connect() as conn:
+        assert backlog.get_task(conn, mine.id).status is backlog.Status.READY
+        assert backlog.get_task(conn, other.id).status is backlog.Status.RUNNING
+
+
+def test_context_command_formats(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with engine.begin() as conn:
+        backlog.create_task(
+            conn,
+            clock.now(),
+            title="overdue",
+            due_on=clock.today(clock.now(), UTC) - timedelta(days=2),
+            actor="cli",
+        )
+    assert run(["--db", db_url, "context"]) == 0
+    markdown = capsys.readouterr().out
+    assert "## Due" in markdown and "overdue" in markdown and "2 day(s) overdue" in markdown
+    assert run(["--db", db_url, "context", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["tasks"]["due"][0]["overdue_days"] == 2
+    assert run(["--db", db_url, "context", "--format", "hook"]) == 0
+    assert "hookSpecificOutput" in json.loads(capsys.readouterr().out)
+    assert run(["--db", db_url, "context", "--project", "bad project!"]) == 2
+    assert "project" in capsys.readouterr().err
+
+
+def test_install_merges_and_uninstall_removes_exactly_ours(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    theirs = {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(git status)"]},
+        "hooks": {
+            "SessionStart": [
+                {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+            ],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}],
+        },
+    }
+    path.write_text(json.dumps(theirs))
+    changes = install(path, command="/opt/ondeck/bin/ondeck")
+    assert len(changes) == 2
+    data = json.loads(path.read_text())
+    assert data["model"] == "opus" and data["permissions"] == theirs["permissions"]
+    assert data["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]
+    assert data["hooks"]["SessionStart"][0] == theirs["hooks"]["SessionStart"][0]
+    assert data["hooks"]["SessionStart"][1]["hooks"][0]["command"] == (
+        "/opt/ondeck/bin/ondeck hook session-start"
+    )
+    assert data["hooks"]["SessionEnd"][0]["hooks"][0]["command"].endswith("hook session-end")
+    assert install(path, command="/opt/ondeck/bin/ondeck") == [], "installing twice adds nothing"
+    assert len(uninstall(path)) == 2
+    assert json.loads(path.read_text()) == theirs
+
+
+def test_install_refuses_a_broken_settings_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    assert run(["hook", "install", "--project-dir", str(tmp_path)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert path.read_text() == "{not json"

@@ -1,0 +1,178 @@
+"""What a new session is told: reminders from the record of the fire, tasks, warnings, budget."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Engine, insert, select
+
+from ondeck import backlog, schedules
+from ondeck.context import build_context
+from ondeck.context_render import hook_output, to_json, to_markdown
+from ondeck.db.tables import backups
+from ondeck.db.tables import schedules as schedules_table
+from ondeck.firing import fire_due
+from ondeck.jobs import Jobs
+
+UTCZ = ZoneInfo("UTC")
+SEOUL = ZoneInfo("Asia/Seoul")
+MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+
+
+def _ctx(engine: Engine, now: datetime, zone=UTCZ, **kwargs):  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return build_context(conn, now, zone=zone, **kwargs)
+
+
+def _remind(engine: Engine, now: datetime, zone=UTCZ, **kwargs) -> int:  # type: ignore[no-untyped-def]
+    with engine.begin() as conn:
+        values = {"title": "Weekly check", "rule": "weekly:MON", "kind": "remind", **kwargs}
+        return schedules.create_schedule(conn, now, zone, actor="cli", **values).id
+
+
+def test_trap_one_a_reminder_that_fired_today_stays_visible(engine: Engine) -> None:
+    """Before the tick: pending. After: next_due moved on, still listed, with the instant."""
+    schedule_id = _remind(engine, MONDAY_9 - timedelta(hours=1), body="look at the invoices")
+    before = _ctx(engine, MONDAY_9)
+    assert [(r.schedule_id, r.fired_at) for r in before.reminders] == [(schedule_id, None)]
+    assert "pending" in to_markdown(before, UTCZ)
+
+    fire_due(engine, MONDAY_9, UTCZ)
+    with engine.connect() as conn:
+        next_due = conn.execute(
+            select(schedules_table.c.next_due).where(schedules_table.c.id == schedule_id)
+        ).scalar_one()
+    assert next_due == date(2026, 6, 22), "the jobs loop moved next_due into the future"
+
+    after = _ctx(engine, MONDAY_9 + timedelta(hours=2))
+    [reminder] = after.reminders
+    assert reminder.schedule_id == schedule_id
+    assert reminder.fired_at == MONDAY_9
+    assert reminder.rule_text == "every Monday"
+    markdown = to_markdown(after, UTCZ)
+    assert "Weekly check" in markdown and "fired 2026-06-15 09:00" in markdown
+    assert "look at the invoices" in markdown
+    assert to_json(after, UTCZ)["reminders"][0]["fired_at"] == "2026-06-15T09:00:00+00:00"
+
+    assert _ctx(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
+
+
+def test_a_reminder_processed_late_counts_for_the_day_it_was_processed(engine: Engine) -> None:
+    """Fire date Sunday, processed Monday 00:10 (jobs was down): Monday's session sees it."""
+    _remind(engine, datetime(2026, 6, 14, 8, 0, tzinfo=UTC), rule="daily")
+    fire_due(engine, datetime(2026, 6, 15, 0, 10, tzinfo=UTC), UTCZ)
+    ctx = _ctx(engine, datetime(2026, 6, 15, 8, 0, tzinfo=UTC))
+    assert len(ctx.reminders) == 1
+    assert ctx.reminders[0].fired_at is not None
+
+
+def test_today_is_the_configured_zones_date_at_midnight_in_seoul(engine: Engine) -> None:
+    """00:30 KST on Tuesday is 15:30 UTC on Monday: Tuesday's reminders and due tasks."""
+    kst_0030_tuesday = datetime(2026, 6, 15, 15, 30, tzinfo=UTC)
+    _remind(engine, kst_0030_tuesday - timedelta(days=3), SEOUL, rule="weekly:TUE", title="Tue")
+    with engine.begin() as conn:
+        backlog.create_task(
+            conn, MONDAY_9, title="due Tuesday", due_on=date(2026, 6, 16), actor="cli"
+        )
+    seoul = _ctx(engine, kst_0030_tuesday, SEOUL)
+    assert seoul.date == date(2026, 6, 16)
+    assert [r.title for r in seoul.reminders] == ["Tue"]
+    assert [d.task.title for d in seoul.due] == ["due Tuesday"]
+    utc = _ctx(engine, kst_0030_tuesday, UTCZ)
+    assert utc.date == date(2026, 6, 15)
+    assert utc.due == [] and utc.reminders == []
+
+
+def test_it_warns_when_the_jobs_loop_is_not_running(engine: Engine, settings) -> None:  # type: ignore[no-untyped-def]
+    codes = {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    assert "jobs_not_running" in codes
+    Jobs(engine=engine, settings=settings, steps=[]).tick(MONDAY_9)
+    fresh = _ctx(engine, MONDAY_9 + timedelta(minutes=2))
+    assert "jobs_not_running" not in {w.code for w in fresh.warnings}
+    late = _ctx(engine, MONDAY_9 + timedelta(minutes=4))
+    [warning] = [w for w in late.warnings if w.code == "jobs_not_running"]
+    assert "2026-06-15T09:00:00+00:00" in warning.message
+
+
+def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
+    with engine.begin() as conn:
+        task = backlog.create_task(conn, MONDAY_9, title="deploy", actor="cli")
+        backlog.claim_task(conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli")
+    live = _ctx(engine, MONDAY_9 + timedelta(minutes=30))
+    assert [r.expired for r in live.running] == [False]
+    assert "stale_leases" not in {w.code for w in live.warnings}
+    late = _ctx(engine, MONDAY_9 + timedelta(hours=3))
+    [running] = late.running
+    assert running.expired and running.expired_for == timedelta(hours=2)
+    assert running.releases_at == MONDAY_9 + timedelta(hours=7)
+    [warning] = [w for w in late.warnings if w.code == "stale_leases"]
+    assert "claude:s1" in warning.message
+    markdown = to_markdown(late, UTCZ)
+    assert "EXPIRED 2 h ago" in markdown and "released in 4 h" in markdown
+    assert to_json(late, UTCZ)["tasks"]["running"][0]["expired"] is True
+
+
+def test_it_warns_about_a_failed_backup_and_an_old_one(engine: Engine) -> None:
+    assert "backup_stale" in {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    with engine.begin() as conn:
+        conn.execute(
+            insert(backups).values(
+                started_at=MONDAY_9 - timedelta(hours=1),
+                finished_at=MONDAY_9 - timedelta(hours=1),
+                status="ok",
+            )
+        )
+    assert not {"backup_stale", "backup_failed"} & {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    with engine.begin() as conn:
+        conn.execute(
+            insert(backups).values(
+                started_at=MONDAY_9, finished_at=MONDAY_9, status="failed", error="No space left"
+            )
+        )
+    [warning] = [w for w in _ctx(engine, MONDAY_9).warnings if w.code == "backup_failed"]
+    assert "No space left" in warning.message
+    three_days = MONDAY_9 + timedelta(days=3)
+    assert "backup_failed" in {w.code for w in _ctx(engine, three_days).warnings}
+
+
+def test_it_warns_when_schedules_are_overdue(engine: Engine) -> None:
+    _remind(engine, MONDAY_9, rule="daily")
+    later = MONDAY_9 + timedelta(days=2)
+    [warning] = [w for w in _ctx(engine, later).warnings if w.code == "schedules_overdue"]
+    assert "2026-06-15" in warning.message
+
+
+def test_a_big_backlog_stays_within_the_budget_with_counts(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for i in range(500):
+            backlog.create_task(
+                conn, MONDAY_9, title=f"due task {i}", due_on=date(2026, 6, 1), actor="cli"
+            )
+    ctx = _ctx(engine, MONDAY_9)
+    assert len(ctx.due) <= 20
+    assert ctx.omitted["due"] == 500 - len(ctx.due)
+    markdown = to_markdown(ctx, UTCZ)
+    assert len(markdown) <= 4000
+    assert f"{ctx.omitted['due']} due" in markdown
+    small = _ctx(engine, MONDAY_9, budget=5)
+    assert len(small.due) == 5 and small.omitted["due"] == 495
+
+
+def test_project_scope_shows_that_project_and_unscoped_items(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for title, project in (("site work", "site"), ("shop work", "shop"), ("general", None)):
+            backlog.create_task(conn, MONDAY_9, title=title, project=project, actor="cli")
+    site = _ctx(engine, MONDAY_9, project="site")
+    assert sorted(t.title for t in site.backlog) == ["general", "site work"]
+    everything = _ctx(engine, MONDAY_9)
+    assert len(everything.backlog) == 3
+
+
+def test_hook_output_is_what_claude_code_expects(engine: Engine) -> None:
+    markdown = to_markdown(_ctx(engine, MONDAY_9), UTCZ)
+    assert hook_output(markdown) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}
+    }
+    assert markdown.startswith("# On deck 2026-06-15 (UTC)")
+    assert markdown.index("## Warnings") < markdown.index("Nothing on deck")
