@@ -29,10 +29,12 @@ def _root(
 
 
 def _register() -> None:
-    from ondeck.cli import db, server
+    from ondeck.cli import context, db, hooks, server
 
     server.register(app)
     app.add_typer(db.app, name="db")
+    context.register(app)
+    hooks.register(app)
 
 
 _register()
