@@ -29,12 +29,15 @@ def _root(
 
 
 def _register() -> None:
-    from ondeck.cli import context, db, hooks, server
+    from ondeck.cli import context, db, hooks, mcp, rules, server, tasks
 
     server.register(app)
     app.add_typer(db.app, name="db")
+    app.add_typer(tasks.app, name="task")
     context.register(app)
     hooks.register(app)
+    mcp.register(app)
+    rules.register(app)
 
 
 _register()

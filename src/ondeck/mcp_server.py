@@ -1,0 +1,356 @@
+"""The MCP server (`ondeck mcp`, stdio): the same services, as tools an agent can call.
+
+Each tool parses its arguments, calls one service in one transaction and returns a typed
+result (pydantic models, so clients get structured content). A refused input or a lost lease
+becomes a tool error with the service's one-line message, never a crash of the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+from sqlalchemy import Connection, Engine
+
+from ondeck import __version__, backlog, clock, schedules
+from ondeck.config import Settings
+from ondeck.context import build_context
+from ondeck.context_render import to_json, to_markdown
+from ondeck.db.engine import translate_errors
+from ondeck.errors import OndeckError
+from ondeck.validation import parse_date
+
+T = TypeVar("T")
+
+
+class TaskOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
+    priority: int
+    due_on: str | None
+    project: str | None
+    source: str | None
+    lease_owner: str | None
+    lease_until: str | None
+    lease_token: int
+    expired: bool
+    created_at: str
+    updated_at: str
+    done_at: str | None
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskOut]
+
+
+class ScheduleOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    kind: str
+    rule: str
+    rule_text: str
+    project: str | None
+    start_on: str
+    next_due: str | None
+    missed: str
+    last_fired_on: str | None
+    last_fired_at: str | None
+    enabled: bool
+    priority: int
+    created_at: str
+    updated_at: str
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class PulledNow(BaseModel):
+    schedule: ScheduleOut
+    note: str = Field(description="What happens next.")
+
+
+class ContextOut(BaseModel):
+    markdown: str = Field(description="The context as compact Markdown for an agent.")
+    data: dict[str, Any] = Field(description="The same context as structured JSON.")
+
+
+INSTRUCTIONS = (
+    "ondeck keeps the backlog and recurring schedules of a one-person operation. Call "
+    "get_context at the start of work to see today's reminders, due and running tasks and "
+    "warnings. Claim a task before working on it and complete it with the lease token the "
+    "claim returned; renew long work before the lease ends."
+)
+
+
+def build_server(settings: Settings, engine: Engine) -> MCPServer:
+    server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
+    zone = settings.zone
+
+    @contextmanager
+    def write() -> Iterator[Connection]:
+        with translate_errors(), engine.begin() as conn:
+            yield conn
+
+    def call(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except OndeckError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+
+    def task_out(task: backlog.Task) -> TaskOut:
+        return TaskOut(**task.to_json(clock.now(), zone))
+
+    def schedule_out(schedule: schedules.Schedule) -> ScheduleOut:
+        return ScheduleOut(**schedule.to_json(clock.now(), zone))
+
+    def actor(ctx: Context | None) -> str:
+        return f"mcp:{_client_name(ctx)}"
+
+    @server.tool()
+    def get_context(
+        project: Annotated[
+            str | None, Field(description="Only this project (and unscoped).")
+        ] = None,
+        budget: Annotated[int, Field(ge=1, le=500)] = 20,
+    ) -> ContextOut:
+        """What is on deck today: reminders, running and due tasks, backlog top, warnings."""
+
+        def run() -> ContextOut:
+            from ondeck.validation import check_project
+
+            with write() as conn:
+                ctx = build_context(
+                    conn,
+                    clock.now(),
+                    check_project(project),
+                    budget,
+                    zone=zone,
+                    lease_grace=settings.lease_grace,
+                    tick_seconds=settings.tick_seconds,
+                )
+            return ContextOut(markdown=to_markdown(ctx, zone), data=to_json(ctx, zone))
+
+        return call(run)
+
+    @server.tool()
+    def list_tasks(
+        status: Annotated[
+            str | None, Field(description="READY, RUNNING, DONE, CANCELLED; comma-separated")
+        ] = None,
+        project: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+    ) -> TaskList:
+        """Tasks ordered by due date, priority and id."""
+
+        def run() -> TaskList:
+            with write() as conn:
+                found = backlog.list_tasks(
+                    conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
+                )
+            return TaskList(tasks=[task_out(t) for t in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_task(
+        title: str,
+        body: str = "",
+        due_on: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
+        priority: Annotated[int, Field(ge=0, le=9, description="0 most urgent")] = 2,
+        project: str | None = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Add a task to the backlog."""
+
+        def run() -> TaskOut:
+            due = parse_date(due_on, "due_on") if due_on else None
+            with write() as conn:
+                task = backlog.create_task(
+                    conn,
+                    clock.now(),
+                    title=title,
+                    body=body,
+                    priority=priority,
+                    due_on=due,
+                    project=project,
+                    actor=actor(ctx),
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def claim_task(
+        task_id: Annotated[
+            int | None, Field(description="Omit to take the next READY task.")
+        ] = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[
+            str | None, Field(description="With no task_id: only this project.")
+        ] = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Claim a task: RUNNING, held by you, with a lease token to present later."""
+
+        def run() -> TaskOut:
+            holder = owner or actor(ctx)
+            with write() as conn:
+                if task_id is None:
+                    task = backlog.claim_next(
+                        conn,
+                        clock.now(),
+                        owner=holder,
+                        duration=duration,
+                        project=project,
+                        actor=actor(ctx),
+                    )
+                else:
+                    task = backlog.claim_task(
+                        conn,
+                        clock.now(),
+                        task_id,
+                        owner=holder,
+                        duration=duration,
+                        actor=actor(ctx),
+                    )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def renew_lease(
+        task_id: int, token: int, duration: str = "1h", ctx: Context | None = None
+    ) -> TaskOut:
+        """Extend the lease you hold (present the token the claim returned)."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.renew_lease(
+                    conn, clock.now(), task_id, token=token, duration=duration, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_task(
+        task_id: int,
+        token: Annotated[
+            int | None, Field(description="Required when the task is RUNNING.")
+        ] = None,
+        note: str | None = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Mark a task done."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.complete_task(
+                    conn, clock.now(), task_id, token=token, note=note, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
+        """Give a claimed task back (READY) without finishing it."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.release_task(
+                    conn, clock.now(), task_id, token=token, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def list_schedules() -> ScheduleList:
+        """The recurring schedules, with their rules in words and next due dates."""
+
+        def run() -> ScheduleList:
+            with write() as conn:
+                found = schedules.list_schedules(conn)
+            return ScheduleList(schedules=[schedule_out(s) for s in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_schedule(
+        title: str,
+        rule: Annotated[
+            str, Field(description="daily | weekly:MON,THU | monthly:1,15,last | every:3")
+        ],
+        kind: Literal["task", "remind", "backup"] = "task",
+        body: str = "",
+        start_on: Annotated[str | None, Field(description="YYYY-MM-DD (default today)")] = None,
+        project: str | None = None,
+        priority: Annotated[int, Field(ge=0, le=9)] = 2,
+        ctx: Context | None = None,
+    ) -> ScheduleOut:
+        """Add a recurring schedule; an invalid rule is refused with the reason."""
+
+        def run() -> ScheduleOut:
+            start = parse_date(start_on, "start_on") if start_on else None
+            with write() as conn:
+                schedule = schedules.create_schedule(
+                    conn,
+                    clock.now(),
+                    zone,
+                    title=title,
+                    rule=rule,
+                    kind=kind,
+                    body=body,
+                    start_on=start,
+                    project=project,
+                    priority=priority,
+                    actor=actor(ctx),
+                )
+            return schedule_out(schedule)
+
+        return call(run)
+
+    @server.tool()
+    def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
+        """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
+
+        def run() -> PulledNow:
+            with write() as conn:
+                schedule = schedules.pull_now(
+                    conn, clock.now(), zone, schedule_id, actor=actor(ctx)
+                )
+            return PulledNow(
+                schedule=schedule_out(schedule),
+                note="due today; the jobs loop creates it at its next tick (within a minute)",
+            )
+
+        return call(run)
+
+    return server
+
+
+def _client_name(ctx: Context | None) -> str:
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        name = params.client_info.name if params is not None else None
+    except Exception:  # in-process and stateless connections may carry no client info
+        name = None
+    return (name or "client")[:100]
+
+
+def serve_stdio(settings: Settings) -> None:
+    from ondeck.db import open_database
+
+    build_server(settings, open_database(settings.url)).run("stdio")

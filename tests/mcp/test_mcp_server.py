@@ -1,0 +1,108 @@
+"""The MCP tools, driven by the official client in-process and over stdio as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.stdio import StdioServerParameters
+from sqlalchemy import Engine, select
+
+from mcp import Client
+from ondeck.config import Settings
+from ondeck.db.tables import events, tasks
+from ondeck.mcp_server import build_server
+
+ONDECK = str(Path(sys.executable).with_name("ondeck"))
+
+TOOLS = {
+    "get_context",
+    "list_tasks",
+    "add_task",
+    "claim_task",
+    "renew_lease",
+    "complete_task",
+    "release_task",
+    "list_schedules",
+    "add_schedule",
+    "pull_schedule_now",
+}
+
+
+async def _session(client: Client) -> dict[str, Any]:
+    listed = await client.list_tools()
+    names = {tool.name for tool in listed.tools}
+    added = await client.call_tool("add_task", {"title": "write the report", "priority": 1})
+    claimed = await client.call_tool("claim_task", {})
+    token = claimed.structured_content["lease_token"]
+    task_id = claimed.structured_content["id"]
+    wrong = await client.call_tool("complete_task", {"task_id": task_id, "token": token + 7})
+    done = await client.call_tool("complete_task", {"task_id": task_id, "token": token})
+    bad_rule = await client.call_tool("add_schedule", {"title": "eom", "rule": "monthly:31"})
+    schedule = await client.call_tool(
+        "add_schedule", {"title": "weekly check", "rule": "weekly: mon", "kind": "remind"}
+    )
+    pulled = await client.call_tool(
+        "pull_schedule_now", {"schedule_id": schedule.structured_content["id"]}
+    )
+    context = await client.call_tool("get_context", {})
+    return {
+        "names": names,
+        "added": added,
+        "claimed": claimed,
+        "wrong": wrong,
+        "done": done,
+        "bad_rule": bad_rule,
+        "schedule": schedule,
+        "pulled": pulled,
+        "context": context,
+    }
+
+
+def _check(results: dict[str, Any], engine: Engine, owner_prefix: str) -> None:
+    assert results["names"] >= TOOLS
+    assert results["added"].structured_content["title"] == "write the report"
+    claimed = results["claimed"].structured_content
+    assert claimed["status"] == "RUNNING"
+    assert claimed["lease_owner"].startswith(owner_prefix)
+    assert results["wrong"].is_error
+    assert "lease_lost" in results["wrong"].content[0].text
+    assert results["done"].structured_content["status"] == "DONE"
+    assert results["bad_rule"].is_error
+    assert "not every month" in results["bad_rule"].content[0].text
+    assert results["schedule"].structured_content["rule"] == "weekly:MON"
+    assert results["pulled"].structured_content["schedule"]["next_due"] is not None
+    context = results["context"].structured_content
+    assert "# On deck" in context["markdown"]
+    assert context["data"]["reminders"][0]["status"] == "pending"
+    with engine.connect() as conn:
+        assert conn.execute(select(tasks.c.status)).scalars().all() == ["DONE"]
+        actors = set(conn.execute(select(events.c.actor)).scalars())
+    assert all(actor.startswith("mcp:") for actor in actors)
+
+
+def test_tools_in_process(engine: Engine, settings: Settings) -> None:
+    async def main() -> dict[str, Any]:
+        async with Client(build_server(settings, engine)) as client:
+            return await _session(client)
+
+    _check(asyncio.run(main()), engine, "mcp:")
+
+
+@pytest.mark.slow
+def test_tools_over_stdio_as_a_subprocess(engine: Engine, db_url: str) -> None:
+    params = StdioServerParameters(
+        command=ONDECK,
+        args=["mcp"],
+        env={**os.environ, "ONDECK_DATABASE_URL": db_url, "ONDECK_TZ": "UTC"},
+    )
+
+    async def main() -> dict[str, Any]:
+        async with Client(params) as client:
+            return await _session(client)
+
+    _check(asyncio.run(main()), engine, "mcp:")
