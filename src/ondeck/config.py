@@ -133,6 +133,21 @@ class Settings(BaseSettings):
     def token_value(self) -> str | None:
         return self.token.get_secret_value() if self.token else None
 
+    @property
+    def store_id(self) -> str:
+        """A short fingerprint of the database URL: lets a client check that a server it
+        reaches serves the same database it is configured for (the session hook does)."""
+        import hashlib
+
+        return hashlib.sha256(self.url.encode()).hexdigest()[:16]
+
+    @property
+    def local_url(self) -> str:
+        """Where this machine reaches its own server."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}"
+
 
 def load_settings(**overrides: Any) -> Settings:
     """Read the settings, or raise one `ConfigError` line naming the setting and its value."""

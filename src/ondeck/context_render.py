@@ -9,6 +9,7 @@ from typing import Any
 from ondeck.backlog import Task
 from ondeck.clock import iso, local
 from ondeck.context import Context, Due, Reminder, Running
+from ondeck.hooks import hook_output
 from ondeck.humanize import relative, span
 
 
@@ -112,11 +113,6 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
         "omitted": dict(ctx.omitted),
         "budget": ctx.budget,
     }
-
-
-def hook_output(markdown: str) -> dict[str, Any]:
-    """The JSON Claude Code's SessionStart hook accepts on stdout."""
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def render(ctx: Context, zone: tzinfo, fmt: str) -> str:

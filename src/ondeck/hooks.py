@@ -8,11 +8,21 @@ every session start, so it imports only what it needs (no Typer, no web framewor
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ondeck.config import Settings
 
 MAX_STDIN = 1024 * 1024
+SERVER_TIMEOUT_S = 3.0
+
+
+def hook_output(markdown: str) -> dict[str, Any]:
+    """The JSON Claude Code's SessionStart hook accepts on stdout."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
@@ -52,8 +62,6 @@ def _project_name(name: str) -> str | None:
 
 
 def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
-    from ondeck.context_render import hook_output
-
     payload = read_payload(stdin)
     try:
         markdown = _start_context(payload, db_url)
@@ -69,16 +77,52 @@ def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> i
 
 
 def _start_context(payload: dict[str, Any], db_url: str | None) -> str:
-    from ondeck import clock
     from ondeck.config import load_settings
+
+    settings = load_settings(database_url=db_url)
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    project = project_for(cwd, settings.projects)
+    markdown = _from_server(settings, project)
+    source = settings.local_url
+    if markdown is None:
+        markdown, source = _from_database(settings, project), "the database"
+    if os.environ.get("ONDECK_DEBUG"):
+        sys.stderr.write(f"ondeck: session context from {source}\n")
+    return markdown
+
+
+def _from_server(settings: Settings, project: str | None) -> str | None:
+    """Ask the running server, whose imports and connections are already warm.
+
+    Used only when the server answers for the same database this hook is configured for
+    (its `X-Ondeck-Store` fingerprint); anything else falls back to reading the database.
+    """
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode(
+        {"format": "markdown", **({"project": project} if project else {})}
+    )
+    request = urllib.request.Request(f"{settings.local_url}/api/v1/context?{query}")
+    if settings.token_value:
+        request.add_header("Authorization", f"Bearer {settings.token_value}")
+    try:
+        with urllib.request.urlopen(request, timeout=SERVER_TIMEOUT_S) as response:
+            if response.headers.get("X-Ondeck-Store") != settings.store_id:
+                return None
+            return str(response.read(MAX_STDIN).decode("utf-8"))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+def _from_database(settings: Settings, project: str | None) -> str:
+    from ondeck import clock
     from ondeck.context import build_context
     from ondeck.context_render import to_markdown
     from ondeck.db import open_database
     from ondeck.db.engine import translate_errors
 
-    settings = load_settings(database_url=db_url)
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    project = project_for(cwd, settings.projects)
     engine = open_database(settings.url)
     now = clock.now()
     with translate_errors(), engine.connect() as conn:

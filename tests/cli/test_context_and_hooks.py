@@ -163,3 +163,48 @@ def test_install_refuses_a_broken_settings_file(tmp_path: Path, capsys) -> None:
     assert run(["hook", "install", "--project-dir", str(tmp_path)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
     assert path.read_text() == "{not json"
+
+
+@pytest.mark.slow
+def test_session_start_asks_a_running_server_of_the_same_database(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """Warm server, fast hook; a server on another database is never trusted."""
+    import time
+    import urllib.request
+
+    from support.pg import free_port
+
+    with engine.begin() as conn:
+        backlog.create_task(conn, clock.now(), title="from the server", actor="cli")
+    port = free_port()
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_TZ": "UTC",
+        "ONDECK_PORT": str(port),
+    }
+    server = subprocess.Popen([ONDECK, "serve", "--no-jobs"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        same = _hook(
+            "session-start", SESSION_START, db_url, ONDECK_PORT=str(port), ONDECK_DEBUG="1"
+        )
+        assert f"context from http://127.0.0.1:{port}" in same.stderr
+        assert (
+            "from the server" in json.loads(same.stdout)["hookSpecificOutput"]["additionalContext"]
+        )
+        other_db = f"sqlite:///{tmp_path / 'other.db'}"
+        other = _hook(
+            "session-start", SESSION_START, other_db, ONDECK_PORT=str(port), ONDECK_DEBUG="1"
+        )
+        assert "context from the database" in other.stderr
+        assert "from the server" not in other.stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

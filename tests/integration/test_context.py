@@ -9,10 +9,11 @@ from sqlalchemy import Engine, insert, select
 
 from ondeck import backlog, schedules
 from ondeck.context import build_context
-from ondeck.context_render import hook_output, to_json, to_markdown
+from ondeck.context_render import to_json, to_markdown
 from ondeck.db.tables import backups
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.firing import fire_due
+from ondeck.hooks import hook_output
 from ondeck.jobs import Jobs
 
 UTCZ = ZoneInfo("UTC")

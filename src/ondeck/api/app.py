@@ -62,6 +62,7 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
             ):
                 return errors.error_response(401, "unauthorized", "missing or wrong bearer token")
         response: Response = await call_next(request)
+        response.headers["X-Ondeck-Store"] = settings.store_id
         return response
 
     from ondeck.api import health

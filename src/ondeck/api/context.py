@@ -10,7 +10,8 @@ from fastapi.responses import PlainTextResponse
 
 from ondeck.api.deps import StoreDep
 from ondeck.context import build_context
-from ondeck.context_render import hook_output, to_json, to_markdown
+from ondeck.context_render import to_json, to_markdown
+from ondeck.hooks import hook_output
 from ondeck.validation import PROJECT_PATTERN
 
 router = APIRouter(tags=["context"])

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Connection, Table
-from sqlalchemy.dialects import postgresql, sqlite
 
 
 def insert_for(conn: Connection, table: Table) -> Any:
     """An INSERT that knows ON CONFLICT on both stores (same method names on both)."""
+    # Imported here: only the dialect in use is loaded (start-up cost of the CLI and hooks).
     if conn.dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table)
 
 
 def is_postgres(conn: Connection) -> bool:

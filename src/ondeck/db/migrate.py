@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ondeck.db.engine import translate_errors
 
@@ -30,8 +31,16 @@ def revision_of(conn: Connection) -> str | None:
 
 
 def read_revision(engine: Engine) -> str | None:
+    """The schema version, or None for an empty database: one SELECT, no reflection."""
     with translate_errors(), engine.connect().execution_options(readonly=True) as conn:
-        return revision_of(conn)
+        try:
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        except ProgrammingError:  # PostgreSQL: no such table
+            return None
+        except OperationalError as exc:  # SQLite: "no such table"
+            if "no such table" in str(exc):
+                return None
+            raise
 
 
 def _alembic_config(conn: Connection | None) -> Any:

@@ -150,7 +150,7 @@ events = Table(
     Column("actor", String(200), nullable=False),
     Column("kind", String(64), nullable=False),
     Column("subject", String(200), nullable=False),
-    Column("details", Json, nullable=False),
+    Column("details", Json(), nullable=False),
     # Activity pages read newest first, optionally by subject or kind.
     Index("ix_events_at", "at"),
     Index("ix_events_subject", "subject", "id"),
@@ -166,7 +166,7 @@ workers = Table(
     Column("last_tick_at", Instant),
     Column("tick_ms", Float),
     Column("ticks", BigInteger, nullable=False, server_default="0"),
-    Column("summary", Json),
+    Column("summary", Json()),
     Column("stopped_at", Instant),
 )
 

@@ -6,13 +6,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, Integer
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (auto-increment).
 Id = BigInteger().with_variant(Integer(), "sqlite")
-Json = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Json(TypeDecorator[Any]):
+    """JSON text on SQLite, JSONB on PostgreSQL.
+
+    The PostgreSQL type is looked up only on PostgreSQL: importing that dialect costs the
+    session hook, which runs at every agent session, a noticeable share of its start-up.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
 
 
 class Instant(TypeDecorator[datetime]):
