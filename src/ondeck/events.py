@@ -7,12 +7,12 @@ what changed: `task:12`, `schedule:3`, `backup:7`, `worker:jobs@host:pid`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from ondeck.clock import aware
+from ondeck.clock import aware, iso
 from ondeck.db.tables import events
 
 MAX_LIMIT = 500
@@ -26,6 +26,17 @@ class Event:
     kind: str
     subject: str
     details: dict[str, Any]
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        """The event as the API and `--json` show it: `at` in the configured zone."""
+        return {
+            "id": self.id,
+            "at": iso(self.at, zone),
+            "actor": self.actor,
+            "kind": self.kind,
+            "subject": self.subject,
+            "details": self.details,
+        }
 
 
 def record(
@@ -43,6 +54,27 @@ def record(
         .returning(events.c.id)
     )
     return int(result.scalar_one())
+
+
+def record_many(conn: Connection, now: datetime, rows: list[dict[str, Any]]) -> None:
+    """Many events in one statement (the jobs tick's bulk fires); each row gives `actor`,
+    `kind`, `subject` and optionally `details`, all at `now`."""
+    if not rows:
+        return
+    at = aware(now)
+    conn.execute(
+        insert(events),
+        [
+            {
+                "at": at,
+                "actor": row["actor"][:200],
+                "kind": row["kind"],
+                "subject": row["subject"],
+                "details": row.get("details") or {},
+            }
+            for row in rows
+        ],
+    )
 
 
 def list_events(

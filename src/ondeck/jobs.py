@@ -112,6 +112,8 @@ class Jobs:
     def run(self, *, once: bool = False) -> int:
         """Tick until stopped; returns the exit code."""
         log.info("jobs %s started, ticking every %gs", self.name, self.settings.tick_seconds)
+        if not once:
+            listen_for_wakeups(self)
         backoff = 1.0
         while not self.stop_event.is_set():
             try:
@@ -164,6 +166,42 @@ class Jobs:
                 workers.stopped(conn, clock.now(), self.name)
         except Exception as exc:  # the database may be gone; stopping must not fail
             log.warning("could not record the stop: %s", _first_line(exc))
+
+
+# "now" on PostgreSQL sends NOTIFY on this channel (schedules.wake_jobs) at commit.
+WAKE_CHANNEL = "ondeck_jobs"
+
+
+def listen_for_wakeups(jobs: Jobs) -> threading.Thread | None:
+    """PostgreSQL: a thread that LISTENs for "now" and wakes the loop within a second.
+
+    SQLite has no such signal; there "now" waits for the next tick.
+    """
+    if jobs.engine.dialect.name != "postgresql":
+        return None
+    thread = threading.Thread(target=_listen, args=(jobs,), name="ondeck-jobs-listen", daemon=True)
+    thread.start()
+    return thread
+
+
+def _listen(jobs: Jobs) -> None:
+    import psycopg
+
+    url = jobs.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    backoff = 1.0
+    while not jobs.stop_event.is_set():
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f"LISTEN {WAKE_CHANNEL}")
+                backoff = 1.0
+                while not jobs.stop_event.is_set():
+                    # Short waits, so a stop is noticed within a second.
+                    for _ in conn.notifies(timeout=1.0):
+                        jobs.wake()
+        except Exception as exc:  # a lost connection must not end the wake-ups for good
+            log.warning("wake-up listener: %s; retrying in %.0fs", _first_line(exc), backoff)
+            jobs.stop_event.wait(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
 def _first_line(exc: BaseException) -> str:
