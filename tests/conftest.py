@@ -149,3 +149,14 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
     return load_settings(
         database_url=db_url, tz="UTC", data_dir=tmp_path / "data", backup_dir=tmp_path / "backups"
     )
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logging() -> Iterator[None]:
+    """Commands run in-process install ondeck's stderr handler; each test starts without it."""
+    import logging
+
+    logger = logging.getLogger("ondeck")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved

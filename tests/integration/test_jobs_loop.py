@@ -43,7 +43,10 @@ def test_each_tick_writes_the_heartbeat(engine: Engine, settings: Settings) -> N
 
 
 def test_a_failing_step_is_logged_and_the_next_steps_still_run(
-    engine: Engine, settings: Settings, caplog: pytest.LogCaptureFixture
+    engine: Engine,
+    settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def broken(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
         raise RuntimeError("disk on fire")
@@ -52,7 +55,7 @@ def test_a_failing_step_is_logged_and_the_next_steps_still_run(
     jobs = Jobs(
         engine=engine, settings=settings, steps=[("broken", broken), ("count", _count(calls))]
     )
-    logging.getLogger("ondeck").propagate = True
+    monkeypatch.setattr(logging.getLogger("ondeck"), "propagate", True)
     with caplog.at_level(logging.ERROR, logger="ondeck.jobs"):
         summary = jobs.tick(NOW)
     assert summary["broken"] == {"error": "RuntimeError: disk on fire"}
