@@ -254,7 +254,7 @@ def build_context(
         select(tasks).where(*running_where).order_by(tasks.c.lease_until, tasks.c.id).limit(room)
     ).all()
     ctx.running = take(
-        [_running(task_from_row(r), now, lease_grace) for r in running_rows],
+        [running_state(task_from_row(r), now, lease_grace) for r in running_rows],
         "running",
         _count(conn, *running_where),
     )
@@ -281,7 +281,8 @@ def build_context(
     return ctx
 
 
-def _running(task: Task, now: datetime, grace: timedelta) -> Running:
+def running_state(task: Task, now: datetime, grace: timedelta) -> Running:
+    """A RUNNING task with its lease state: expired for how long, released when."""
     assert task.lease_until is not None  # RUNNING has a lease end: a CHECK guarantees it
     expired = task.lease_until <= now
     return Running(

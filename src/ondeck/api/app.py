@@ -70,6 +70,12 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     app.include_router(health.router, prefix="/api/v1")
     for router in _optional_routers():
         app.include_router(router, prefix="/api/v1")
+
+    # The dashboard (HTML pages, /static, /calendar.ics): its own login cookie and CSRF;
+    # the bearer check above stays the API's alone.
+    from ondeck import web
+
+    web.install(app, settings)
     return app
 
 

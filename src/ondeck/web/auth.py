@@ -1,0 +1,211 @@
+"""Dashboard login and CSRF.
+
+Login (only when `ONDECK_TOKEN` is set): the login form takes the token, compared in
+constant time; success sets `ondeck_session`, an itsdangerous-signed, timestamped value
+(HttpOnly, SameSite=Strict, Secure over HTTPS) that every page except the login page and
+static files requires. Logout clears it. The API keeps its own bearer check (api/app.py);
+the calendar feed takes `?token=` because calendar apps cannot log in.
+
+CSRF (always, with or without a token): a signed double-submit cookie. `ondeck_csrf` holds
+a random nonce (HttpOnly, SameSite=Strict); every form carries `csrf_token`, the nonce
+signed with the dashboard secret (htmx requests may send it as `X-CSRF-Token`). A POST is
+accepted only when the signature is good and the signed nonce equals the cookie's. Another
+site can neither read the cookie nor forge the signature. Logging in rotates the nonce.
+
+The secret: with a token, derived from it (HMAC), so sessions survive a restart and die
+when the token changes; without one, random per process (a restart only asks for a reload).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.responses import Response
+
+SESSION_COOKIE = "ondeck_session"
+CSRF_COOKIE = "ondeck_csrf"
+FLASH_COOKIE = "ondeck_flash"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+SESSION_MAX_AGE = 30 * 24 * 3600
+_NONCE_BYTES = 24
+_NONCE_CHARS = 32  # token_urlsafe(24) is 32 characters
+
+
+class LoginRequired(Exception):
+    """No valid session while a token is configured: the handler sends the login page."""
+
+
+class CsrfRefused(Exception):
+    """A form without a valid CSRF token: refused with 403, nothing written."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The dashboard's signing keys and the configured token (None: no login)."""
+
+    token: str | None
+    secret: bytes
+
+    @classmethod
+    def create(cls, token: str | None) -> Guard:
+        if token:
+            secret = hmac.new(token.encode(), b"ondeck-dashboard-v1", hashlib.sha256).digest()
+        else:
+            secret = secrets.token_bytes(32)
+        return cls(token=token, secret=secret)
+
+    @property
+    def login_enabled(self) -> bool:
+        return self.token is not None
+
+    def _serializer(self, salt: str) -> URLSafeTimedSerializer:
+        return URLSafeTimedSerializer(self.secret, salt=salt)
+
+    def token_matches(self, given: str) -> bool:
+        if self.token is None:
+            return False
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    # --- the session ----------------------------------------------------------------
+
+    def session_value(self) -> str:
+        return str(self._serializer("session").dumps({"sid": secrets.token_urlsafe(16)}))
+
+    def has_session(self, request: Request) -> bool:
+        if not self.login_enabled:
+            return True
+        value = request.cookies.get(SESSION_COOKIE)
+        if not value:
+            return False
+        try:
+            self._serializer("session").loads(value, max_age=SESSION_MAX_AGE)
+        except BadSignature:  # also covers an expired signature
+            return False
+        return True
+
+    # --- the message a redirect carries back --------------------------------------------
+
+    def sign_flash(self, message: str) -> str:
+        return str(self._serializer("flash").dumps(message[:300]))
+
+    def read_flash(self, value: str) -> str | None:
+        """The message, if this server signed it in the last two minutes."""
+        try:
+            message = self._serializer("flash").loads(value, max_age=120)
+        except BadSignature:
+            return None
+        return message if isinstance(message, str) else None
+
+    # --- CSRF -----------------------------------------------------------------------
+
+    def form_token(self, nonce: str) -> str:
+        return str(self._serializer("csrf").dumps(nonce))
+
+    def csrf_ok(self, request: Request, given: str | None) -> bool:
+        nonce = _cookie_nonce(request)
+        if nonce is None or not given:
+            return False
+        try:
+            signed = self._serializer("csrf").loads(given)
+        except BadSignature:
+            return False
+        return isinstance(signed, str) and hmac.compare_digest(signed.encode(), nonce.encode())
+
+
+def _cookie_nonce(request: Request) -> str | None:
+    value = request.cookies.get(CSRF_COOKIE, "")
+    if len(value) != _NONCE_CHARS or not all(c.isalnum() or c in "-_" for c in value):
+        return None
+    return value
+
+
+def guard_of(request: Request) -> Guard:
+    guard: Guard = request.app.state.dashboard_guard
+    return guard
+
+
+def csrf_nonce(request: Request) -> str:
+    """The nonce this response's forms are signed with; a new one is set as a cookie."""
+    existing = getattr(request.state, "csrf_nonce", None) or _cookie_nonce(request)
+    if existing:
+        request.state.csrf_nonce = existing
+        return existing
+    nonce = secrets.token_urlsafe(_NONCE_BYTES)
+    request.state.csrf_nonce = nonce
+    request.state.csrf_new = True
+    return nonce
+
+
+def rotate_csrf(request: Request) -> None:
+    request.state.csrf_nonce = secrets.token_urlsafe(_NONCE_BYTES)
+    request.state.csrf_new = True
+
+
+def form_token(request: Request) -> str:
+    return guard_of(request).form_token(csrf_nonce(request))
+
+
+def _secure(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def store_cookies(request: Request, response: Response) -> None:
+    """Set the CSRF cookie when this request made a new nonce."""
+    if getattr(request.state, "csrf_new", False):
+        response.set_cookie(
+            CSRF_COOKIE,
+            request.state.csrf_nonce,
+            httponly=True,
+            samesite="strict",
+            secure=_secure(request),
+            path="/",
+        )
+
+
+def start_session(request: Request, response: Response) -> None:
+    response.set_cookie(
+        SESSION_COOKIE,
+        guard_of(request).session_value(),
+        max_age=SESSION_MAX_AGE,
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+        path="/",
+    )
+
+
+def end_session(request: Request, response: Response) -> None:
+    for name in (SESSION_COOKIE, CSRF_COOKIE):
+        response.delete_cookie(
+            name, path="/", httponly=True, samesite="strict", secure=_secure(request)
+        )
+
+
+# --- dependencies ---------------------------------------------------------------------
+
+
+def require_login(request: Request) -> None:
+    if not guard_of(request).has_session(request):
+        raise LoginRequired
+
+
+async def require_csrf(request: Request) -> None:
+    """Every dashboard POST: the form's (or header's) token must match the cookie's nonce."""
+    given = request.headers.get(CSRF_HEADER)
+    if not given:
+        form = await request.form()  # parsed once; the route's Form fields reuse it
+        value = form.get(CSRF_FIELD)
+        given = value if isinstance(value, str) else None
+    if not guard_of(request).csrf_ok(request, given):
+        raise CsrfRefused
+
+
+LoggedIn = Annotated[None, Depends(require_login)]
+CsrfChecked = Annotated[None, Depends(require_csrf)]
