@@ -2,21 +2,54 @@
 
 A task is READY, RUNNING (a holder has a lease with an end), DONE or CANCELLED. Every change
 writes its event in the same transaction.
+
+Leases are fenced by `lease_token`: every claim sets it to one more than before and nothing
+else lowers it, so a holder whose lease was reaped and retaken presents an old number and is
+refused (`LeaseLost`) instead of completing someone else's work.
+
+How a change is made, so that concurrent callers can never both win:
+
+- one task: lock its row (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's write transaction
+  already excludes every other writer), decide with the row at hand (which also gives the
+  precise error and the former holder for the event), then ONE guarded UPDATE whose WHERE
+  re-checks the status and the token that were decided on;
+- the next READY task: one UPDATE whose subselect picks the row with
+  `FOR UPDATE SKIP LOCKED`, so two claimers on PostgreSQL take two different tasks without
+  waiting on each other (on SQLite the write transaction serialises them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from datetime import date, datetime, tzinfo
-from enum import StrEnum
+from datetime import date, datetime, timedelta, tzinfo
+from enum import Enum, StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row, insert, select, update
 
 from ondeck import events
 from ondeck.clock import aware, iso
 from ondeck.db.dialect import insert_for
 from ondeck.db.tables import tasks
+from ondeck.durations import format_duration, parse_duration
+from ondeck.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
+from ondeck.validation import (
+    NOTE_MAX,
+    OWNER_MAX,
+    PRIORITY_DEFAULT,
+    check_body,
+    check_id,
+    check_line,
+    check_priority,
+    check_project,
+    check_text,
+    check_title,
+    check_token,
+)
+
+DEFAULT_LEASE = timedelta(hours=1)
+MAX_LEASE = timedelta(days=7)
 
 
 class Status(StrEnum):
@@ -24,6 +57,36 @@ class Status(StrEnum):
     RUNNING = "RUNNING"
     DONE = "DONE"
     CANCELLED = "CANCELLED"
+
+
+OPEN = (Status.READY, Status.RUNNING)
+
+# A task object in the API and in `--json`, in this order (a contract: scripts read it).
+JSON_FIELDS = (
+    "id",
+    "title",
+    "body",
+    "status",
+    "priority",
+    "due_on",
+    "project",
+    "source",
+    "lease_owner",
+    "lease_until",
+    "lease_token",
+    "expired",
+    "created_at",
+    "updated_at",
+    "done_at",
+)
+
+
+class _Unset(Enum):
+    UNSET = 0
+
+
+UNSET = _Unset.UNSET
+"""An edit's "leave this field as it is" (None means "clear it" for due date and project)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,13 +115,14 @@ class Task:
         )
 
     def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
+        """The task as the API and `--json` show it: instants in `zone`, `expired` as of `now`."""
         data = asdict(self)
         data["status"] = self.status.value
         data["due_on"] = self.due_on.isoformat() if self.due_on else None
         for key in ("lease_until", "created_at", "updated_at", "done_at"):
             data[key] = iso(data[key], zone)
         data["expired"] = self.is_expired(now)
-        return data
+        return {key: data[key] for key in JSON_FIELDS}
 
 
 def task_from_row(row: Row[Any]) -> Task:
@@ -70,6 +134,385 @@ def task_from_row(row: Row[Any]) -> Task:
 def get_task_row(conn: Connection, task_id: int) -> Task | None:
     row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
     return task_from_row(row) if row else None
+
+
+# --- input --------------------------------------------------------------------------------
+
+
+def lease_duration(value: str | int | timedelta | None) -> timedelta:
+    """A lease length: `1h` when not given, more than nothing, at most 7 days."""
+    if value is None:
+        return DEFAULT_LEASE
+    try:
+        duration = parse_duration(value, name="lease duration")
+    except OverflowError:  # more days than a timedelta holds: certainly over the maximum
+        raise InvalidInput("lease duration is too long: at most 7d") from None
+    if duration <= timedelta(0):
+        raise InvalidInput("lease duration must be more than 0, such as 15m or 1h")
+    if duration > MAX_LEASE:
+        raise InvalidInput(
+            f"lease duration {format_duration(duration)} is too long: at most 7d"
+            " (renew the lease to keep a task longer)"
+        )
+    return duration
+
+
+def parse_statuses(text: str | None) -> tuple[Status, ...] | None:
+    """`READY,RUNNING` (any case) → those statuses; `all` → None (no filter)."""
+    if text is None or not text.strip():
+        return None
+    words = [w.strip().upper() for w in text.split(",") if w.strip()]
+    if not words or words == ["ALL"]:
+        return None
+    found: list[Status] = []
+    for word in words:
+        try:
+            status = Status(word)
+        except ValueError:
+            raise InvalidInput(
+                f"unknown status {word[:20]!r}: use READY, RUNNING, DONE, CANCELLED or all"
+            ) from None
+        if status not in found:
+            found.append(status)
+    return tuple(found)
+
+
+def _owner(owner: str) -> str:
+    return check_line(owner, "owner", limit=OWNER_MAX)
+
+
+def _note(note: str | None) -> str | None:
+    return check_text(note, "note", limit=NOTE_MAX) or None
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def get_task(conn: Connection, task_id: int) -> Task:
+    check_id(task_id)
+    task = get_task_row(conn, task_id)
+    if task is None:
+        raise NotFound(f"no task {task_id}")
+    return task
+
+
+def list_tasks(
+    conn: Connection,
+    *,
+    statuses: Iterable[Status] | None = None,
+    project: str | None = None,
+    due_before: date | None = None,
+    limit: int | None = None,
+) -> list[Task]:
+    """Tasks by due date (undated last), then priority, then age."""
+    query = select(tasks).order_by(
+        tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc()
+    )
+    if statuses is not None:
+        query = query.where(tasks.c.status.in_([Status(s).value for s in statuses]))
+    if project is not None:
+        query = query.where(tasks.c.project == check_project(project))
+    if due_before is not None:
+        query = query.where(tasks.c.due_on < due_before)
+    if limit is not None:
+        query = query.limit(max(1, limit))
+    return [task_from_row(row) for row in conn.execute(query)]
+
+
+# --- changes ------------------------------------------------------------------------------
+
+
+def create_task(
+    conn: Connection,
+    now: datetime,
+    *,
+    title: str,
+    body: str | None = "",
+    priority: int = PRIORITY_DEFAULT,
+    due_on: date | None = None,
+    project: str | None = None,
+    actor: str,
+) -> Task:
+    values = {
+        "title": check_title(title),
+        "body": check_body(body),
+        "priority": check_priority(priority),
+        "due_on": _check_date(due_on),
+        "project": check_project(project),
+    }
+    now = aware(now)
+    row = conn.execute(
+        insert(tasks)
+        .values(status=Status.READY.value, created_at=now, updated_at=now, **values)
+        .returning(*tasks.c)
+    ).one()
+    task = task_from_row(row)
+    _record(
+        conn,
+        now,
+        actor,
+        "task.created",
+        task,
+        title=task.title,
+        priority=task.priority,
+        due_on=_day(task.due_on),
+        project=task.project,
+    )
+    return task
+
+
+def edit_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    actor: str,
+    title: str | _Unset = UNSET,
+    body: str | _Unset | None = UNSET,
+    priority: int | _Unset = UNSET,
+    due_on: date | _Unset | None = UNSET,
+    project: str | _Unset | None = UNSET,
+) -> Task:
+    """Change an open task's title, body, priority, due date or project.
+
+    None clears the due date or the project; UNSET (the default) leaves a field as it is.
+    """
+    check_id(task_id)
+    changes: dict[str, Any] = {}
+    if title is not UNSET:
+        changes["title"] = check_title(title)
+    if body is not UNSET:
+        changes["body"] = check_body(body)
+    if priority is not UNSET:
+        changes["priority"] = check_priority(priority)
+    if due_on is not UNSET:
+        changes["due_on"] = _check_date(due_on)
+    if project is not UNSET:
+        changes["project"] = check_project(project)
+    if not changes:
+        raise InvalidInput("nothing to change: give a title, body, priority, due date or project")
+    before = _locked(conn, task_id)
+    if before.status not in OPEN:
+        raise Conflict(f"task {task_id} is {before.status}: a closed task is not edited")
+    task = _guarded_update(conn, now, before, changes)
+    shown = {k: _day(v) if k == "due_on" else v for k, v in changes.items()}
+    _record(conn, now, actor, "task.edited", task, changes=shown)
+    return task
+
+
+def claim_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    actor: str,
+) -> Task:
+    """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token."""
+    check_id(task_id)
+    owner, length = _owner(owner), lease_duration(duration)
+    before = _locked(conn, task_id)
+    if before.status is not Status.READY:
+        raise Conflict(f"{_state(before, now)}: only a READY task can be claimed")
+    task = _guarded_update(conn, now, before, _lease_values(now, owner, length))
+    _record_claim(conn, now, actor, task, next_ready=False)
+    return task
+
+
+def claim_next(
+    conn: Connection,
+    now: datetime,
+    *,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    project: str | None = None,
+    actor: str,
+) -> Task:
+    """Take the next READY task (due date first, undated last, then priority, then age)."""
+    owner, length = _owner(owner), lease_duration(duration)
+    project = check_project(project)
+    pick = select(tasks.c.id).where(tasks.c.status == Status.READY.value)
+    if project is not None:
+        pick = pick.where(tasks.c.project == project)
+    # Reads the partial index ix_tasks_ready. SKIP LOCKED: a row another claimer holds is
+    # passed over rather than waited for (SQLite renders no FOR UPDATE and needs none).
+    pick = (
+        pick.order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    row = conn.execute(
+        update(tasks)
+        .where(tasks.c.id == pick, tasks.c.status == Status.READY.value)
+        .values(updated_at=aware(now), **_lease_values(now, owner, length))
+        .returning(*tasks.c)
+    ).first()
+    if row is None:
+        where = f" in project {project}" if project else ""
+        raise NothingClaimable(f"no READY task to claim{where}")
+    task = task_from_row(row)
+    _record_claim(conn, now, actor, task, next_ready=True)
+    return task
+
+
+def renew_lease(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int,
+    duration: str | int | timedelta | None = None,
+    actor: str,
+) -> Task:
+    """Extend the lease to now + duration; the token stays (it still names the same lease)."""
+    check_id(task_id)
+    check_token(token)
+    length = lease_duration(duration)
+    before = _locked(conn, task_id)
+    _check_lease(before, token, now)
+    task = _guarded_update(conn, now, before, {"lease_until": aware(now) + length})
+    _record(
+        conn,
+        now,
+        actor,
+        "task.renewed",
+        task,
+        owner=task.lease_owner,
+        token=task.lease_token,
+        lease_until=_instant(task.lease_until),
+    )
+    return task
+
+
+def complete_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int | None,
+    note: str | None = None,
+    actor: str,
+) -> Task:
+    """Mark a task DONE: a RUNNING one by its holder (with the token), a READY one by hand."""
+    check_id(task_id)
+    if token is not None:
+        check_token(token)
+    note = _note(note)
+    before = _locked(conn, task_id)
+    if token is not None:
+        _check_lease(before, token, now)
+    elif before.status is Status.RUNNING:
+        raise Conflict(
+            f"{_state(before, now)}: give its lease token to complete it, or release it with"
+            " force first"
+        )
+    elif before.status is not Status.READY:
+        raise Conflict(f"task {task_id} is already {before.status}")
+    task = _guarded_update(
+        conn, now, before, {**_no_lease(), "status": Status.DONE.value, "done_at": aware(now)}
+    )
+    _record(
+        conn,
+        now,
+        actor,
+        "task.completed",
+        task,
+        owner=before.lease_owner,
+        token=token,
+        by_hand=token is None,
+        note=note,
+    )
+    return task
+
+
+def release_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int | None = None,
+    force: bool = False,
+    actor: str,
+) -> Task:
+    """Give a RUNNING task back (READY): by its holder with the token, or by a person with force."""
+    check_id(task_id)
+    if token is not None and force:
+        raise InvalidInput("give either the lease token or force, not both")
+    if token is None and not force:
+        raise InvalidInput("give the lease token, or force to release someone else's lease")
+    if token is not None:
+        check_token(token)
+    before = _locked(conn, task_id)
+    if token is not None:
+        _check_lease(before, token, now)
+    elif before.status is not Status.RUNNING:
+        raise Conflict(f"task {task_id} is {before.status}: there is no lease to release")
+    task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+    _record(
+        conn,
+        now,
+        actor,
+        "task.released",
+        task,
+        owner=before.lease_owner,
+        token=before.lease_token,
+        lease_until=_instant(before.lease_until),
+        force=force,
+    )
+    return task
+
+
+def release_held_by(
+    conn: Connection, now: datetime, *, owner: str, actor: str, reason: str | None = None
+) -> list[int]:
+    """Release every lease `owner` holds (a session ending); returns the tasks' ids.
+
+    The holder itself lets go, so this is not a forced release; each UPDATE re-checks the
+    token it read, like every other lease change.
+    """
+    owner = _owner(owner)
+    held = conn.execute(
+        select(tasks)
+        .where(tasks.c.status == Status.RUNNING.value, tasks.c.lease_owner == owner)
+        .order_by(tasks.c.id)
+        .with_for_update()
+    ).all()
+    released: list[int] = []
+    for row in held:
+        before = task_from_row(row)
+        task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+        _record(
+            conn,
+            now,
+            actor,
+            "task.released",
+            task,
+            owner=owner,
+            token=before.lease_token,
+            lease_until=_instant(before.lease_until),
+            force=False,
+            reason=(reason or "")[:200] or None,
+        )
+        released.append(task.id)
+    return released
+
+
+def cancel_task(
+    conn: Connection, now: datetime, task_id: int, *, note: str | None = None, actor: str
+) -> Task:
+    """Drop a READY task. A RUNNING one has a holder: release it first."""
+    check_id(task_id)
+    note = _note(note)
+    before = _locked(conn, task_id)
+    if before.status is Status.RUNNING:
+        raise Conflict(f"{_state(before, now)}: release it first (with its token, or forced)")
+    if before.status is not Status.READY:
+        raise Conflict(f"task {task_id} is already {before.status}")
+    task = _guarded_update(conn, now, before, {"status": Status.CANCELLED.value})
+    _record(conn, now, actor, "task.cancelled", task, note=note)
+    return task
 
 
 def insert_from_schedule(
@@ -116,3 +559,165 @@ def insert_from_schedule(
             details={"source": source, "schedule_id": schedule_id, "due_on": due_on.isoformat()},
         )
     return task_id
+
+
+def insert_many_from_schedule(
+    conn: Connection, now: datetime, items: list[dict[str, Any]], *, actor: str = "jobs"
+) -> dict[str, int]:
+    """`insert_from_schedule` for many tasks in one statement (the jobs tick fires thousands).
+
+    Each item has the keyword arguments of `insert_from_schedule` (source, title, body,
+    priority, project, due_on, schedule_id). Returns {source: new task id} for the tasks
+    created; a source that already had its task is absent.
+    """
+    if not items:
+        return {}
+    stmt = (
+        insert_for(conn, tasks)
+        .on_conflict_do_nothing(index_elements=[tasks.c.source])
+        .returning(tasks.c.id, tasks.c.source)
+    )
+    rows = [
+        {
+            "title": item["title"],
+            "body": item["body"],
+            "status": Status.READY.value,
+            "priority": item["priority"],
+            "due_on": item["due_on"],
+            "project": item["project"],
+            "source": item["source"],
+            "created_at": now,
+            "updated_at": now,
+        }
+        for item in items
+    ]
+    created = {row.source: int(row.id) for row in conn.execute(stmt, rows)}
+    events.record_many(
+        conn,
+        now,
+        [
+            {
+                "actor": actor,
+                "kind": "task.created",
+                "subject": f"task:{created[item['source']]}",
+                "details": {
+                    "source": item["source"],
+                    "schedule_id": item.get("schedule_id"),
+                    "due_on": item["due_on"].isoformat(),
+                },
+            }
+            for item in items
+            if item["source"] in created
+        ],
+    )
+    return created
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _locked(conn: Connection, task_id: int) -> Task:
+    """The task's row, locked until the transaction ends (PostgreSQL; SQLite already is)."""
+    row = conn.execute(select(tasks).where(tasks.c.id == task_id).with_for_update()).first()
+    if row is None:
+        raise NotFound(f"no task {task_id}")
+    return task_from_row(row)
+
+
+def _guarded_update(conn: Connection, now: datetime, before: Task, values: dict[str, Any]) -> Task:
+    """ONE UPDATE that re-checks the status and token decided on: it changes the row only if
+    no one else changed it in between (the row lock makes that so; the guard proves it)."""
+    row = conn.execute(
+        update(tasks)
+        .where(
+            tasks.c.id == before.id,
+            tasks.c.status == before.status.value,
+            tasks.c.lease_token == before.lease_token,
+        )
+        .values(updated_at=aware(now), **values)
+        .returning(*tasks.c)
+    ).first()
+    if row is None:
+        raise Conflict(f"task {before.id} changed while this request ran; nothing was changed")
+    return task_from_row(row)
+
+
+def _check_lease(task: Task, token: int, now: datetime) -> None:
+    """The token must name the current lease of a RUNNING task, or the lease was lost."""
+    if task.status is Status.RUNNING and task.lease_token == token:
+        return
+    state = _state(task, now)
+    if task.status is Status.READY:
+        state += " (its lease was released or reaped)"
+    raise LeaseLost(f"lease lost: {state}; token {token} is not the current lease")
+
+
+def _state(task: Task, now: datetime) -> str:
+    """The task's current state in words, for error messages (relative times: no zone needed)."""
+    if task.status is not Status.RUNNING or task.lease_until is None:
+        return f"task {task.id} is {task.status}"
+    left = task.lease_until - aware(now)
+    if left > timedelta(0):
+        lease = f"lease ends in {_rough(left)}"
+    else:
+        lease = f"lease ended {_rough(-left)} ago, expired"
+    return f"task {task.id} is RUNNING, held by {task.lease_owner} ({lease})"
+
+
+def _rough(delta: timedelta) -> str:
+    """`45s`, `59m`, `2h5m`: to the minute once there is one (messages, not records)."""
+    seconds = int(delta.total_seconds())
+    if seconds >= 60:
+        seconds = round(seconds / 60) * 60
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _lease_values(now: datetime, owner: str, length: timedelta) -> dict[str, Any]:
+    return {
+        "status": Status.RUNNING.value,
+        "lease_owner": owner,
+        "lease_until": aware(now) + length,
+        # Only ever grows: the new holder's token is greater than any a former holder has.
+        "lease_token": tasks.c.lease_token + 1,
+    }
+
+
+def _no_lease() -> dict[str, Any]:
+    # The token is kept: the next claim adds one to it, so old tokens never come back.
+    return {"lease_owner": None, "lease_until": None}
+
+
+def _check_date(value: date | None) -> date | None:
+    if value is not None and (not isinstance(value, date) or isinstance(value, datetime)):
+        raise InvalidInput(f"due date {str(value)[:40]!r} is not a calendar date")
+    return value
+
+
+def _record_claim(
+    conn: Connection, now: datetime, actor: str, task: Task, *, next_ready: bool
+) -> None:
+    _record(
+        conn,
+        now,
+        actor,
+        "task.claimed",
+        task,
+        owner=task.lease_owner,
+        token=task.lease_token,
+        lease_until=_instant(task.lease_until),
+        next=next_ready,
+    )
+
+
+def _record(
+    conn: Connection, now: datetime, actor: str, kind: str, task: Task, **details: Any
+) -> None:
+    events.record(conn, now, actor=actor, kind=kind, subject=f"task:{task.id}", details=details)
+
+
+def _instant(value: datetime | None) -> str | None:
+    return None if value is None else aware(value).isoformat()
+
+
+def _day(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()

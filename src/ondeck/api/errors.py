@@ -36,7 +36,10 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:3]:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+        loc = [str(p) for p in err.get("loc", ())]
+        # Drop only the leading source: a field may itself be named "body" (a task's body).
+        if loc and loc[0] in ("body", "query", "path"):
+            loc = loc[1:]
         where = ".".join(loc) or "request"
         parts.append(f"{where}: {err.get('msg', 'invalid')}".removeprefix("Value error, "))
     return "; ".join(parts).replace("Value error, ", "") or "invalid request"

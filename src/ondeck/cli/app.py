@@ -29,7 +29,7 @@ def _root(
 
 
 def _register() -> None:
-    from ondeck.cli import context, db, hooks, mcp, rules, server, tasks
+    from ondeck.cli import backup, context, db, hooks, mcp, rules, schedules, server, tasks
 
     server.register(app)
     app.add_typer(db.app, name="db")
@@ -38,6 +38,8 @@ def _register() -> None:
     hooks.register(app)
     mcp.register(app)
     rules.register(app)
+    app.add_typer(schedules.app, name="schedule")
+    backup.register(app)
 
 
 _register()
