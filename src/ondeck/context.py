@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, desc, func, or_, select
 
@@ -19,6 +19,9 @@ from ondeck.backlog import Status, Task, task_from_row
 from ondeck.clock import aware, iso, start_of_day, today
 from ondeck.db.tables import backups, fires, schedules, tasks, workers
 from ondeck.humanize import span
+
+if TYPE_CHECKING:
+    from ondeck.config import Settings
 
 DEFAULT_BUDGET = 20
 DEFAULT_CHARS = 4000
@@ -279,6 +282,28 @@ def build_context(
     )
     _fit_characters(ctx, zone, char_budget)
     return ctx
+
+
+def context_for(
+    conn: Connection,
+    now: datetime,
+    settings: Settings,
+    project: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    *,
+    char_budget: int = DEFAULT_CHARS,
+) -> Context:
+    """`build_context` with the configured zone, lease grace and tick: what entry points call."""
+    return build_context(
+        conn,
+        now,
+        project,
+        budget,
+        zone=settings.zone,
+        lease_grace=settings.lease_grace,
+        tick_seconds=settings.tick_seconds,
+        char_budget=char_budget,
+    )
 
 
 def running_state(task: Task, now: datetime, grace: timedelta) -> Running:

@@ -118,24 +118,14 @@ def _from_server(settings: Settings, project: str | None) -> str | None:
 
 def _from_database(settings: Settings, project: str | None) -> str:
     from ondeck import clock
-    from ondeck.context import build_context
+    from ondeck.context import context_for
     from ondeck.context_render import to_markdown
     from ondeck.db import open_database
-    from ondeck.db.engine import translate_errors
+    from ondeck.db.engine import reading
 
     engine = open_database(settings.url)
-    now = clock.now()
-    with translate_errors(), engine.connect() as conn:
-        conn = conn.execution_options(readonly=True)
-        with conn.begin():
-            ctx = build_context(
-                conn,
-                now,
-                project,
-                zone=settings.zone,
-                lease_grace=settings.lease_grace,
-                tick_seconds=settings.tick_seconds,
-            )
+    with reading(engine) as conn:
+        ctx = context_for(conn, clock.now(), settings, project)
     engine.dispose()
     return to_markdown(ctx, settings.zone)
 
@@ -146,7 +136,7 @@ def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int
     from ondeck.backlog import release_held_by
     from ondeck.config import load_settings
     from ondeck.db import open_database
-    from ondeck.db.engine import translate_errors
+    from ondeck.db.engine import writing
 
     payload = read_payload(stdin)
     session_id = payload.get("session_id")
@@ -157,7 +147,7 @@ def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int
     engine = open_database(settings.url)
     owner = f"claude:{session_id.strip()[:190]}"
     reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-    with translate_errors(), engine.begin() as conn:
+    with writing(engine) as conn:
         released = release_held_by(
             conn, clock.now(), owner=owner, actor=f"hook:{session_id[:60]}", reason=reason
         )

@@ -7,8 +7,8 @@ becomes a tool error with the service's one-line message, never a crash of the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,9 +18,9 @@ from sqlalchemy import Connection, Engine
 
 from ondeck import __version__, backlog, clock, schedules
 from ondeck.config import Settings
-from ondeck.context import build_context
+from ondeck.context import context_for
 from ondeck.context_render import to_json, to_markdown
-from ondeck.db.engine import translate_errors
+from ondeck.db.engine import writing
 from ondeck.errors import OndeckError
 from ondeck.validation import parse_date
 
@@ -94,10 +94,8 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
     zone = settings.zone
 
-    @contextmanager
-    def write() -> Iterator[Connection]:
-        with translate_errors(), engine.begin() as conn:
-            yield conn
+    def write() -> AbstractContextManager[Connection]:
+        return writing(engine)
 
     def call(fn: Callable[[], T]) -> T:
         try:
@@ -127,15 +125,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
             from ondeck.validation import check_project
 
             with write() as conn:
-                ctx = build_context(
-                    conn,
-                    clock.now(),
-                    check_project(project),
-                    budget,
-                    zone=zone,
-                    lease_grace=settings.lease_grace,
-                    tick_seconds=settings.tick_seconds,
-                )
+                ctx = context_for(conn, clock.now(), settings, check_project(project), budget)
             return ContextOut(markdown=to_markdown(ctx, zone), data=to_json(ctx, zone))
 
         return call(run)

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from ondeck.api.deps import StoreDep
-from ondeck.context import build_context
+from ondeck.api.tasks import ERRORS
+from ondeck.context import context_for
 from ondeck.context_render import to_json, to_markdown
 from ondeck.hooks import hook_output
 from ondeck.validation import PROJECT_PATTERN
@@ -25,7 +26,10 @@ class Format(StrEnum):
 
 @router.get(
     "/context",
-    responses={200: {"content": {"text/markdown": {}, "application/json": {}}}},
+    responses={
+        200: {"content": {"text/markdown": {}, "application/json": {}}},
+        422: ERRORS[422],
+    },
 )
 def get_context(
     store: StoreDep,
@@ -35,15 +39,7 @@ def get_context(
 ) -> Any:
     settings = store.settings
     with store.read() as conn:
-        ctx = build_context(
-            conn,
-            store.now(),
-            project,
-            budget,
-            zone=settings.zone,
-            lease_grace=settings.lease_grace,
-            tick_seconds=settings.tick_seconds,
-        )
+        ctx = context_for(conn, store.now(), settings, project, budget)
     if format is Format.markdown:
         return PlainTextResponse(to_markdown(ctx, settings.zone), media_type="text/markdown")
     if format is Format.hook:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
@@ -13,7 +12,7 @@ from sqlalchemy import Connection, Engine
 
 from ondeck import clock
 from ondeck.config import Settings
-from ondeck.db.engine import translate_errors
+from ondeck.db.engine import reading, writing
 
 
 @dataclass
@@ -21,17 +20,11 @@ class Store:
     settings: Settings
     engine: Engine
 
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
-        with translate_errors(), self.engine.connect() as conn:
-            conn = conn.execution_options(readonly=True)
-            with conn.begin():
-                yield conn
+    def read(self) -> AbstractContextManager[Connection]:
+        return reading(self.engine)
 
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        with translate_errors(), self.engine.begin() as conn:
-            yield conn
+    def write(self) -> AbstractContextManager[Connection]:
+        return writing(self.engine)
 
     def now(self) -> datetime:
         return clock.now()

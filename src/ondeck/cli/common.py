@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -15,7 +14,7 @@ from sqlalchemy import Connection, Engine
 
 from ondeck import clock
 from ondeck.config import Settings, load_settings
-from ondeck.db.engine import translate_errors
+from ondeck.db.engine import reading, writing
 
 _engines: list[Engine] = []
 
@@ -55,17 +54,11 @@ class Cli:
     def today(self) -> date:
         return clock.today(self.now(), self.settings.zone)
 
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
-        with translate_errors(), self.engine.connect() as conn:
-            conn = conn.execution_options(readonly=True)
-            with conn.begin():
-                yield conn
+    def read(self) -> AbstractContextManager[Connection]:
+        return reading(self.engine)
 
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        with translate_errors(), self.engine.begin() as conn:
-            yield conn
+    def write(self) -> AbstractContextManager[Connection]:
+        return writing(self.engine)
 
     def local(self, instant: datetime | None) -> str | None:
         if instant is None:

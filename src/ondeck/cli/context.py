@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         ] = 20,
     ) -> None:
         """What is on deck today: reminders, running and due tasks, top of the backlog, warnings."""
-        from ondeck.context import build_context
+        from ondeck.context import context_for
         from ondeck.context_render import render
         from ondeck.validation import check_project
 
@@ -40,13 +40,5 @@ def register(app: typer.Typer) -> None:
         settings = cli.settings
         project = check_project(project)
         with cli.read() as conn:
-            result = build_context(
-                conn,
-                cli.now(),
-                project,
-                budget,
-                zone=settings.zone,
-                lease_grace=settings.lease_grace,
-                tick_seconds=settings.tick_seconds,
-            )
+            result = context_for(conn, cli.now(), settings, project, budget)
         typer.echo(render(result, settings.zone, fmt.value), nl=False)

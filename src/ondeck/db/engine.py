@@ -113,5 +113,21 @@ def translate_errors() -> Iterator[None]:
         raise
 
 
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A read-only transaction (a plain deferred BEGIN on SQLite: it never blocks writers)."""
+    with translate_errors(), engine.connect() as conn:
+        conn = conn.execution_options(readonly=True)
+        with conn.begin():
+            yield conn
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A write transaction, committed at the end (BEGIN IMMEDIATE on SQLite)."""
+    with translate_errors(), engine.begin() as conn:
+        yield conn
+
+
 def describe(engine: Engine) -> str:
     return engine.url.render_as_string(hide_password=True)

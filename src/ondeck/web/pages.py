@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from ondeck import events, workers
 from ondeck.calendar_feed import build_calendar
-from ondeck.context import JOBS_SILENT_TICKS, build_context
+from ondeck.context import JOBS_SILENT_TICKS, context_for
 from ondeck.db.migrate import revision_of
 from ondeck.maintenance import list_backups
 from ondeck.validation import BIGINT_MAX, PROJECT_PATTERN
@@ -47,16 +47,7 @@ def today_page(
     settings = store.settings
     now = store.now()
     with store.read() as conn:
-        ctx = build_context(
-            conn,
-            now,
-            project,
-            TODAY_BUDGET,
-            zone=settings.zone,
-            lease_grace=settings.lease_grace,
-            tick_seconds=settings.tick_seconds,
-            char_budget=TODAY_CHARS,
-        )
+        ctx = context_for(conn, now, settings, project, TODAY_BUDGET, char_budget=TODAY_CHARS)
         projects = queries.task_projects(conn)
     template = "_today.html" if is_htmx(request) else "today.html"
     return render(request, template, {"ctx": ctx, "now": now, "projects": projects})
