@@ -188,7 +188,7 @@ def _warnings(
         select(func.max(backups.c.finished_at)).where(backups.c.status == "ok")
     ).scalar()
     if last_backup is not None and last_backup.status in ("failed", "abandoned"):
-        error = (last_backup.error or last_backup.status).splitlines()[0][:200]
+        error = _clip((last_backup.error or last_backup.status).splitlines()[0], 200)
         found.append(
             Warning(
                 code="backup_failed",
@@ -304,6 +304,15 @@ def context_for(
         tick_seconds=settings.tick_seconds,
         char_budget=char_budget,
     )
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters, keeping both ends: a tool's error starts with what failed
+    and ends with why (a long file path in between must not cut off the reason)."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return f"{text[:half]}…{text[-half:]}"
 
 
 def running_state(task: Task, now: datetime, grace: timedelta) -> Running:

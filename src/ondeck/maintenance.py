@@ -47,6 +47,11 @@ ABANDON_AFTER = timedelta(hours=1)
 DUMP_TIMEOUT_S = 6 * 3600
 VERIFY_TIMEOUT_S = 600
 FILE_PATTERN = re.compile(r"^ondeck-\d{8}-\d{6}(-\d+)?\.(db|dump)$")
+# A run's temporary file (and SQLite's companions of it), named in `write_backup`.
+TEMP_PATTERN = re.compile(r"^\.ondeck-\d{8}-\d{6}-\d+-\d+\.tmp(-journal|-wal|-shm)?$")
+# A live run writes its file within DUMP_TIMEOUT_S and verifies it within VERIFY_TIMEOUT_S:
+# one untouched for longer was left by a process that died (kill -9, power loss).
+STALE_TEMP_AFTER_S = DUMP_TIMEOUT_S + VERIFY_TIMEOUT_S
 DEFAULT_BACKUP_TITLE = "Back up the database"
 _PG_DEFAULTS_LOCK = 0x0DEC_0002
 
@@ -210,7 +215,7 @@ def write_backup(engine: Engine, settings: Settings, now: datetime) -> tuple[Pat
         os.replace(temp, final)
         _fsync(folder)
     except OSError as exc:
-        raise BackupFailed(f"backup file: {exc.strerror or exc}") from None
+        raise BackupFailed(f"cannot write the backup in {folder}: {exc.strerror or exc}") from None
     except InvalidInput as exc:
         raise BackupFailed(f"the new backup failed verification: {exc}") from None
     finally:
@@ -218,6 +223,7 @@ def write_backup(engine: Engine, settings: Settings, now: datetime) -> tuple[Pat
             temp.unlink()
     size = final.stat().st_size
     prune(folder, settings.backup_keep)
+    remove_stale_temps(folder, now)
     return final, size
 
 
@@ -453,6 +459,23 @@ def prune(folder: Path, keep: int) -> list[Path]:
     return doomed
 
 
+def remove_stale_temps(folder: Path, now: datetime) -> list[Path]:
+    """Delete the temporary files of runs that died half-way: each is a whole copy of the
+    database, and nothing else would ever remove it."""
+    cutoff = aware(now).timestamp() - STALE_TEMP_AFTER_S
+    removed = []
+    for path in folder.iterdir():
+        if not TEMP_PATTERN.match(path.name):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+    if removed:
+        log.warning("removed %d file(s) left by backup runs that died", len(removed))
+    return removed
+
+
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -473,6 +496,9 @@ def _sqlite_path(engine: Engine) -> Path:
 
 def _copy_sqlite(engine: Engine, target: Path) -> None:
     """The online backup API: a consistent copy while others keep reading and writing."""
+    # Created here first: SQLite says only "unable to open database file" about a file it
+    # cannot create; the OSError says why (read-only, permission denied, no space left).
+    target.touch(exist_ok=False)
     source = sqlite3.connect(_sqlite_path(engine), timeout=15)
     try:
         copy = sqlite3.connect(target)

@@ -19,7 +19,12 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 
 from ondeck.errors import ConfigError, Unavailable
 
-SQLITE_BUSY_TIMEOUT_MS = 15_000
+# How long a writer waits for another writer's lock before giving up with `Unavailable`
+# (HTTP 503, exit 5). Normal write transactions last milliseconds; a lock held for seconds
+# is another program (or a stuck one), and an API call, command or session hook should say
+# so within a few seconds rather than look hung. The jobs loop just retries.
+SQLITE_BUSY_TIMEOUT_MS = 5_000
+# Likewise for a PostgreSQL server that does not answer (a connect is the step that hangs).
 PG_CONNECT_TIMEOUT_S = 5
 
 
