@@ -21,17 +21,26 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed
 	$(BIN)/ondeck up
 
+# The fault suite times real processes (kills, outages), so it runs alone after the rest,
+# which shares the two cores between two pytest-xdist workers.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 -m "not faults" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m faults $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests bench
 	$(BIN)/ruff format src tests bench
 
-bench: $(VENV)/.installed-dev
-	$(BIN)/python bench/rules.py
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
+# Every benchmark in turn (about 10 minutes; docs/benchmarks.md has the figures). The server
+# bench uses wrk when installed (Debian package wrk), else an httpx client.
+bench: $(VENV)/.installed-bench
+	$(BIN)/python bench/all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -8,8 +8,10 @@ from datetime import timedelta
 from ondeck.errors import InvalidInput
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_PART = re.compile(r"(\d{1,9})\s*([smhd])")
-_WHOLE = re.compile(r"(?:\d{1,9}\s*[smhd]\s*)+")
+# ASCII digits only: `\d` and str.isdigit() also take "²" or "١", which int() refuses or
+# which nobody means as a lease length.
+_PART = re.compile(r"([0-9]{1,9})\s*([smhd])")
+_WHOLE = re.compile(r"(?:[0-9]{1,9}\s*[smhd]\s*)+")
 
 
 def parse_duration(text: str | int | float | timedelta, *, name: str = "duration") -> timedelta:
@@ -21,7 +23,7 @@ def parse_duration(text: str | int | float | timedelta, *, name: str = "duration
             raise InvalidInput(f"{name} must not be negative, got {text}")
         return timedelta(seconds=text)
     raw = str(text).strip().lower()
-    if raw.isdigit() and len(raw) <= 9:
+    if raw.isascii() and raw.isdigit() and len(raw) <= 9:
         return timedelta(seconds=int(raw))
     if not raw or not _WHOLE.fullmatch(raw):
         raise InvalidInput(

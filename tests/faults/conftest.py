@@ -14,15 +14,11 @@ HERE = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is marked `faults`: `-m faults` runs the suite, `-m "not faults"` not.
-
-    They also share one xdist group: they time real processes, so they run one after another
-    on a single worker while the other worker takes the rest of the suite.
-    """
+    """Every test here is marked `faults`: `-m faults` runs the suite, `-m "not faults"` not
+    (`make test` runs them in a pytest of their own, after the rest)."""
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.faults)
-            item.add_marker(pytest.mark.xdist_group("faults"))
 
 
 @pytest.fixture

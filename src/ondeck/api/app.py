@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from ondeck import __version__
 from ondeck.api import errors
+from ondeck.api.body_limit import BodyLimit
 from ondeck.api.deps import Store
 from ondeck.config import Settings
 
@@ -50,9 +51,6 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
     @app.middleware("http")
     async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return errors.error_response(413, "too_large", "request body over 1 MiB")
         token = settings.token_value
         if token and request.url.path.startswith("/api/"):
             given = request.headers.get("authorization", "")
@@ -64,6 +62,9 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         response: Response = await call_next(request)
         response.headers["X-Ondeck-Store"] = settings.store_id
         return response
+
+    # Added last, so it runs first: an oversized body is refused before the token check.
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     from ondeck.api import health
 

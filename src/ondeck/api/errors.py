@@ -58,6 +58,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's answer to a body it cannot decode at all (bytes that are not UTF-8);
+            # malformed JSON text is already a 422: both are bad input with nothing written.
+            return error_response(422, "invalid_input", "body: not readable as JSON text (UTF-8)")
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
 

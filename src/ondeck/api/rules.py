@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -10,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ondeck import clock
 from ondeck.api.deps import StoreDep
+from ondeck.api.tasks import ERRORS, Day
 from ondeck.rulecheck import MAX_COUNT, check_rule
 from ondeck.rules import MAX_LENGTH
 
@@ -24,11 +24,11 @@ class RuleCheckOut(BaseModel):
     rrule: str = Field(description="RFC 5545 DTSTART and RRULE lines.")
 
 
-@router.get("/rules/check", response_model=RuleCheckOut)
+@router.get("/rules/check", response_model=RuleCheckOut, responses={422: ERRORS[422]})
 def rules_check(
     store: StoreDep,
     rule: Annotated[str, Query(max_length=MAX_LENGTH)],
-    start: Annotated[date | None, Query(description="YYYY-MM-DD")] = None,
+    start: Annotated[Day | None, Query(description="YYYY-MM-DD")] = None,
     count: Annotated[int, Query(ge=1, le=MAX_COUNT)] = 5,
 ) -> dict[str, object]:
     today = clock.today(store.now(), store.settings.zone)

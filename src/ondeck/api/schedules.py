@@ -61,7 +61,8 @@ Day = Annotated[date, BeforeValidator(_iso_day)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: "2" is not the integer 2, as the document says.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorDetail(BaseModel):

@@ -76,7 +76,8 @@ Note = Annotated[str, Field(max_length=NOTE_MAX)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: "2" is not the integer 2 nor "true" a boolean, as the document says.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class ErrorDetail(BaseModel):
@@ -180,7 +181,7 @@ def list_tasks(
     ] = None,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
     due_before: Annotated[
-        date | None, Query(description="Only tasks due before this date.")
+        Day | None, Query(description="Only tasks due before this date, YYYY-MM-DD.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[dict[str, Any]]:

@@ -132,7 +132,7 @@ def _priority(text: str) -> int:
     text = text.strip()
     if not text:
         return PRIORITY_DEFAULT
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # isdigit alone takes "²", which int() refuses
         raise InvalidInput(f"priority {text[:20]!r} is not a whole number from 0 to 9")
     return int(text[:3])
 
