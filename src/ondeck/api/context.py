@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from ondeck.api.deps import StoreDep
-from ondeck.api.tasks import ERRORS
+from ondeck.api.models import errors
 from ondeck.context import context_for
 from ondeck.context_render import to_json, to_markdown
 from ondeck.hooks import hook_output
@@ -28,7 +28,7 @@ class Format(StrEnum):
     "/context",
     responses={
         200: {"content": {"text/markdown": {}, "application/json": {}}},
-        422: ERRORS[422],
+        **errors(e422="Invalid input; nothing was written."),
     },
 )
 def get_context(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from ondeck import events
 from ondeck.api.deps import StoreDep
-from ondeck.api.tasks import ERRORS
+from ondeck.api.models import errors
 from ondeck.errors import InvalidInput
 from ondeck.validation import BIGINT_MAX
 
@@ -25,7 +25,11 @@ class EventOut(BaseModel):
     details: dict[str, Any]
 
 
-@router.get("/events", response_model=list[EventOut], responses={422: ERRORS[422]})
+@router.get(
+    "/events",
+    response_model=list[EventOut],
+    responses=errors(e422="Invalid input; nothing was written."),
+)
 def list_events(
     store: StoreDep,
     subject: Annotated[

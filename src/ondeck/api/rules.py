@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from ondeck import clock
 from ondeck.api.deps import StoreDep
-from ondeck.api.tasks import ERRORS, Day
+from ondeck.api.models import Day, errors
 from ondeck.rulecheck import MAX_COUNT, check_rule
 from ondeck.rules import MAX_LENGTH
 
@@ -24,7 +24,11 @@ class RuleCheckOut(BaseModel):
     rrule: str = Field(description="RFC 5545 DTSTART and RRULE lines.")
 
 
-@router.get("/rules/check", response_model=RuleCheckOut, responses={422: ERRORS[422]})
+@router.get(
+    "/rules/check",
+    response_model=RuleCheckOut,
+    responses=errors(e422="Invalid input; nothing was written."),
+)
 def rules_check(
     store: StoreDep,
     rule: Annotated[str, Query(max_length=MAX_LENGTH)],

@@ -7,24 +7,19 @@ comes back as 422 `invalid_rule` with that module's message.
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ondeck import schedules
 from ondeck.api.deps import Store, StoreDep
+from ondeck.api.models import Body, Day, Priority, Project, Title, errors
 from ondeck.errors import InvalidInput
 from ondeck.validation import (
     BIGINT_MAX,
-    BODY_MAX,
     PRIORITY_DEFAULT,
-    PRIORITY_MAX,
-    PRIORITY_MIN,
     PROJECT_PATTERN,
-    TITLE_MAX,
-    parse_date,
 )
 
 router = APIRouter(tags=["schedules"])
@@ -32,32 +27,13 @@ router = APIRouter(tags=["schedules"])
 ACTOR = "api"
 
 ScheduleId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The schedule's id.")]
-Title = Annotated[str, Field(min_length=1, max_length=TITLE_MAX)]
-Body = Annotated[str, Field(max_length=BODY_MAX)]
 Rule = Annotated[
     str,
     # Only a size guard: the rules module judges the rule and words the refusal.
     Field(max_length=1000, description="daily, weekly:MON,THU, monthly:1,15,last or every:N."),
 ]
-Priority = Annotated[int, Field(ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent")]
-Project = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
 Kind = Literal["task", "remind", "backup"]
 Missed = Literal["latest", "all", "skip"]
-
-
-def _iso_day(value: Any) -> Any:
-    # A date is written YYYY-MM-DD, never a number of seconds since 1970 (pydantic's lax mode).
-    if isinstance(value, date):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("use a date written YYYY-MM-DD")
-    try:
-        return parse_date(value, "date")
-    except InvalidInput as exc:
-        raise ValueError(str(exc)) from None
-
-
-Day = Annotated[date, BeforeValidator(_iso_day)]
 
 
 class _Body(BaseModel):
@@ -65,20 +41,11 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-
-
-class ErrorOut(BaseModel):
-    error: ErrorDetail
-
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorOut, "description": "No such schedule."},
-    409: {"model": ErrorOut, "description": "Not in a state for that (paused)."},
-    422: {"model": ErrorOut, "description": "Invalid input (invalid_rule, …); nothing written."},
-}
+ERRORS = errors(
+    e404="No such schedule.",
+    e409="Not in a state for that (paused).",
+    e422="Invalid input (invalid_rule, …); nothing written.",
+)
 
 
 class ScheduleOut(BaseModel):

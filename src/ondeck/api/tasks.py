@@ -6,25 +6,21 @@ the services check again (they are the one place for every rule).
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ondeck import backlog
 from ondeck.api.deps import Store, StoreDep
+from ondeck.api.models import Body, Day, Priority, Project, Title, errors
 from ondeck.errors import InvalidInput
 from ondeck.validation import (
     BIGINT_MAX,
-    BODY_MAX,
     NOTE_MAX,
     OWNER_MAX,
-    PRIORITY_MAX,
-    PRIORITY_MIN,
     PROJECT_PATTERN,
-    TITLE_MAX,
-    parse_date,
 )
 
 router = APIRouter(tags=["tasks"])
@@ -33,25 +29,8 @@ ACTOR = "api"
 MAX_LEASE_SECONDS = int(backlog.MAX_LEASE.total_seconds())
 
 TaskId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The task's id.")]
-Title = Annotated[str, Field(min_length=1, max_length=TITLE_MAX)]
-Body = Annotated[str, Field(max_length=BODY_MAX)]
-Priority = Annotated[int, Field(ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent")]
-Project = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
 
 
-def _iso_day(value: Any) -> Any:
-    # A date is written YYYY-MM-DD, never a number of seconds since 1970 (pydantic's lax mode).
-    if isinstance(value, date):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("use a date written YYYY-MM-DD")
-    try:
-        return parse_date(value, "date")
-    except InvalidInput as exc:
-        raise ValueError(str(exc)) from None
-
-
-Day = Annotated[date, BeforeValidator(_iso_day)]
 Token = Annotated[int, Field(ge=0, le=BIGINT_MAX, description="The token the claim returned.")]
 Owner = Annotated[
     str,
@@ -80,20 +59,11 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-
-
-class ErrorOut(BaseModel):
-    error: ErrorDetail
-
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorOut, "description": "No such task."},
-    409: {"model": ErrorOut, "description": "Not in a state for that (lease lost, …)."},
-    422: {"model": ErrorOut, "description": "Invalid input; nothing was written."},
-}
+ERRORS = errors(
+    e404="No such task.",
+    e409="Not in a state for that (lease lost, …).",
+    e422="Invalid input; nothing was written.",
+)
 
 
 class TaskOut(BaseModel):
