@@ -85,6 +85,17 @@ def check_priority(value: int) -> int:
     return value
 
 
+def parse_priority(text: str) -> int:
+    """A priority typed into a form: empty means the default; only ASCII digits count
+    (`str.isdigit` also takes "²", which `int` then refuses)."""
+    text = text.strip()
+    if not text:
+        return PRIORITY_DEFAULT
+    if not (text.isascii() and text.isdigit()):
+        raise InvalidInput(f"priority {text[:20]!r} is not a whole number from 0 to 9")
+    return check_priority(int(text[:3]))
+
+
 def check_id(value: int, name: str = "task id") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= BIGINT_MAX:
         raise InvalidInput(f"{name} {str(value)[:40]} is not valid: use a positive whole number")

@@ -268,6 +268,15 @@ def action_response(
     return response
 
 
+def error_page(request: Request, exc: FormError) -> Response:
+    """A refused form or a missing item: the message in place for htmx, else a page."""
+    if is_htmx(request):
+        return flash_fragment(request, str(exc), "error", status=exc.status)
+    return render(
+        request, "error.html", {"status": exc.status, "message": str(exc)}, status=exc.status
+    )
+
+
 def done_message(request: Request) -> str | None:
     """The message the last POST left for the page it redirected to: shown once (the
     cookie is cleared with this response), and only if this server signed it."""

@@ -26,12 +26,13 @@ from ondeck.humanize import span
 from ondeck.rulecheck import check_rule
 from ondeck.rules import MAX_LENGTH
 from ondeck.schedules import Schedule
-from ondeck.validation import PRIORITY_DEFAULT, parse_date
+from ondeck.validation import PRIORITY_DEFAULT, parse_date, parse_priority
 from ondeck.web import auth, queries
 from ondeck.web.render import (
     FormError,
     Id,
     action_response,
+    error_page,
     flash_fragment,
     is_htmx,
     refused,
@@ -126,15 +127,6 @@ def _schedule_form(s: Schedule) -> dict[str, str]:
         "missed": s.missed,
         "body": s.body,
     }
-
-
-def _priority(text: str) -> int:
-    text = text.strip()
-    if not text:
-        return PRIORITY_DEFAULT
-    if not (text.isascii() and text.isdigit()):  # isdigit alone takes "²", which int() refuses
-        raise InvalidInput(f"priority {text[:20]!r} is not a whole number from 0 to 9")
-    return int(text[:3])
 
 
 def _start(text: str) -> date | None:
@@ -265,20 +257,12 @@ def _schedule_page(
     )
 
 
-def _error_page(request: Request, exc: FormError) -> Response:
-    if is_htmx(request):
-        return flash_fragment(request, str(exc), "error", status=exc.status)
-    return render(
-        request, "error.html", {"status": exc.status, "message": str(exc)}, status=exc.status
-    )
-
-
 @router.get("/schedules/{schedule_id}")
 def schedule_page(request: Request, schedule_id: Id) -> Response:
     try:
         return _schedule_page(request, schedule_id)
     except FormError as exc:
-        return _error_page(request, exc)
+        return error_page(request, exc)
 
 
 # --- changes --------------------------------------------------------------------------
@@ -311,7 +295,7 @@ def add_schedule(
                 body=body,
                 start_on=_start(start_on),
                 project=project.strip() or None,
-                priority=_priority(priority),
+                priority=parse_priority(priority),
                 missed=missed,
                 actor=ACTOR,
             )
@@ -355,7 +339,7 @@ def edit_schedule(
                 "title": title,
                 "rule": rule,
                 "project": project.strip() or None,
-                "priority": _priority(priority),
+                "priority": parse_priority(priority),
                 "missed": missed,
                 "body": body,
             }
@@ -379,7 +363,7 @@ def edit_schedule(
         try:
             return _schedule_page(request, schedule_id, form=form, error=exc)
         except FormError as missing:
-            return _error_page(request, missing)
+            return error_page(request, missing)
     due = edited.next_due.isoformat() if edited.next_due else "none"
     return action_response(
         request,
@@ -404,7 +388,7 @@ def _row_action(
         try:
             return _schedule_page(request, schedule_id, error=exc)
         except FormError as missing:
-            return _error_page(request, missing)
+            return error_page(request, missing)
     back = safe_next(next_url, "/schedules")
 
     def row() -> Response:
@@ -466,7 +450,7 @@ def delete_confirm(request: Request, schedule_id: Id, next: str = "/schedules") 
         with store.read() as conn, refused():
             schedule = schedules.get_schedule(conn, schedule_id)
     except FormError as exc:
-        return _error_page(request, exc)
+        return error_page(request, exc)
     return render(
         request,
         "confirm.html",
@@ -493,7 +477,7 @@ def delete_schedule(
         with refused(), store.write() as conn:
             removed = schedules.delete_schedule(conn, now, schedule_id, actor=ACTOR)
     except FormError as exc:
-        return _error_page(request, exc)
+        return error_page(request, exc)
     back = safe_next(next, "/schedules")
     if back.startswith(f"/schedules/{schedule_id}"):
         back = "/schedules"  # its own page is gone

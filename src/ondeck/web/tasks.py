@@ -16,12 +16,13 @@ from starlette.responses import Response
 from ondeck import backlog, events
 from ondeck.backlog import Status, Task
 from ondeck.errors import InvalidInput
-from ondeck.validation import PRIORITY_DEFAULT, parse_date
+from ondeck.validation import PRIORITY_DEFAULT, parse_date, parse_priority
 from ondeck.web import auth, queries
 from ondeck.web.render import (
     FormError,
     Id,
     action_response,
+    error_page,
     flash_fragment,
     is_htmx,
     refused,
@@ -43,15 +44,6 @@ def _statuses(choice: str) -> tuple[Status, ...] | None:
     if choice == "open":
         return backlog.OPEN
     return backlog.parse_statuses(choice)
-
-
-def _priority(text: str) -> int:
-    text = text.strip()
-    if not text:
-        return PRIORITY_DEFAULT
-    if not (text.isascii() and text.isdigit()):  # isdigit alone takes "²", which int() refuses
-        raise InvalidInput(f"priority {text[:20]!r} is not a whole number from 0 to 9")
-    return int(text[:3])
 
 
 def _due(text: str) -> date | None:
@@ -164,15 +156,7 @@ def task_page(request: Request, task_id: Id) -> Response:
     try:
         return _task_page(request, task_id)
     except FormError as exc:
-        return _error_page(request, exc)
-
-
-def _error_page(request: Request, exc: FormError) -> Response:
-    if is_htmx(request):
-        return flash_fragment(request, str(exc), "error", status=exc.status)
-    return render(
-        request, "error.html", {"status": exc.status, "message": str(exc)}, status=exc.status
-    )
+        return error_page(request, exc)
 
 
 # --- changes --------------------------------------------------------------------------
@@ -197,7 +181,7 @@ def add_task(
                 now,
                 title=title,
                 body=body,
-                priority=_priority(priority),
+                priority=parse_priority(priority),
                 due_on=_due(due_on),
                 project=_project(project),
                 actor=ACTOR,
@@ -231,7 +215,7 @@ def edit_task(
             wanted = {
                 "title": title.strip(),
                 "body": body,
-                "priority": _priority(priority),
+                "priority": parse_priority(priority),
                 "due_on": _due(due_on),
                 "project": _project(project),
             }
@@ -244,7 +228,7 @@ def edit_task(
         try:
             return _task_page(request, task_id, form=form, error=exc)
         except FormError as missing:
-            return _error_page(request, missing)
+            return error_page(request, missing)
     message = f"saved task {task_id}" if changes else "nothing changed"
     return action_response(request, ok_message=message, next_url=f"/tasks/{task_id}")
 
@@ -262,7 +246,7 @@ def _row_action(request: Request, task_id: int, next_url: str, verb: str, change
         try:
             return _task_page(request, task_id, error=exc)
         except FormError as missing:
-            return _error_page(request, missing)
+            return error_page(request, missing)
     back = safe_next(next_url, "/tasks")
     return action_response(
         request,
@@ -302,7 +286,7 @@ def release_confirm(request: Request, task_id: Id, next: str = "/tasks") -> Resp
         with store.read() as conn, refused():
             task = backlog.get_task(conn, task_id)
     except FormError as exc:
-        return _error_page(request, exc)
+        return error_page(request, exc)
     return render(
         request,
         "confirm.html",
