@@ -1,7 +1,9 @@
 """Claim throughput on PostgreSQL: P processes claim-next and complete N tasks until none is left.
 
 Each claim and each completion is its own transaction through the real services
-(`backlog.claim_next`, `backlog.complete_task`), events included. Reports claims per second
+(`backlog.claim_next`, `backlog.complete_task`), events and fencing tokens included: on
+PostgreSQL each is one statement, run on a held connection that commits every statement
+(`db.engine.autocommitting`), as a long-running worker would. Reports claims per second
 (wall time from the start signal to the last worker's end) and the number of double claims:
 tasks claimed more than once, counted both from what the workers got and from the
 `task.claimed` events in the database. It must be 0.
@@ -32,7 +34,7 @@ from sqlalchemy.engine import make_url
 
 from ondeck import backlog
 from ondeck.db import open_database
-from ondeck.db.engine import make_engine
+from ondeck.db.engine import autocommitting, make_engine
 from ondeck.db.tables import events, tasks
 from ondeck.errors import NothingClaimable
 
@@ -93,30 +95,28 @@ def fill(url: str, project: str, count: int) -> None:
 
 
 def worker(url: str, project: str, n: int, start: Any, results: Any) -> None:
+    """One worker process: a held connection on which each claim and each completion commits
+    by itself (each is one statement on PostgreSQL, its event included)."""
     engine = make_engine(url, pool_size=1, max_overflow=0)
     owner = f"bench:{n}"
     got: list[int] = []
-    with engine.connect():
-        pass  # connect before the start signal: the timing is of claims, not of connecting
-    start.wait()
-    while True:
-        try:
-            with engine.begin() as conn:
+    with autocommitting(engine) as conn:  # connected before the start signal
+        start.wait()
+        while True:
+            try:
                 task = backlog.claim_next(conn, NOW, owner=owner, project=project, actor="bench")
-        except NothingClaimable:
-            # SKIP LOCKED passes over rows other claimers hold right now: only stop when
-            # no READY task is left at all.
-            with engine.connect() as conn:
+            except NothingClaimable:
+                # SKIP LOCKED passes over rows other claimers hold right now: only stop when
+                # no READY task is left at all.
                 left = conn.execute(
                     select(func.count())
                     .select_from(tasks)
                     .where(tasks.c.project == project, tasks.c.status == "READY")
                 ).scalar_one()
-            if left == 0:
-                break
-            continue
-        got.append(task.id)
-        with engine.begin() as conn:
+                if left == 0:
+                    break
+                continue
+            got.append(task.id)
             backlog.complete_task(conn, NOW, task.id, token=task.lease_token, actor="bench")
     engine.dispose()
     results.put(got)

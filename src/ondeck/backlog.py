@@ -9,13 +9,21 @@ refused (`LeaseLost`) instead of completing someone else's work.
 
 How a change is made, so that concurrent callers can never both win:
 
-- one task: lock its row (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's write transaction
-  already excludes every other writer), decide with the row at hand (which also gives the
-  precise error and the former holder for the event), then ONE guarded UPDATE whose WHERE
-  re-checks the status and the token that were decided on;
-- the next READY task: one UPDATE whose subselect picks the row with
+- a holder's own steps (claim, renew, complete with the token): ONE guarded UPDATE whose
+  WHERE states what must hold (READY; or RUNNING with this token), with its event in the same
+  statement on PostgreSQL (`events.Recorded`): one round trip on the hot path. Only when it
+  matches nothing is the row read, to say precisely why (`LeaseLost`, `Conflict`, `NotFound`);
+- other changes of one task (edit, release, cancel, complete by hand): lock its row
+  (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's write transaction already excludes every
+  other writer), decide with the row at hand (which also gives the precise error and the
+  former holder for the event), then ONE guarded UPDATE whose WHERE re-checks the status and
+  the token that were decided on;
+- the next READY task: the guarded UPDATE's subselect picks the row with
   `FOR UPDATE SKIP LOCKED`, so two claimers on PostgreSQL take two different tasks without
   waiting on each other (on SQLite the write transaction serialises them).
+
+On PostgreSQL the holder's steps are each a single statement when they succeed, so they are
+atomic even on a connection that commits every statement (`db.engine.autocommitting`).
 """
 
 from __future__ import annotations
@@ -24,9 +32,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, NoReturn
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, literal_column, select, update
 
 from ondeck import events
 from ondeck.clock import aware, iso
@@ -126,9 +134,12 @@ class Task:
 
 
 def task_from_row(row: Row[Any]) -> Task:
-    values = dict(row._mapping)
-    values["status"] = Status(values["status"])
-    return Task(**values)
+    """The task in a row of `tasks` (columns a statement returns besides those are left out)."""
+    values = row._mapping
+    return Task(**{name: values[name] for name in _COLUMNS}, status=Status(values["status"]))
+
+
+_COLUMNS = tuple(column.name for column in tasks.c if column.name != "status")
 
 
 def get_task_row(conn: Connection, task_id: int) -> Task | None:
@@ -312,11 +323,12 @@ def claim_task(
     """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token."""
     check_id(task_id)
     owner, length = _owner(owner), lease_duration(duration)
-    before = _locked(conn, task_id)
-    if before.status is not Status.READY:
+    task = _take(conn, now, _CLAIM, owner, length, actor, task_id=task_id)
+    if task is None:
+        before = get_task(conn, task_id)
+        if before.status is Status.READY:
+            raise _changed(task_id)
         raise Conflict(f"{_state(before, now)}: only a READY task can be claimed")
-    task = _guarded_update(conn, now, before, _lease_values(now, owner, length))
-    _record_claim(conn, now, actor, task, next_ready=False)
     return task
 
 
@@ -332,28 +344,13 @@ def claim_next(
     """Take the next READY task (due date first, undated last, then priority, then age)."""
     owner, length = _owner(owner), lease_duration(duration)
     project = check_project(project)
-    pick = select(tasks.c.id).where(tasks.c.status == Status.READY.value)
-    if project is not None:
-        pick = pick.where(tasks.c.project == project)
-    # Reads the partial index ix_tasks_ready. SKIP LOCKED: a row another claimer holds is
-    # passed over rather than waited for (SQLite renders no FOR UPDATE and needs none).
-    pick = (
-        pick.order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
-        .limit(1)
-        .with_for_update(skip_locked=True)
-        .scalar_subquery()
-    )
-    row = conn.execute(
-        update(tasks)
-        .where(tasks.c.id == pick, tasks.c.status == Status.READY.value)
-        .values(updated_at=aware(now), **_lease_values(now, owner, length))
-        .returning(*tasks.c)
-    ).first()
-    if row is None:
+    if project is None:
+        task = _take(conn, now, _CLAIM_NEXT, owner, length, actor)
+    else:
+        task = _take(conn, now, _CLAIM_NEXT_IN, owner, length, actor, in_project=project)
+    if task is None:
         where = f" in project {project}" if project else ""
         raise NothingClaimable(f"no READY task to claim{where}")
-    task = task_from_row(row)
-    _record_claim(conn, now, actor, task, next_ready=True)
     return task
 
 
@@ -369,21 +366,17 @@ def renew_lease(
     """Extend the lease to now + duration; the token stays (it still names the same lease)."""
     check_id(task_id)
     check_token(token)
-    length = lease_duration(duration)
-    before = _locked(conn, task_id)
-    _check_lease(before, token, now)
-    task = _guarded_update(conn, now, before, {"lease_until": aware(now) + length})
-    _record(
+    until = aware(now) + lease_duration(duration)
+    row = _RENEW.run(
         conn,
         now,
-        actor,
-        "task.renewed",
-        task,
-        owner=task.lease_owner,
-        token=task.lease_token,
-        lease_until=_instant(task.lease_until),
+        {"task_id": task_id, "token": token, "now": aware(now), "until": until},
+        actor=actor,
+        details={"owner": None, "token": token, "lease_until": _instant(until)},
     )
-    return task
+    if row is None:
+        _refuse_holder(conn, now, task_id, token)
+    return task_from_row(row)
 
 
 def complete_task(
@@ -400,29 +393,29 @@ def complete_task(
     if token is not None:
         check_token(token)
     note = _note(note)
-    before = _locked(conn, task_id)
     if token is not None:
-        _check_lease(before, token, now)
-    elif before.status is Status.RUNNING:
+        row = _COMPLETE.run(
+            conn,
+            now,
+            {"task_id": task_id, "token": token, "now": aware(now)},
+            actor=actor,
+            details={"owner": None, "token": token, "by_hand": False, "note": note},
+        )
+        if row is None:
+            _refuse_holder(conn, now, task_id, token)
+        return task_from_row(row)
+    before = _locked(conn, task_id)
+    if before.status is Status.RUNNING:
         raise Conflict(
             f"{_state(before, now)}: give its lease token to complete it, or release it with"
             " force first"
         )
     elif before.status is not Status.READY:
         raise Conflict(f"task {task_id} is already {before.status}")
-    task = _guarded_update(
-        conn, now, before, {**_no_lease(), "status": Status.DONE.value, "done_at": aware(now)}
-    )
+    done = {**_no_lease(), "status": Status.DONE.value, "done_at": aware(now)}
+    task = _guarded_update(conn, now, before, done)
     _record(
-        conn,
-        now,
-        actor,
-        "task.completed",
-        task,
-        owner=before.lease_owner,
-        token=token,
-        by_hand=token is None,
-        note=note,
+        conn, now, actor, "task.completed", task, owner=None, token=None, by_hand=True, note=note
     )
     return task
 
@@ -613,6 +606,84 @@ def insert_many_from_schedule(
     return created
 
 
+# --- the holder's steps, built once -------------------------------------------------------
+
+
+def _status_is(status: Status) -> Any:
+    # Written into the SQL, not bound: a prepared statement's generic plan can only use the
+    # partial indexes (ix_tasks_ready: WHERE status = 'READY') when the value is in the text.
+    return tasks.c.status == literal_column(f"'{status.value}'")
+
+
+def _next_ready(*, in_project: bool) -> Any:
+    pick = select(tasks.c.id).where(_status_is(Status.READY))
+    if in_project:
+        pick = pick.where(tasks.c.project == bindparam("in_project"))
+    # Reads the partial index ix_tasks_ready. SKIP LOCKED: a row another claimer holds is
+    # passed over rather than waited for (SQLite renders no FOR UPDATE and needs none).
+    return (
+        pick.order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+
+
+def _claim(which: Any) -> events.Recorded:
+    """Take the READY task `which` names: RUNNING, held by :owner until :until, a new token."""
+    change = (
+        update(tasks)
+        .where(tasks.c.id == which, _status_is(Status.READY))
+        .values(
+            updated_at=bindparam("now"),
+            status=Status.RUNNING.value,
+            lease_owner=bindparam("owner"),
+            lease_until=bindparam("until"),
+            # Only ever grows: the new holder's token is greater than any a former one has.
+            lease_token=tasks.c.lease_token + 1,
+        )
+        .returning(*tasks.c)
+    )
+    return events.Recorded(
+        change, kind="task.claimed", subject="task:", after={"token": "lease_token"}
+    )
+
+
+def _held() -> Any:
+    """An UPDATE of task :task_id only while :token names its current lease."""
+    return update(tasks).where(
+        tasks.c.id == bindparam("task_id"),
+        _status_is(Status.RUNNING),
+        tasks.c.lease_token == bindparam("token"),
+    )
+
+
+_CLAIM = _claim(bindparam("task_id"))
+_CLAIM_NEXT = _claim(_next_ready(in_project=False))
+_CLAIM_NEXT_IN = _claim(_next_ready(in_project=True))
+_RENEW = events.Recorded(
+    _held().values(updated_at=bindparam("now"), lease_until=bindparam("until")).returning(*tasks.c),
+    kind="task.renewed",
+    subject="task:",
+    after={"owner": "lease_owner"},
+)
+_COMPLETE = events.Recorded(
+    _held()
+    .values(
+        updated_at=bindparam("now"),
+        status=Status.DONE.value,
+        lease_owner=None,
+        lease_until=None,
+        done_at=bindparam("now"),
+    )
+    .returning(*tasks.c),
+    kind="task.completed",
+    subject="task:",
+    before={"owner": "lease_owner"},
+    key="task_id",
+)
+
+
 # --- helpers ------------------------------------------------------------------------------
 
 
@@ -638,8 +709,45 @@ def _guarded_update(conn: Connection, now: datetime, before: Task, values: dict[
         .returning(*tasks.c)
     ).first()
     if row is None:
-        raise Conflict(f"task {before.id} changed while this request ran; nothing was changed")
+        raise _changed(before.id)
     return task_from_row(row)
+
+
+def _take(
+    conn: Connection,
+    now: datetime,
+    claim: events.Recorded,
+    owner: str,
+    length: timedelta,
+    actor: str,
+    **params: Any,
+) -> Task | None:
+    """Run one of the claim statements below, with its event; None if it matched nothing."""
+    until = aware(now) + length
+    row = claim.run(
+        conn,
+        now,
+        {**params, "now": aware(now), "owner": owner, "until": until},
+        actor=actor,
+        details={
+            "owner": owner,
+            "token": None,
+            "lease_until": _instant(until),
+            "next": claim is not _CLAIM,
+        },
+    )
+    return None if row is None else task_from_row(row)
+
+
+def _refuse_holder(conn: Connection, now: datetime, task_id: int, token: int) -> NoReturn:
+    """Why a holder's guarded UPDATE matched nothing: no such task, or the lease was lost."""
+    before = get_task(conn, task_id)
+    _check_lease(before, token, now)
+    raise _changed(task_id)
+
+
+def _changed(task_id: int) -> Conflict:
+    return Conflict(f"task {task_id} changed while this request ran; nothing was changed")
 
 
 def _check_lease(task: Task, token: int, now: datetime) -> None:
@@ -672,16 +780,6 @@ def _rough(delta: timedelta) -> str:
     return format_duration(timedelta(seconds=seconds))
 
 
-def _lease_values(now: datetime, owner: str, length: timedelta) -> dict[str, Any]:
-    return {
-        "status": Status.RUNNING.value,
-        "lease_owner": owner,
-        "lease_until": aware(now) + length,
-        # Only ever grows: the new holder's token is greater than any a former holder has.
-        "lease_token": tasks.c.lease_token + 1,
-    }
-
-
 def _no_lease() -> dict[str, Any]:
     # The token is kept: the next claim adds one to it, so old tokens never come back.
     return {"lease_owner": None, "lease_until": None}
@@ -691,22 +789,6 @@ def _check_date(value: date | None) -> date | None:
     if value is not None and (not isinstance(value, date) or isinstance(value, datetime)):
         raise InvalidInput(f"due date {str(value)[:40]!r} is not a calendar date")
     return value
-
-
-def _record_claim(
-    conn: Connection, now: datetime, actor: str, task: Task, *, next_ready: bool
-) -> None:
-    _record(
-        conn,
-        now,
-        actor,
-        "task.claimed",
-        task,
-        owner=task.lease_owner,
-        token=task.lease_token,
-        lease_until=_instant(task.lease_until),
-        next=next_ready,
-    )
 
 
 def _record(

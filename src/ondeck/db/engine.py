@@ -134,5 +134,21 @@ def writing(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
+@contextmanager
+def autocommitting(engine: Engine) -> Iterator[Connection]:
+    """A PostgreSQL connection on which every statement commits by itself.
+
+    For a worker's loop of the lease holder's steps (`backlog.claim_next`, `claim_task`,
+    `renew_lease`, `complete_task` with a token), which on PostgreSQL are one statement each
+    (the change and its event together): each call is then one round trip instead of three
+    (BEGIN, the statement, COMMIT). Anything else needs `writing`. SQLite is refused: there
+    those services are several statements and need a transaction.
+    """
+    if engine.dialect.name != "postgresql":
+        raise ValueError("autocommitting is for PostgreSQL; use writing() on SQLite")
+    with translate_errors(), engine.connect() as conn:
+        yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def describe(engine: Engine) -> str:
     return engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,167 @@
+"""The lease holder's steps (claim, renew, complete with the token): one statement each on
+PostgreSQL, their events exactly as on SQLite, and safe on a connection that commits every
+statement."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import psycopg.sql
+import pytest
+from sqlalchemy import Connection, Engine, event, func, select
+
+from ondeck import backlog, events
+from ondeck.db.engine import autocommitting
+from ondeck.db.tables import events as events_table
+from ondeck.db.tables import tasks
+from ondeck.errors import LeaseLost, NotFound
+
+NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+
+
+def only_postgres(engine: Engine) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs these as several statements inside the caller's transaction")
+
+
+@contextmanager
+def counting(engine: Engine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+def details(conn: Connection, kind: str) -> list[dict]:
+    return [e.details for e in reversed(events.list_events(conn, kind=kind))]
+
+
+def test_the_holders_steps_record_the_same_events_on_both_stores(engine: Engine) -> None:
+    with engine.begin() as conn:
+        first = backlog.create_task(conn, NOW, title="a", actor="cli").id
+        second = backlog.create_task(conn, NOW, title="b", project="site", actor="cli").id
+    with engine.begin() as conn:
+        held = backlog.claim_task(conn, NOW, first, owner="claude:s1", actor="cli")
+        nxt = backlog.claim_next(conn, NOW, owner="claude:s2", project="site", actor="mcp:x")
+        later = NOW + timedelta(minutes=30)
+        renewed = backlog.renew_lease(conn, later, first, token=held.lease_token, actor="cli")
+        done = backlog.complete_task(
+            conn, later, second, token=nxt.lease_token, note="shipped", actor="cli"
+        )
+    assert (held.status, held.lease_owner, held.lease_token) == ("RUNNING", "claude:s1", 1)
+    assert (nxt.id, nxt.lease_token) == (second, 1)
+    assert renewed.lease_until == later + timedelta(hours=1)
+    assert (done.status, done.lease_owner, done.lease_until, done.done_at) == (
+        "DONE",
+        None,
+        None,
+        later,
+    )
+    with engine.connect() as conn:
+        hour = "2026-06-15T10:00:00+00:00"
+        assert details(conn, "task.claimed") == [
+            {"owner": "claude:s1", "token": 1, "lease_until": hour, "next": False},
+            {"owner": "claude:s2", "token": 1, "lease_until": hour, "next": True},
+        ]
+        assert details(conn, "task.renewed") == [
+            {"owner": "claude:s1", "token": 1, "lease_until": "2026-06-15T10:30:00+00:00"}
+        ]
+        assert details(conn, "task.completed") == [
+            {"owner": "claude:s2", "token": 1, "by_hand": False, "note": "shipped"}
+        ]
+        subjects = [e.subject for e in events.list_events(conn, kind="task.")]
+        actors = [e.actor for e in events.list_events(conn, kind="task.claimed")]
+    assert subjects[:4] == [f"task:{second}", f"task:{first}", f"task:{second}", f"task:{first}"]
+    assert actors == ["mcp:x", "cli"]
+
+
+def test_on_postgresql_each_holder_step_is_one_statement(engine: Engine) -> None:
+    only_postgres(engine)
+    with engine.begin() as conn:
+        task_id = backlog.create_task(conn, NOW, title="a", actor="cli").id
+        backlog.create_task(conn, NOW, title="b", project="p", actor="cli")
+    with autocommitting(engine) as conn, counting(engine) as statements:
+        held = backlog.claim_task(conn, NOW, task_id, owner="w", actor="cli")
+        assert len(statements) == 1
+        backlog.renew_lease(conn, NOW, task_id, token=held.lease_token, actor="cli")
+        assert len(statements) == 2
+        backlog.complete_task(conn, NOW, task_id, token=held.lease_token, actor="cli")
+        assert len(statements) == 3
+        other = backlog.claim_next(conn, NOW, owner="w", project="p", actor="cli")
+        assert len(statements) == 4
+        backlog.complete_task(conn, NOW, other.id, token=other.lease_token, actor="cli")
+        assert len(statements) == 5
+    assert all(s.lstrip().startswith("WITH changed AS") for s in statements)
+    with engine.connect() as conn:
+        assert details(conn, "task.completed")[0]["owner"] == "w"
+        assert conn.execute(select(func.count()).select_from(events_table)).scalar_one() == 7
+
+
+def test_a_refused_step_on_an_autocommitting_connection_changes_nothing(engine: Engine) -> None:
+    only_postgres(engine)
+    with engine.begin() as conn:
+        task_id = backlog.create_task(conn, NOW, title="a", actor="cli").id
+    with autocommitting(engine) as conn:
+        held = backlog.claim_task(conn, NOW, task_id, owner="w", actor="cli")
+        with engine.connect() as reader:
+            before = reader.execute(select(tasks)).all()
+            count = reader.execute(select(func.count()).select_from(events_table)).scalar_one()
+        with pytest.raises(LeaseLost, match="held by w"):
+            backlog.complete_task(conn, NOW, task_id, token=held.lease_token + 1, actor="cli")
+        with pytest.raises(LeaseLost):
+            backlog.renew_lease(conn, NOW, task_id, token=0, actor="cli")
+        with pytest.raises(NotFound):
+            backlog.complete_task(conn, NOW, task_id + 1, token=1, actor="cli")
+    with engine.connect() as reader:
+        assert reader.execute(select(tasks)).all() == before
+        assert reader.execute(select(func.count()).select_from(events_table)).scalar_one() == count
+
+
+def test_autocommitting_refuses_sqlite(engine: Engine) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the refusal is SQLite's")
+    with pytest.raises(ValueError, match="PostgreSQL"), autocommitting(engine):
+        pass
+
+
+def test_the_claim_reads_the_ready_index_even_as_a_generic_plan(engine: Engine) -> None:
+    """psycopg prepares a statement run five times on a connection, and PostgreSQL may then
+    plan it once for any parameters: the partial index (WHERE status = 'READY') only serves
+    such a plan when the status is written into the SQL rather than bound."""
+    only_postgres(engine)
+    statement = backlog._CLAIM_NEXT_IN._postgres.compile(dialect=engine.dialect)
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    sql = re.sub(r"%\((\w+)\)s", number, statement.string)
+    values = {
+        **statement.params,
+        "in_project": "p",
+        "now": NOW,
+        "owner": "w",
+        "until": NOW,
+        "event_at": NOW,
+        "event_actor": "cli",
+        "event_details": "{}",
+    }
+    with engine.connect() as conn:
+        conn.exec_driver_sql(f"PREPARE claim_next AS {sql}")
+        conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        driver = conn.connection.driver_connection
+        args = ", ".join(psycopg.sql.Literal(values[n]).as_string(driver) for n in names)
+        plan = conn.exec_driver_sql(f"EXPLAIN EXECUTE claim_next({args})").all()
+    text = "\n".join(row[0] for row in plan)
+    assert "ix_tasks_ready" in text, text
