@@ -621,9 +621,11 @@ def _next_ready(*, in_project: bool) -> Any:
         pick = pick.where(tasks.c.project == bindparam("in_project"))
     # Reads the partial index ix_tasks_ready. SKIP LOCKED: a row another claimer holds is
     # passed over rather than waited for (SQLite renders no FOR UPDATE and needs none).
+    # LIMIT 1 is written into the SQL: with a bound limit PostgreSQL's generic plan looks
+    # dearer than planning anew, and it would plan the statement at every claim.
     return (
         pick.order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
-        .limit(1)
+        .limit(literal_column("1"))
         .with_for_update(skip_locked=True)
         .scalar_subquery()
     )

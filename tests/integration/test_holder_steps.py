@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg.sql
 import pytest
-from sqlalchemy import Connection, Engine, event, func, select
+from sqlalchemy import Connection, Engine, event, func, insert, select
 
 from ondeck import backlog, events
 from ondeck.db.engine import autocommitting
@@ -165,3 +165,28 @@ def test_the_claim_reads_the_ready_index_even_as_a_generic_plan(engine: Engine) 
         plan = conn.exec_driver_sql(f"EXPLAIN EXECUTE claim_next({args})").all()
     text = "\n".join(row[0] for row in plan)
     assert "ix_tasks_ready" in text, text
+
+
+def test_postgresql_plans_the_claim_once_not_at_every_claim(engine: Engine) -> None:
+    """psycopg prepares a statement a connection runs five times; PostgreSQL then keeps one
+    generic plan when it costs no more than planning anew, which a bound LIMIT prevents.
+    Planning at every claim doubled the server's work per claim."""
+    only_postgres(engine)
+    rows = [
+        {"title": f"t{i}", "project": "p", "priority": i % 10, "created_at": NOW, "updated_at": NOW}
+        for i in range(3000)
+    ]
+    with engine.begin() as conn:
+        conn.execute(insert(tasks), rows)
+        conn.exec_driver_sql("ANALYZE tasks")
+    with autocommitting(engine) as conn:
+        for _ in range(15):
+            held = backlog.claim_next(conn, NOW, owner="w", project="p", actor="cli")
+            backlog.complete_task(conn, NOW, held.id, token=held.lease_token, actor="cli")
+        plans = conn.exec_driver_sql(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        ).all()
+    claims = [p for p in plans if "WITH changed AS" in p.statement]
+    assert len(claims) == 2, plans  # claim-next in a project, and complete
+    for plan in claims:
+        assert plan.generic_plans >= 5, plan
