@@ -96,23 +96,28 @@ def _from_server(settings: Settings, project: str | None) -> str | None:
 
     Used only when the server answers for the same database this hook is configured for
     (its `X-Ondeck-Store` fingerprint); anything else falls back to reading the database.
+    `http.client` rather than `urllib.request`: the latter's imports cost the hook more than
+    the request itself, and nothing here needs redirects, proxies or TLS.
     """
-    import urllib.error
+    import http.client
     import urllib.parse
-    import urllib.request
 
+    where = urllib.parse.urlsplit(settings.local_url)
     query = urllib.parse.urlencode(
         {"format": "markdown", **({"project": project} if project else {})}
     )
-    request = urllib.request.Request(f"{settings.local_url}/api/v1/context?{query}")
-    if settings.token_value:
-        request.add_header("Authorization", f"Bearer {settings.token_value}")
+    headers = {"Authorization": f"Bearer {settings.token_value}"} if settings.token_value else {}
     try:
-        with urllib.request.urlopen(request, timeout=SERVER_TIMEOUT_S) as response:
-            if response.headers.get("X-Ondeck-Store") != settings.store_id:
+        server = http.client.HTTPConnection(where.hostname, where.port, timeout=SERVER_TIMEOUT_S)
+        try:
+            server.request("GET", f"/api/v1/context?{query}", headers=headers)
+            response = server.getresponse()
+            if response.status != 200 or response.getheader("X-Ondeck-Store") != settings.store_id:
                 return None
-            return str(response.read(MAX_STDIN).decode("utf-8"))
-    except (OSError, ValueError, urllib.error.URLError):
+            return response.read(MAX_STDIN).decode("utf-8")
+        finally:
+            server.close()
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
@@ -124,9 +129,11 @@ def _from_database(settings: Settings, project: str | None) -> str:
     from ondeck.db.engine import reading
 
     engine = open_database(settings.url)
-    with reading(engine) as conn:
-        ctx = context_for(conn, clock.now(), settings, project)
-    engine.dispose()
+    try:
+        with reading(engine) as conn:
+            ctx = context_for(conn, clock.now(), settings, project)
+    finally:
+        engine.dispose()  # the process ends with os._exit: close the connection now
     return to_markdown(ctx, settings.zone)
 
 

@@ -7,16 +7,40 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:2] == ["hook", "session-start"] and len(args) == 2:
-        # Runs at every agent session start: skip Typer and answer straight away.
-        from ondeck.hooks import session_start
-
-        sys.exit(session_start(sys.stdin, sys.stdout))
+        _session_start()
     sys.exit(run(args))
+
+
+def _session_start() -> NoReturn:
+    """Runs at every agent session start, so it skips Typer and answers straight away.
+
+    Its whole-process time is what an agent waits for, and in a process this short Python's
+    own housekeeping is a large share of it: cyclic garbage collection runs dozens of times
+    while SQLAlchemy and pydantic build their classes (and finds nothing to free), and the
+    interpreter's shutdown then tears every module down one by one. The process does neither:
+    it collects nothing, and once its answer is flushed it ends with `os._exit` (the engine
+    is already disposed, and nothing else holds work to finish). Nor does pydantic look for
+    plugins in every installed distribution's metadata to validate the settings.
+    """
+    import contextlib
+    import gc
+
+    gc.disable()
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from ondeck.hooks import session_start
+
+    code = session_start(sys.stdin, sys.stdout)
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that went away is told nothing more; the exit code stands.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def run(args: list[str]) -> int:
