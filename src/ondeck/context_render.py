@@ -48,31 +48,65 @@ def _due_line(d: Due) -> str:
     return f"- [task {t.id}] {t.title} ({when}, {t.due_on}; {_task_tail(t)})"
 
 
-def to_markdown(ctx: Context, zone: tzinfo) -> str:
+_HEADINGS = {
+    "reminders": "## Reminders",
+    "running": "## Running",
+    "due": "## Due",
+    "backlog": "## Backlog (top, no due date)",
+}
+
+
+def _item_lines(ctx: Context, zone: tzinfo) -> dict[str, list[str]]:
+    """One Markdown line per item, by list: the costly part of rendering (dates, spans)."""
     now = ctx.generated_at
+    return {
+        "reminders": [_reminder_line(r, zone) for r in ctx.reminders],
+        "running": [_running_line(r, now, zone) for r in ctx.running],
+        "due": [_due_line(d) for d in ctx.due],
+        "backlog": [f"- [task {t.id}] {t.title} ({_task_tail(t)})" for t in ctx.backlog],
+    }
+
+
+def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
+    """The whole document's lines around the item lines of `_item_lines`."""
     scope = f", project {ctx.project}" if ctx.project else ""
     lines = [f"# On deck {ctx.date.isoformat()} ({ctx.timezone}{scope})"]
     if ctx.warnings:
         lines += ["", "## Warnings"]
         lines += [f"- {w.code}: {w.message}" for w in ctx.warnings]
-    if ctx.reminders:
-        lines += ["", "## Reminders"]
-        lines += [_reminder_line(r, zone) for r in ctx.reminders]
-    if ctx.running:
-        lines += ["", "## Running"]
-        lines += [_running_line(r, now, zone) for r in ctx.running]
-    if ctx.due:
-        lines += ["", "## Due"]
-        lines += [_due_line(d) for d in ctx.due]
-    if ctx.backlog:
-        lines += ["", "## Backlog (top, no due date)"]
-        lines += [f"- [task {t.id}] {t.title} ({_task_tail(t)})" for t in ctx.backlog]
-    if not (ctx.reminders or ctx.running or ctx.due or ctx.backlog):
+    for name, heading in _HEADINGS.items():
+        if items[name]:
+            lines += ["", heading, *items[name]]
+    if not any(items.values()):
         lines += ["", "Nothing on deck."]
     if ctx.omitted:
         left = ", ".join(f"{n} {name}" for name, n in ctx.omitted.items())
         lines += ["", f"Left out to fit the budget: {left} (ondeck task list shows all)."]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def to_markdown(ctx: Context, zone: tzinfo) -> str:
+    return "\n".join(_lines(ctx, _item_lines(ctx, zone))) + "\n"
+
+
+def fit_markdown(ctx: Context, zone: tzinfo, limit: int, order: tuple[str, ...]) -> None:
+    """Drop items from the end of the lists, taken in `order`, one at a time, until
+    `to_markdown(ctx, zone)` is at most `limit` characters; count each in `ctx.omitted`.
+
+    Each item's line is rendered once: a step only reassembles the lines (the headings and
+    the "left out" line change as items go), so the result is the one re-rendering the whole
+    document after every drop gives, without its cost."""
+    items = _item_lines(ctx, zone)
+    while True:
+        lines = _lines(ctx, items)
+        if sum(map(len, lines)) + len(lines) <= limit:  # the joined length, final newline included
+            return
+        name = next((name for name in order if items[name]), None)
+        if name is None:
+            return
+        items[name].pop()
+        getattr(ctx, name).pop()
+        ctx.omitted[name] = ctx.omitted.get(name, 0) + 1
 
 
 def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -10,7 +11,7 @@ from sqlalchemy import Engine, insert, select
 from ondeck import backlog, schedules
 from ondeck.context import build_context
 from ondeck.context_render import to_json, to_markdown
-from ondeck.db.tables import backups
+from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.firing import fire_due
 from ondeck.hooks import hook_output
@@ -168,6 +169,116 @@ def test_project_scope_shows_that_project_and_unscoped_items(engine: Engine) -> 
     assert sorted(t.title for t in site.backlog) == ["general", "site work"]
     everything = _ctx(engine, MONDAY_9)
     assert len(everything.backlog) == 3
+
+
+def test_reminders_share_the_budget_fired_first_in_order_then_pending(engine: Engine) -> None:
+    """Fired today by the instant of the fire, each schedule once (its first fire), then the
+    ones due and not processed; what does not fit is counted."""
+    a, b, c, d = (
+        _remind(engine, MONDAY_9 - timedelta(hours=1), rule="daily", title=title)
+        for title in "ABCD"
+    )
+    at = MONDAY_9.replace(hour=8)
+    with engine.begin() as conn:
+        conn.execute(
+            insert(fires),
+            [
+                {"schedule_id": b, "fire_date": date(2026, 6, 15), "fired_at": at},
+                # A: processed late for Sunday, then its own date: shown once, the first.
+                {
+                    "schedule_id": a,
+                    "fire_date": date(2026, 6, 14),
+                    "fired_at": at.replace(minute=30),
+                },
+                {
+                    "schedule_id": a,
+                    "fire_date": date(2026, 6, 15),
+                    "fired_at": at.replace(minute=45),
+                },
+            ],
+        )
+    everything = _ctx(engine, MONDAY_9)
+    assert [(r.schedule_id, r.fire_date, r.fired_at) for r in everything.reminders] == [
+        (b, date(2026, 6, 15), at),
+        (a, date(2026, 6, 14), at.replace(minute=30)),
+        (c, None, None),
+        (d, None, None),
+    ]
+    assert everything.omitted == {}
+    three = _ctx(engine, MONDAY_9, budget=3)
+    assert [r.schedule_id for r in three.reminders] == [b, a, c]
+    assert three.omitted == {"reminders": 1}
+    one = _ctx(engine, MONDAY_9, budget=1)
+    assert [r.schedule_id for r in one.reminders] == [b]
+    assert one.omitted == {"reminders": 3}
+
+
+def test_left_out_counts_follow_the_project_scope(engine: Engine) -> None:
+    """Counts of what did not fit: the project's items and the unscoped ones, nothing else;
+    a list that exactly fills the room left has nothing left out."""
+    with engine.begin() as conn:
+        for project, undated, due in (("site", 3, 2), ("shop", 2, 1), (None, 2, 0)):
+            for i in range(undated):
+                backlog.create_task(
+                    conn, MONDAY_9, title=f"{project} {i}", project=project, actor="cli"
+                )
+            for i in range(due):
+                backlog.create_task(
+                    conn,
+                    MONDAY_9,
+                    title=f"{project} due {i}",
+                    project=project,
+                    due_on=date(2026, 6, 15),
+                    actor="cli",
+                )
+            held = backlog.create_task(
+                conn, MONDAY_9, title=f"{project} held", project=project, actor="cli"
+            )
+            backlog.claim_task(
+                conn, MONDAY_9, held.id, owner="claude:s", duration="1h", actor="cli"
+            )
+    site = _ctx(engine, MONDAY_9, project="site", budget=3)
+    assert len(site.running) == 2 and len(site.due) == 1 and site.backlog == []
+    assert site.omitted == {"due": 1, "backlog": 5}
+    everything = _ctx(engine, MONDAY_9, budget=3)
+    assert len(everything.running) == 3 and everything.due == []
+    assert everything.omitted == {"due": 3, "backlog": 7}
+    exact = _ctx(engine, MONDAY_9, project="site", budget=2 + 2 + 5)
+    assert exact.omitted == {}
+    assert _ctx(engine, MONDAY_9, project="site", budget=2 + 2 + 4).omitted == {"backlog": 1}
+
+
+def test_the_character_budget_keeps_what_fits_and_no_more(engine: Engine) -> None:
+    """Items go from the end until the Markdown fits: at a limit of exactly the size with 8
+    items, or one character short of the size with 9, it keeps 8."""
+    with engine.begin() as conn:
+        for i in range(25):
+            backlog.create_task(conn, MONDAY_9, title=f"task {i:02} " + "x" * 90, actor="cli")
+    full = _ctx(engine, MONDAY_9, char_budget=100_000)
+    assert len(full.backlog) == 20 and full.omitted == {"backlog": 5}
+
+    def size(kept: int) -> int:
+        ctx = dataclasses.replace(full, backlog=full.backlog[:kept], omitted={"backlog": 25 - kept})
+        return len(to_markdown(ctx, UTCZ))
+
+    for limit in (size(8), size(9) - 1):
+        trimmed = _ctx(engine, MONDAY_9, char_budget=limit)
+        assert trimmed.backlog == full.backlog[:8]
+        assert trimmed.omitted == {"backlog": 17}
+        assert len(to_markdown(trimmed, UTCZ)) <= limit
+
+
+def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for i in range(7):
+            task = backlog.create_task(conn, MONDAY_9, title=f"t{i}", actor="cli")
+            backlog.claim_task(conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli")
+    [warning] = [
+        w for w in _ctx(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
+    ]
+    assert (
+        warning.message.startswith("7 lease(s) past their end") and "and 2 more" in warning.message
+    )
 
 
 def test_hook_output_is_what_claude_code_expects(engine: Engine) -> None:

@@ -102,6 +102,13 @@ def upgrade() -> None:
     with op.batch_alter_table("tasks", schema=None) as batch_op:
         batch_op.create_index("ix_tasks_project_status", ["project", "status"], unique=False)
         batch_op.create_index(
+            "ix_tasks_ready_project",
+            ["project", "due_on"],
+            unique=False,
+            sqlite_where=sa.text("status = 'READY'"),
+            postgresql_where=sa.text("status = 'READY'"),
+        )
+        batch_op.create_index(
             "ix_tasks_ready",
             ["due_on", "priority", "id"],
             unique=False,
@@ -176,12 +183,14 @@ def upgrade() -> None:
         ),
     )
     with op.batch_alter_table("fires", schema=None) as batch_op:
+        batch_op.create_index("ix_fires_fire_date", ["fire_date"], unique=False)
         batch_op.create_index("ix_fires_fired_at", ["fired_at"], unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table("fires", schema=None) as batch_op:
         batch_op.drop_index("ix_fires_fired_at")
+        batch_op.drop_index("ix_fires_fire_date")
 
     op.drop_table("fires")
     with op.batch_alter_table("backups", schema=None) as batch_op:
@@ -194,6 +203,11 @@ def downgrade() -> None:
             "ix_tasks_running",
             sqlite_where=sa.text("status = 'RUNNING'"),
             postgresql_where=sa.text("status = 'RUNNING'"),
+        )
+        batch_op.drop_index(
+            "ix_tasks_ready_project",
+            sqlite_where=sa.text("status = 'READY'"),
+            postgresql_where=sa.text("status = 'READY'"),
         )
         batch_op.drop_index(
             "ix_tasks_ready",
