@@ -94,30 +94,51 @@ def fill(url: str, project: str, count: int) -> None:
     engine.dispose()
 
 
-def worker(url: str, project: str, n: int, start: Any, results: Any) -> None:
+def worker(
+    url: str, project: str, n: int, start: Any, results: Any, mode: str = "separate"
+) -> None:
     """One worker process: a held connection on which each claim and each completion commits
-    by itself (each is one statement on PostgreSQL, its event included)."""
+    by itself (each is one statement on PostgreSQL, its event included).
+
+    mode "separate": `claim_next`, then `complete_task`, per task. Mode "next": `claim_next`
+    once, then `complete_and_claim_next` per task (done and the next one in one call)."""
     engine = make_engine(url, pool_size=1, max_overflow=0)
     owner = f"bench:{n}"
     got: list[int] = []
     with autocommitting(engine) as conn:  # connected before the start signal
         start.wait()
+        task = None
         while True:
-            try:
-                task = backlog.claim_next(conn, NOW, owner=owner, project=project, actor="bench")
-            except NothingClaimable:
-                # SKIP LOCKED passes over rows other claimers hold right now: only stop when
-                # no READY task is left at all.
-                left = conn.execute(
-                    select(func.count())
-                    .select_from(tasks)
-                    .where(tasks.c.project == project, tasks.c.status == "READY")
-                ).scalar_one()
-                if left == 0:
-                    break
-                continue
+            if task is None:
+                try:
+                    task = backlog.claim_next(
+                        conn, NOW, owner=owner, project=project, actor="bench"
+                    )
+                except NothingClaimable:
+                    # SKIP LOCKED passes over rows other claimers hold right now: only stop
+                    # when no READY task is left at all.
+                    left = conn.execute(
+                        select(func.count())
+                        .select_from(tasks)
+                        .where(tasks.c.project == project, tasks.c.status == "READY")
+                    ).scalar_one()
+                    if left == 0:
+                        break
+                    continue
             got.append(task.id)
-            backlog.complete_task(conn, NOW, task.id, token=task.lease_token, actor="bench")
+            if mode == "next":
+                _, task = backlog.complete_and_claim_next(
+                    conn,
+                    NOW,
+                    task.id,
+                    token=task.lease_token,
+                    owner=owner,
+                    project=project,
+                    actor="bench",
+                )
+            else:
+                backlog.complete_task(conn, NOW, task.id, token=task.lease_token, actor="bench")
+                task = None
     engine.dispose()
     results.put(got)
 

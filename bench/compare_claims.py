@@ -2,8 +2,12 @@
 loop (the limit for this kind of design), each with N jobs and P worker processes that take
 one job, mark it done, and take the next, in one run.
 
-- ondeck: `backlog.claim_next` + `backlog.complete_task`, each its own transaction, with
-  their events and fencing tokens (the worker of bench/claims.py, imported).
+- ondeck: `backlog.claim_next` + `backlog.complete_task` per job, with their events and
+  fencing tokens, each one statement committed by itself on a held connection (the worker
+  of bench/claims.py, imported).
+- ondeck_next: the same worker taking its first job with `claim_next`, then each next one
+  with `backlog.complete_and_claim_next` (done, and the next please: one statement, both
+  events).
 - Procrastinate (PyPI `procrastinate`, the `bench` extra): a no-op task, N jobs deferred in
   one batch, P processes each running `app.run_worker_async(wait=False, concurrency=1)`.
 - bare: per item one `UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP LOCKED LIMIT 1)
@@ -46,7 +50,7 @@ from sqlalchemy.engine import make_url
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, tasks
 
-SYSTEMS = ("ondeck", "procrastinate", "bare")
+SYSTEMS = ("ondeck", "ondeck_next", "procrastinate", "bare")
 
 
 # --- databases --------------------------------------------------------------------------
@@ -222,11 +226,11 @@ def run_workers(target: Callable[..., None], args: Args, procs: int) -> tuple[fl
     return elapsed, taken
 
 
-def run_ondeck(url: str, jobs: int, procs: int) -> dict[str, Any]:
+def run_ondeck(url: str, jobs: int, procs: int, mode: str = "separate") -> dict[str, Any]:
     project = f"bench-{uuid.uuid4().hex[:8]}"
     fill(url, project, jobs)
     elapsed, taken = run_workers(
-        ondeck_worker, lambda n, start, results: (url, project, n, start, results), procs
+        ondeck_worker, lambda n, start, results: (url, project, n, start, results, mode), procs
     )
     engine = make_engine(url)
     with engine.connect() as conn:
@@ -291,7 +295,16 @@ def _result(
     }
 
 
-RUNNERS = {"ondeck": run_ondeck, "procrastinate": run_procrastinate, "bare": run_bare}
+def run_ondeck_next(url: str, jobs: int, procs: int) -> dict[str, Any]:
+    return run_ondeck(url, jobs, procs, mode="next")
+
+
+RUNNERS = {
+    "ondeck": run_ondeck,
+    "ondeck_next": run_ondeck_next,
+    "procrastinate": run_procrastinate,
+    "bare": run_bare,
+}
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -370,12 +383,10 @@ def main() -> int:
 
 def _ratios(found: dict[str, dict[str, Any]]) -> dict[str, float]:
     ratios = {}
-    if "ondeck" in found and "procrastinate" in found:
-        ratios["ondeck/procrastinate"] = (
-            found["ondeck"]["per_second"] / found["procrastinate"]["per_second"]
-        )
-    if "ondeck" in found and "bare" in found:
-        ratios["ondeck/bare"] = found["ondeck"]["per_second"] / found["bare"]["per_second"]
+    for ours in ("ondeck", "ondeck_next"):
+        for other in ("procrastinate", "bare"):
+            if ours in found and other in found:
+                ratios[f"{ours}/{other}"] = found[ours]["per_second"] / found[other]["per_second"]
     return ratios
 
 

@@ -399,7 +399,7 @@ def complete_task(
             now,
             {"task_id": task_id, "token": token, "now": aware(now)},
             actor=actor,
-            details={"owner": None, "token": token, "by_hand": False, "note": note},
+            details=_completed(token, note),
         )
         if row is None:
             _refuse_holder(conn, now, task_id, token)
@@ -418,6 +418,45 @@ def complete_task(
         conn, now, actor, "task.completed", task, owner=None, token=None, by_hand=True, note=note
     )
     return task
+
+
+def complete_and_claim_next(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int,
+    note: str | None = None,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    project: str | None = None,
+    actor: str,
+) -> tuple[Task, Task | None]:
+    """A worker's "done, and the next one please": complete the task held with `token`, then
+    take the next READY task (as `claim_next`; None when there is none). On PostgreSQL one
+    statement, both events included. Nothing is taken when the completion is refused."""
+    check_id(task_id)
+    check_token(token)
+    note = _note(note)
+    owner, length = _owner(owner), lease_duration(duration)
+    project = check_project(project)
+    until = aware(now) + length
+    params = {"task_id": task_id, "token": token, "now": aware(now), "owner": owner}
+    params["until"] = until
+    if project is None:
+        chain = _DONE_THEN_NEXT
+    else:
+        chain, params["in_project"] = _DONE_THEN_NEXT_IN, project
+    done, taken = chain.run(
+        conn,
+        now,
+        params,
+        actor=actor,
+        details=[_completed(token, note), _claimed(owner, until, next_ready=True)],
+    )
+    if done is None:
+        _refuse_holder(conn, now, task_id, token)
+    return task_from_row(done), None if taken is None else task_from_row(taken)
 
 
 def release_task(
@@ -684,6 +723,8 @@ _COMPLETE = events.Recorded(
     before={"owner": "lease_owner"},
     key="task_id",
 )
+_DONE_THEN_NEXT = events.Chain(_COMPLETE, _CLAIM_NEXT)
+_DONE_THEN_NEXT_IN = events.Chain(_COMPLETE, _CLAIM_NEXT_IN)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -731,14 +772,19 @@ def _take(
         now,
         {**params, "now": aware(now), "owner": owner, "until": until},
         actor=actor,
-        details={
-            "owner": owner,
-            "token": None,
-            "lease_until": _instant(until),
-            "next": claim is not _CLAIM,
-        },
+        details=_claimed(owner, until, next_ready=claim is not _CLAIM),
     )
     return None if row is None else task_from_row(row)
+
+
+def _claimed(owner: str, until: datetime, *, next_ready: bool) -> dict[str, Any]:
+    # The token is the changed row's (`after`); None keeps its place in the details.
+    return {"owner": owner, "token": None, "lease_until": _instant(until), "next": next_ready}
+
+
+def _completed(token: int, note: str | None) -> dict[str, Any]:
+    # The owner is the row's before the change (`before`).
+    return {"owner": None, "token": token, "by_hand": False, "note": note}
 
 
 def _refuse_holder(conn: Connection, now: datetime, task_id: int, token: int) -> NoReturn:

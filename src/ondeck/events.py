@@ -17,10 +17,12 @@ from sqlalchemy import (
     Text,
     bindparam,
     cast,
+    exists,
     func,
     insert,
     literal,
     select,
+    union_all,
 )
 
 from ondeck.clock import aware, iso
@@ -98,9 +100,10 @@ class Recorded:
     ) -> None:
         self.kind, self.subject, self.key = kind, subject, key
         self.after, self.before = after or {}, before or {}
-        self._table = change.table
-        self._sqlite = change
-        self._postgres = self._join(change)
+        self.table = change.table
+        self.change = change
+        changed, recorded = self.ctes("changed")
+        self._postgres = select(*self.columns(changed)).add_cte(recorded)
 
     def run(
         self,
@@ -113,52 +116,46 @@ class Recorded:
     ) -> Row[Any] | None:
         """The changed row (None when the UPDATE matched nothing, and nothing is recorded)."""
         if is_postgres(conn):
-            event = {
-                "event_at": aware(now),
-                "event_actor": actor[:200],
-                "event_details": details,
-            }
+            event = _event_params(now, actor, {"changed": details})
             return conn.execute(self._postgres, {**params, **event}).first()
         prior: dict[str, Any] = {}
         if self.before:
             # SQLite's writers are serialised (BEGIN IMMEDIATE): what is read here is exactly
             # what the UPDATE changes.
-            table = self._table
+            table = self.table
             columns = [table.c[column] for column in self.before.values()]
             found = conn.execute(select(*columns).where(table.c.id == params[self.key])).first()
             prior = dict(zip(self.before, found or (None,) * len(columns), strict=True))
-        row = conn.execute(self._sqlite, params).first()
+        row = conn.execute(self.change, params).first()
         if row is not None:
             values = row._mapping
             shown = {**details, **prior, **{k: values[c] for k, c in self.after.items()}}
-            record(
-                conn,
-                now,
-                actor=actor,
-                kind=self.kind,
-                subject=f"{self.subject}{row.id}",
-                details=shown,
-            )
+            subject = f"{self.subject}{row.id}"
+            record(conn, now, actor=actor, kind=self.kind, subject=subject, details=shown)
         return row
 
-    def _join(self, change: Any) -> Any:
-        table = self._table
+    def ctes(self, name: str, *, after: Any = None) -> tuple[Any, Any]:
+        """PostgreSQL: the change as CTE `name` (run only if CTE `after` has a row, when
+        given) and its event's INSERT as CTE `name_event`, with details `:name_details`."""
+        change = self.change
+        if after is not None:
+            change = change.where(exists(select(after.c.id)))
         if self.before:
             # A sub-select in RETURNING runs on the statement's snapshot, which does not see
             # the statement's own change: the row as it was.
-            prior = table.alias("prior")
+            prior = self.table.alias(f"{name}_prior")
             change = change.returning(
                 *(
                     select(prior.c[column])
                     .where(prior.c.id == bindparam(self.key))
                     .scalar_subquery()
-                    .label(f"prior_{name}")
-                    for name, column in self.before.items()
+                    .label(f"prior_{detail}")
+                    for detail, column in self.before.items()
                 )
             )
-        changed = change.cte("changed")
-        from_row = {**self.after, **{name: f"prior_{name}" for name in self.before}}
-        payload: Any = bindparam("event_details", type_=Json())
+        changed = change.cte(name)
+        from_row = {**self.after, **{detail: f"prior_{detail}" for detail in self.before}}
+        payload: Any = bindparam(f"{name}_details", type_=Json())
         if from_row:
             pairs = [part for key, col in from_row.items() for part in (key, changed.c[col])]
             payload = payload.op("||")(func.jsonb_build_object(*pairs))
@@ -172,7 +169,58 @@ class Recorded:
                 payload,
             ),
         )
-        return select(*(changed.c[c.name] for c in table.c)).add_cte(recorded.cte("recorded"))
+        return changed, recorded.cte(f"{name}_event")
+
+    def columns(self, changed: Any) -> list[Any]:
+        """The changed row's columns of the table (not the `prior_…` ones)."""
+        return [changed.c[column.name] for column in self.table.c]
+
+
+class Chain:
+    """Recorded changes run in order, each only if the one before it changed a row: on
+    PostgreSQL ONE statement (a worker's "done, and the next one please" in one round trip),
+    on SQLite one after the other in the caller's transaction. `run` gives each step's row or
+    None; the parameters are shared, each step's event details are its own."""
+
+    def __init__(self, *steps: Recorded) -> None:
+        self.steps = steps
+        ctes: list[Any] = []
+        selects = []
+        changed = None
+        for n, step in enumerate(steps):
+            changed, recorded = step.ctes(f"step{n}", after=changed)
+            ctes += [changed, recorded]
+            selects.append(select(literal(n).label("step"), *step.columns(changed)))
+        self._postgres = union_all(*selects).add_cte(*ctes)
+
+    def run(
+        self,
+        conn: Connection,
+        now: datetime,
+        params: dict[str, Any],
+        *,
+        actor: str,
+        details: list[dict[str, Any]],
+    ) -> list[Row[Any] | None]:
+        found: list[Row[Any] | None] = [None] * len(self.steps)
+        if is_postgres(conn):
+            event = _event_params(now, actor, {f"step{n}": d for n, d in enumerate(details)})
+            for row in conn.execute(self._postgres, {**params, **event}):
+                found[row.step] = row
+            return found
+        for n, step in enumerate(self.steps):
+            found[n] = step.run(conn, now, params, actor=actor, details=details[n])
+            if found[n] is None:
+                break
+        return found
+
+
+def _event_params(now: datetime, actor: str, details: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "event_at": aware(now),
+        "event_actor": actor[:200],
+        **{f"{name}_details": value for name, value in details.items()},
+    }
 
 
 def record_many(conn: Connection, now: datetime, rows: list[dict[str, Any]]) -> None:

@@ -49,6 +49,11 @@ class TaskList(BaseModel):
     tasks: list[TaskOut]
 
 
+class DoneAndNext(BaseModel):
+    done: TaskOut
+    next: TaskOut | None
+
+
 class ScheduleOut(BaseModel):
     id: int
     title: str
@@ -250,6 +255,37 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                     conn, clock.now(), task_id, token=token, note=note, actor=actor(ctx)
                 )
             return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_and_claim_next(
+        task_id: int,
+        token: int,
+        note: str | None = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[str | None, Field(description="Only this project.")] = None,
+        ctx: Context | None = None,
+    ) -> DoneAndNext:
+        """Mark the task you hold done and claim the next READY one (next is null if none)."""
+
+        def run() -> DoneAndNext:
+            with write() as conn:
+                done, taken = backlog.complete_and_claim_next(
+                    conn,
+                    clock.now(),
+                    task_id,
+                    token=token,
+                    note=note,
+                    owner=owner or actor(ctx),
+                    duration=duration,
+                    project=project,
+                    actor=actor(ctx),
+                )
+            return DoneAndNext(done=task_out(done), next=None if taken is None else task_out(taken))
 
         return call(run)
 

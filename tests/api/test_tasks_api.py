@@ -277,3 +277,24 @@ def test_any_text_is_answered_with_a_4xx_or_success_never_a_500(
     assert claim.status_code in (200, 409, 422), claim.text
     if claim.status_code != 200:
         assert set(claim.json()["error"]) == {"code", "message"}
+
+
+def test_complete_and_claim_next_over_http(client: TestClient) -> None:
+    first = add(client, title="first", priority=0)
+    second = add(client, title="second", priority=1)
+    held = client.post(f"{API}/tasks/claim-next", json={"owner": "api:x"}).json()
+    body = {"token": held["lease_token"], "owner": "api:x", "for": "30m", "note": "ok"}
+    got = client.post(f"{API}/tasks/{first['id']}/complete-and-claim-next", json=body)
+    assert got.status_code == 200, got.text
+    assert got.json()["done"]["status"] == "DONE"
+    assert got.json()["next"]["id"] == second["id"]
+    assert got.json()["next"]["lease_until"] == "2026-06-15T09:30:00+00:00"
+    again = client.post(f"{API}/tasks/{first['id']}/complete-and-claim-next", json=body)
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "lease_lost"
+    token = got.json()["next"]["lease_token"]
+    last = client.post(
+        f"{API}/tasks/{second['id']}/complete-and-claim-next",
+        json={"token": token, "owner": "api:x"},
+    )
+    assert (last.status_code, last.json()["next"]) == (200, None)

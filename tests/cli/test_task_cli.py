@@ -242,3 +242,24 @@ def test_the_installed_command_runs_in_a_real_process(tmp_path: Path) -> None:
     missing = call("task", "done", "42")
     assert missing.returncode == 4
     assert missing.stderr == "ondeck: error: no task 42\n"
+
+
+def test_done_next_completes_and_claims_the_next(ondeck: Any) -> None:
+    first = ok_json(ondeck, "task", "add", "first", "--priority", "0")
+    second = ok_json(ondeck, "task", "add", "second", "--priority", "1")
+    held = ok_json(ondeck, "task", "claim", "--owner", "cli:w")
+    token = str(held["lease_token"])
+    both = ok_json(ondeck, "task", "done", str(first["id"]), "--token", token, "--next",
+                   "--owner", "cli:w", "--for", "2h")  # fmt: skip
+    assert (both["done"]["id"], both["done"]["status"]) == (first["id"], "DONE")
+    assert (both["next"]["id"], both["next"]["lease_owner"]) == (second["id"], "cli:w")
+    token = str(both["next"]["lease_token"])
+    code, out, _ = ondeck(
+        "task", "done", str(second["id"]), "--token", token, "--next", "--owner", "cli:w"
+    )
+    assert code == 0
+    assert out == f"task {second['id']} done: second\nno READY task to claim\n"
+    for args in (("--next",), ("--next", "--token", "1"), ("--owner", "cli:w")):
+        code, out, err = ondeck("task", "done", str(first["id"]), *args)
+        assert (code, out) == (2, "")
+        assert len(err.strip().splitlines()) == 1, err

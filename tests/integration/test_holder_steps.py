@@ -190,3 +190,77 @@ def test_postgresql_plans_the_claim_once_not_at_every_claim(engine: Engine) -> N
     assert len(claims) == 2, plans  # claim-next in a project, and complete
     for plan in claims:
         assert plan.generic_plans >= 5, plan
+
+
+def test_done_and_next_completes_then_takes_the_next_with_both_events(engine: Engine) -> None:
+    with engine.begin() as conn:
+        first = backlog.create_task(conn, NOW, title="a", project="p", actor="cli").id
+        second = backlog.create_task(conn, NOW, title="b", project="p", priority=3, actor="cli")
+        backlog.create_task(conn, NOW, title="elsewhere", project="q", priority=0, actor="cli")
+        held = backlog.claim_task(conn, NOW, first, owner="w", actor="cli")
+    later = NOW + timedelta(minutes=5)
+    with engine.begin() as conn:
+        done, taken = backlog.complete_and_claim_next(
+            conn, later, first, token=held.lease_token, note="ok", owner="w", project="p",
+            duration="2h", actor="mcp:x",
+        )  # fmt: skip
+    assert (done.id, done.status, done.done_at, done.lease_owner) == (first, "DONE", later, None)
+    assert taken is not None
+    assert (taken.id, taken.status, taken.lease_owner) == (second.id, "RUNNING", "w")
+    assert taken.lease_until == later + timedelta(hours=2)
+    with engine.connect() as conn:
+        assert details(conn, "task.completed") == [
+            {"owner": "w", "token": 1, "by_hand": False, "note": "ok"}
+        ]
+        assert details(conn, "task.claimed")[-1] == {
+            "owner": "w", "token": 1, "lease_until": "2026-06-15T11:05:00+00:00", "next": True,
+        }  # fmt: skip
+    with engine.begin() as conn:
+        last, none = backlog.complete_and_claim_next(
+            conn, later, second.id, token=taken.lease_token, owner="w", project="p", actor="cli"
+        )
+    assert (last.status, none) == ("DONE", None), "nothing READY left in p: done, no next"
+
+
+def test_done_and_next_refused_takes_nothing(engine: Engine) -> None:
+    with engine.begin() as conn:
+        first = backlog.create_task(conn, NOW, title="a", actor="cli").id
+        backlog.create_task(conn, NOW, title="b", actor="cli")
+        held = backlog.claim_task(conn, NOW, first, owner="w", actor="cli")
+    with engine.connect() as reader:
+        before = reader.execute(select(tasks).order_by(tasks.c.id)).all()
+        count = reader.execute(select(func.count()).select_from(events_table)).scalar_one()
+    with pytest.raises(LeaseLost), engine.begin() as conn:
+        backlog.complete_and_claim_next(
+            conn, NOW, first, token=held.lease_token + 1, owner="w", actor="cli"
+        )
+    with pytest.raises(NotFound), engine.begin() as conn:
+        backlog.complete_and_claim_next(conn, NOW, 999, token=1, owner="w", actor="cli")
+    with engine.connect() as reader:
+        assert reader.execute(select(tasks).order_by(tasks.c.id)).all() == before
+        assert reader.execute(select(func.count()).select_from(events_table)).scalar_one() == count
+
+
+def test_on_postgresql_done_and_next_is_one_statement(engine: Engine) -> None:
+    only_postgres(engine)
+    with engine.begin() as conn:
+        for title in ("a", "b", "c"):
+            backlog.create_task(conn, NOW, title=title, actor="cli")
+    seen: list[int] = []
+    with autocommitting(engine) as conn:
+        task = backlog.claim_next(conn, NOW, owner="w", actor="cli")
+        with counting(engine) as statements:
+            while task is not None:
+                seen.append(task.id)
+                _, task = backlog.complete_and_claim_next(
+                    conn, NOW, task.id, token=task.lease_token, owner="w", actor="cli"
+                )
+    assert len(seen) == 3 and len(set(seen)) == 3
+    assert len(statements) == 3, "one statement per done-and-next, the last taking nothing"
+    with engine.connect() as conn:
+        counts = dict(
+            conn.execute(
+                select(events_table.c.kind, func.count()).group_by(events_table.c.kind)
+            ).all()
+        )
+    assert counts == {"task.created": 3, "task.claimed": 3, "task.completed": 3}

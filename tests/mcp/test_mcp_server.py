@@ -26,6 +26,7 @@ TOOLS = {
     "claim_task",
     "renew_lease",
     "complete_task",
+    "complete_and_claim_next",
     "release_task",
     "list_schedules",
     "add_schedule",
@@ -42,6 +43,12 @@ async def _session(client: Client) -> dict[str, Any]:
     task_id = claimed.structured_content["id"]
     wrong = await client.call_tool("complete_task", {"task_id": task_id, "token": token + 7})
     done = await client.call_tool("complete_task", {"task_id": task_id, "token": token})
+    await client.call_tool("add_task", {"title": "one"})
+    await client.call_tool("add_task", {"title": "two"})
+    one = (await client.call_tool("claim_task", {})).structured_content
+    done_next = await client.call_tool(
+        "complete_and_claim_next", {"task_id": one["id"], "token": one["lease_token"]}
+    )
     bad_rule = await client.call_tool("add_schedule", {"title": "eom", "rule": "monthly:31"})
     schedule = await client.call_tool(
         "add_schedule", {"title": "weekly check", "rule": "weekly: mon", "kind": "remind"}
@@ -56,6 +63,7 @@ async def _session(client: Client) -> dict[str, Any]:
         "claimed": claimed,
         "wrong": wrong,
         "done": done,
+        "done_next": done_next,
         "bad_rule": bad_rule,
         "schedule": schedule,
         "pulled": pulled,
@@ -72,6 +80,10 @@ def _check(results: dict[str, Any], engine: Engine, owner_prefix: str) -> None:
     assert results["wrong"].is_error
     assert "lease_lost" in results["wrong"].content[0].text
     assert results["done"].structured_content["status"] == "DONE"
+    both = results["done_next"].structured_content
+    assert both["done"]["status"] == "DONE"
+    assert both["next"]["title"] == "two"
+    assert both["next"]["lease_owner"].startswith("mcp:")
     assert results["bad_rule"].is_error
     assert "not every month" in results["bad_rule"].content[0].text
     assert results["schedule"].structured_content["rule"] == "weekly:MON"
@@ -80,8 +92,9 @@ def _check(results: dict[str, Any], engine: Engine, owner_prefix: str) -> None:
     assert "# On deck" in context["markdown"]
     assert context["data"]["reminders"][0]["status"] == "pending"
     with engine.connect() as conn:
-        assert conn.execute(select(tasks.c.status)).scalars().all() == ["DONE"]
+        statuses = conn.execute(select(tasks.c.status).order_by(tasks.c.id)).scalars().all()
         actors = set(conn.execute(select(events.c.actor)).scalars())
+    assert statuses == ["DONE", "DONE", "RUNNING"]
     assert all(actor.startswith("mcp:") for actor in actors)
 
 

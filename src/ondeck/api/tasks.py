@@ -123,6 +123,16 @@ class CompleteIn(_Body):
     note: Note | None = None
 
 
+class CompleteAndClaimNextIn(ClaimNextIn):
+    token: Token
+    note: Note | None = None
+
+
+class DoneAndNextOut(BaseModel):
+    done: TaskOut
+    next: TaskOut | None = Field(description="The task now held; null when none was READY.")
+
+
 class ReleaseIn(_Body):
     token: Token | None = None
     force: bool = Field(False, description="Release someone else's lease (recorded as forced).")
@@ -132,7 +142,7 @@ class CancelIn(_Body):
     note: Note | None = None
 
 
-def _duration(body: ClaimIn | RenewIn) -> str | int | timedelta | None:
+def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | timedelta | None:
     if body.for_ is not None and body.seconds is not None:
         raise InvalidInput("give the lease length as either 'for' or 'seconds', not both")
     return body.seconds if body.seconds is not None else body.for_
@@ -230,6 +240,29 @@ def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[st
             conn, now, task_id, token=body.token, note=body.note, actor=ACTOR
         )
     return _out(store, task, now)
+
+
+@router.post(
+    "/tasks/{task_id}/complete-and-claim-next", response_model=DoneAndNextOut, responses=ERRORS
+)
+def complete_and_claim_next(
+    store: StoreDep, task_id: TaskId, body: CompleteAndClaimNextIn
+) -> dict[str, Any]:
+    """Complete the task held with `token`, then claim the next READY one, in one step."""
+    now = store.now()
+    with store.write() as conn:
+        done, taken = backlog.complete_and_claim_next(
+            conn,
+            now,
+            task_id,
+            token=body.token,
+            note=body.note,
+            owner=body.owner,
+            duration=_duration(body),
+            project=body.project,
+            actor=ACTOR,
+        )
+    return {"done": _out(store, done, now), "next": taken and _out(store, taken, now)}
 
 
 @router.post("/tasks/{task_id}/release", response_model=TaskOut, responses=ERRORS)

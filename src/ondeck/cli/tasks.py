@@ -272,16 +272,62 @@ def done(
         int | None, typer.Option("--token", help="Needed when the task is RUNNING.")
     ] = None,
     note: NoteOpt = None,
+    claim_next: Annotated[
+        bool,
+        typer.Option("--next", help="Then claim the next READY task (needs --token, --owner)."),
+    ] = False,
+    owner: Annotated[
+        str | None, typer.Option("--owner", help="With --next: who holds the next lease.")
+    ] = None,
+    lease_for: ForOpt = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="With --next: the next task of this project.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Mark a task DONE: a RUNNING one with its lease token, a READY one as it is."""
+    """Mark a task DONE: a RUNNING one with its lease token, a READY one as it is.
+
+    With --next, the holder also takes the next READY task in the same step; --json then
+    prints {"done": …, "next": … or null}.
+    """
     from ondeck import backlog
+    from ondeck.errors import InvalidInput
 
     cli = cli_of(ctx)
     now = cli.now()
+    if not claim_next:
+        if owner is not None or lease_for is not None or project is not None:
+            raise InvalidInput("--owner, --for and --project go with --next")
+        with cli.write() as conn:
+            task = backlog.complete_task(
+                conn, now, task_id, token=token, note=note, actor=cli.actor
+            )
+        _show_task(cli, task, now, as_json, f"task {task.id} done: {task.title}")
+        return
+    if token is None or owner is None:
+        raise InvalidInput("--next is for the lease holder: give --token and --owner")
     with cli.write() as conn:
-        task = backlog.complete_task(conn, now, task_id, token=token, note=note, actor=cli.actor)
-    _show_task(cli, task, now, as_json, f"task {task.id} done: {task.title}")
+        done, taken = backlog.complete_and_claim_next(
+            conn,
+            now,
+            task_id,
+            token=token,
+            note=note,
+            owner=owner,
+            duration=lease_for,
+            project=project,
+            actor=cli.actor,
+        )
+    if as_json:
+        zone = cli.settings.zone
+        print_json({"done": done.to_json(now, zone), "next": taken and taken.to_json(now, zone)})
+        return
+    print(f"task {done.id} done: {done.title}")
+    if taken is None:
+        where = f" in project {project}" if project else ""
+        print(f"no READY task to claim{where}")
+    else:
+        print(f"claimed task {taken.id}: {taken.title}; {_lease_line(cli, taken)}")
 
 
 @app.command("release")

@@ -35,7 +35,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_events")),
     )
     with op.batch_alter_table("events", schema=None) as batch_op:
-        batch_op.create_index("ix_events_at", ["at"], unique=False)
         batch_op.create_index("ix_events_kind", ["kind", "id"], unique=False)
         batch_op.create_index("ix_events_subject", ["subject", "id"], unique=False)
 
@@ -228,6 +227,5 @@ def downgrade() -> None:
     with op.batch_alter_table("events", schema=None) as batch_op:
         batch_op.drop_index("ix_events_subject")
         batch_op.drop_index("ix_events_kind")
-        batch_op.drop_index("ix_events_at")
 
     op.drop_table("events")
