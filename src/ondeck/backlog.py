@@ -577,7 +577,9 @@ def insert_from_schedule(
             created_at=now,
             updated_at=now,
         )
-        .on_conflict_do_nothing(index_elements=[tasks.c.source])
+        .on_conflict_do_nothing(
+            index_elements=[tasks.c.source], index_where=tasks.c.source.is_not(None)
+        )
         .returning(tasks.c.id)
     )
     task_id = conn.execute(stmt).scalar()
@@ -606,7 +608,9 @@ def insert_many_from_schedule(
         return {}
     stmt = (
         insert_for(conn, tasks)
-        .on_conflict_do_nothing(index_elements=[tasks.c.source])
+        .on_conflict_do_nothing(
+            index_elements=[tasks.c.source], index_where=tasks.c.source.is_not(None)
+        )
         .returning(tasks.c.id, tasks.c.source)
     )
     rows = [

@@ -101,6 +101,10 @@ def test_on_postgresql_each_holder_step_is_one_statement(engine: Engine) -> None
         backlog.complete_task(conn, NOW, other.id, token=other.lease_token, actor="cli")
         assert len(statements) == 5
     assert all(s.lstrip().startswith("WITH changed AS") for s in statements)
+    # Run straight through the driver: instants still come back aware, in UTC.
+    assert other.lease_until == NOW + timedelta(hours=1)
+    assert other.lease_until.utcoffset() == timedelta(0)
+    assert other.created_at.utcoffset() == timedelta(0)
     with engine.connect() as conn:
         assert details(conn, "task.completed")[0]["owner"] == "w"
         assert conn.execute(select(func.count()).select_from(events_table)).scalar_one() == 7
@@ -138,7 +142,7 @@ def test_the_claim_reads_the_ready_index_even_as_a_generic_plan(engine: Engine) 
     plan it once for any parameters: the partial index (WHERE status = 'READY') only serves
     such a plan when the status is written into the SQL rather than bound."""
     only_postgres(engine)
-    statement = backlog._CLAIM_NEXT_IN._postgres.compile(dialect=engine.dialect)
+    statement = backlog._CLAIM_NEXT_IN._postgres.statement.compile(dialect=engine.dialect)
     names: list[str] = []
 
     def number(match: re.Match[str]) -> str:

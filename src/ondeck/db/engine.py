@@ -39,7 +39,13 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "ondeck"}
+        connect_args = {
+            "connect_timeout": PG_CONNECT_TIMEOUT_S,
+            "application_name": "ondeck",
+            # Instants come back in UTC whatever the server's zone (as `Instant` gives them;
+            # statements run straight through the driver rely on it: events._Precompiled).
+            "options": "-c TimeZone=UTC",
+        }
         connect_args.update(kwargs.pop("connect_args", {}))
         try:
             return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **kwargs)

@@ -59,7 +59,7 @@ tasks = Table(
     Column("due_on", Date),
     Column("project", String(64)),
     # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
-    Column("source", String(200), unique=True),
+    Column("source", String(200)),
     Column("lease_owner", String(200)),
     Column("lease_until", Instant),
     # Fencing token: only grows, so a holder whose lease was reaped cannot act on a retake.
@@ -75,6 +75,15 @@ tasks = Table(
     ),
     CheckConstraint("lease_token >= 0", name="lease_token"),
     CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
+    # Unique where set: tasks added by hand (no source) then cost it nothing on every change.
+    # `ON CONFLICT (source) WHERE source IS NOT NULL` names it (backlog.insert_from_schedule).
+    Index(
+        "uq_tasks_source",
+        "source",
+        unique=True,
+        sqlite_where=text("source IS NOT NULL"),
+        postgresql_where=text("source IS NOT NULL"),
+    ),
     # The claim-next query and the context's due list read READY tasks in this order.
     Index(
         "ix_tasks_ready",

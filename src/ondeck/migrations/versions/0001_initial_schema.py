@@ -96,9 +96,15 @@ def upgrade() -> None:
         sa.CheckConstraint("lease_token >= 0", name=op.f("ck_tasks_lease_token")),
         sa.CheckConstraint("priority BETWEEN 0 AND 9", name=op.f("ck_tasks_priority")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_tasks")),
-        sa.UniqueConstraint("source", name=op.f("uq_tasks_source")),
     )
     with op.batch_alter_table("tasks", schema=None) as batch_op:
+        batch_op.create_index(
+            "uq_tasks_source",
+            ["source"],
+            unique=True,
+            sqlite_where=sa.text("source IS NOT NULL"),
+            postgresql_where=sa.text("source IS NOT NULL"),
+        )
         batch_op.create_index("ix_tasks_project_status", ["project", "status"], unique=False)
         batch_op.create_index(
             "ix_tasks_ready_project",
@@ -214,6 +220,11 @@ def downgrade() -> None:
             postgresql_where=sa.text("status = 'READY'"),
         )
         batch_op.drop_index("ix_tasks_project_status")
+        batch_op.drop_index(
+            "uq_tasks_source",
+            sqlite_where=sa.text("source IS NOT NULL"),
+            postgresql_where=sa.text("source IS NOT NULL"),
+        )
 
     op.drop_table("tasks")
     with op.batch_alter_table("schedules", schema=None) as batch_op:
