@@ -34,7 +34,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from enum import Enum, StrEnum
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, Row, bindparam, insert, literal_column, select, update
+from sqlalchemy import Connection, Row, bindparam, func, insert, literal_column, select, update
 
 from ondeck import events
 from ondeck.clock import aware, iso
@@ -659,19 +659,35 @@ def _status_is(status: Status) -> Any:
 
 
 def _next_ready(*, in_project: bool) -> Any:
-    pick = select(tasks.c.id).where(_status_is(Status.READY))
-    if in_project:
-        pick = pick.where(tasks.c.project == bindparam("in_project"))
-    # Reads the partial index ix_tasks_ready. SKIP LOCKED: a row another claimer holds is
-    # passed over rather than waited for (SQLite renders no FOR UPDATE and needs none).
-    # LIMIT 1 is written into the SQL: with a bound limit PostgreSQL's generic plan looks
-    # dearer than planning anew, and it would plan the statement at every claim.
-    return (
-        pick.order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
-        .limit(literal_column("1"))
-        .with_for_update(skip_locked=True)
-        .scalar_subquery()
-    )
+    """The next READY task: dated ones by due date, then undated ones; each by priority, age.
+
+    Two picks, the undated one only if no dated task is left, rather than one ORDER BY due
+    date NULLS LAST: each seeks straight to its first row in ix_tasks_ready. SQLite keeps
+    NULLs first in an index, so the single ordering walked past every undated READY task at
+    every claim (about 25 ms with 100,000 of them).
+    """
+
+    def pick(dated: bool) -> Any:
+        query = select(tasks.c.id).where(
+            _status_is(Status.READY),
+            tasks.c.due_on.is_not(None) if dated else tasks.c.due_on.is_(None),
+        )
+        if in_project:
+            query = query.where(tasks.c.project == bindparam("in_project"))
+        # Both in the index's own order (due_on is all NULL in the second, but PostgreSQL only
+        # takes equalities as fixing a column, so it would sort by priority, id otherwise).
+        # SKIP LOCKED: a row another claimer holds is passed over rather than waited for
+        # (SQLite renders no FOR UPDATE and needs none). LIMIT 1 is written into the SQL:
+        # with a bound limit PostgreSQL's generic plan looks dearer than planning anew, and
+        # it would plan the statement at every claim.
+        return (
+            query.order_by(tasks.c.due_on, tasks.c.priority, tasks.c.id)
+            .limit(literal_column("1"))
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
+        )
+
+    return func.coalesce(pick(dated=True), pick(dated=False))
 
 
 def _claim(which: Any) -> events.Recorded:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import psycopg.sql
 import pytest
@@ -268,3 +269,58 @@ def test_on_postgresql_done_and_next_is_one_statement(engine: Engine) -> None:
             ).all()
         )
     assert counts == {"task.created": 3, "task.claimed": 3, "task.completed": 3}
+
+
+def test_claim_next_walks_the_ready_index_without_sorting(engine: Engine) -> None:
+    """Dated tasks first, then undated, each straight from the index: no walk past every
+    undated task, no sort of every READY task."""
+    statement = backlog._CLAIM_NEXT.change if engine.dialect.name == "sqlite" else None
+    if statement is None:
+        statement = backlog._CLAIM_NEXT._postgres.statement
+    compiled = statement.compile(dialect=engine.dialect)
+    prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
+    values = {
+        **compiled.params,
+        "now": NOW,
+        "owner": "w",
+        "until": NOW,
+        "event_at": NOW,
+        "event_actor": "cli",
+        "changed_details": "{}",
+    }
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            args: Any = tuple(values[name] for name in compiled.positiontup)
+            values = {
+                k: v.replace(tzinfo=None) if isinstance(v, datetime) else v
+                for k, v in values.items()
+            }
+            args = tuple(values[name] for name in compiled.positiontup)
+        else:
+            args = values
+        plan = "\n".join(
+            str(row[-1]) for row in conn.exec_driver_sql(prefix + compiled.string, args)
+        )
+    assert "ix_tasks_ready" in plan, plan
+    # SQLite: a SEARCH of the index, not a SCAN that walks every undated task (kept first)
+    # to find a dated one; PostgreSQL: no sort of the READY tasks.
+    assert "SCAN" not in plan and "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+
+
+def test_claim_next_takes_dated_tasks_first_then_undated(engine: Engine) -> None:
+    with engine.begin() as conn:
+        made = [
+            backlog.create_task(conn, NOW, title=title, priority=prio, due_on=due, actor="cli").id
+            for title, prio, due in [
+                ("undated urgent", 0, None),
+                ("due later", 0, date(2026, 7, 1)),
+                ("undated", 5, None),
+                ("due soon, low", 9, date(2026, 6, 20)),
+                ("due soon, high", 1, date(2026, 6, 20)),
+            ]
+        ]
+    order = []
+    with engine.begin() as conn:
+        for _ in made:
+            order.append(backlog.claim_next(conn, NOW, owner="w", actor="cli").title)
+    assert order == ["due soon, high", "due soon, low", "due later", "undated urgent", "undated"]

@@ -174,6 +174,25 @@ def test_the_right_token_opens_every_api_route(locked_api: TestClient) -> None:
         assert response.status_code != 401, (method, path)
 
 
+def test_the_api_description_needs_the_bearer_or_a_dashboard_login(
+    locked_api: TestClient,
+) -> None:
+    documents = ("/openapi.json", "/docs", "/redoc")
+    for path in documents:
+        refused = locked_api.get(path)
+        assert refused.status_code == 401, path
+        assert refused.json()["error"]["code"] == "unauthorized"
+        wrong = locked_api.get(path, headers={"Authorization": "Bearer guess"})
+        assert wrong.status_code == 401, path
+        opened = locked_api.get(path, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert opened.status_code == 200, path
+    page = locked_api.get("/login")
+    locked_api.post("/login", data={"token": TOKEN, "csrf_token": _CSRF.search(page.text).group(1)})
+    for path in documents:
+        assert locked_api.get(path).status_code == 200, path
+    assert locked_api.get(f"{API}/tasks").status_code == 401, "the login opens no API route"
+
+
 def test_the_token_is_compared_in_constant_time(
     locked_api: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

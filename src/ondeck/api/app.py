@@ -52,12 +52,16 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     @app.middleware("http")
     async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
         token = settings.token_value
-        if token and request.url.path.startswith("/api/"):
+        path = request.url.path
+        if token and (path.startswith("/api/") or path in API_DOCUMENTS):
             given = request.headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
+            bearer = scheme.lower() == "bearer" and hmac.compare_digest(
                 value.strip().encode(), token.encode()
-            ):
+            )
+            # The API's description is readable with the bearer, or from a browser logged
+            # in to the dashboard; the API itself only with the bearer.
+            if not bearer and not (path in API_DOCUMENTS and _logged_in(request)):
                 return errors.error_response(401, "unauthorized", "missing or wrong bearer token")
         response: Response = await call_next(request)
         response.headers["X-Ondeck-Store"] = settings.store_id
@@ -78,6 +82,16 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
     web.install(app, settings)
     return app
+
+
+# FastAPI's description of the API and its two browsable renderings.
+API_DOCUMENTS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+def _logged_in(request: Request) -> bool:
+    from ondeck.web.auth import guard_of
+
+    return guard_of(request).has_session(request)
 
 
 def _optional_routers() -> list:  # type: ignore[type-arg]
