@@ -28,7 +28,7 @@ atomic even on a connection that commits every statement (`db.engine.autocommitt
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from enum import Enum, StrEnum
@@ -133,9 +133,9 @@ class Task:
         return {key: data[key] for key in JSON_FIELDS}
 
 
-def task_from_row(row: Row[Any]) -> Task:
+def task_from_row(row: Row[Any] | Mapping[str, Any]) -> Task:
     """The task in a row of `tasks` (columns a statement returns besides those are left out)."""
-    values = row._mapping
+    values = row._mapping if isinstance(row, Row) else row
     return Task(**{name: values[name] for name in _COLUMNS}, status=Status(values["status"]))
 
 

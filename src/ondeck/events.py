@@ -7,13 +7,13 @@ what changed: `task:12`, `schedule:3`, `backup:7`, `worker:jobs@host:pid`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Row,
     String,
     Text,
     bindparam,
@@ -25,6 +25,7 @@ from sqlalchemy import (
     select,
     union_all,
 )
+from sqlalchemy.exc import DBAPIError
 
 from ondeck.clock import aware, iso
 from ondeck.db.dialect import is_postgres
@@ -114,11 +115,12 @@ class Recorded:
         *,
         actor: str,
         details: dict[str, Any],
-    ) -> Row[Any] | None:
+    ) -> Mapping[str, Any] | None:
         """The changed row (None when the UPDATE matched nothing, and nothing is recorded)."""
         if is_postgres(conn):
             event = _event_params(now, actor, {"changed": details})
-            return self._postgres.run(conn, {**params, **event}).first()
+            rows = self._postgres.run(conn, {**params, **event})
+            return rows[0] if rows else None
         prior: dict[str, Any] = {}
         if self.before:
             # SQLite's writers are serialised (BEGIN IMMEDIATE): what is read here is exactly
@@ -128,12 +130,13 @@ class Recorded:
             found = conn.execute(select(*columns).where(table.c.id == params[self.key])).first()
             prior = dict(zip(self.before, found or (None,) * len(columns), strict=True))
         row = conn.execute(self.change, params).first()
-        if row is not None:
-            values = row._mapping
-            shown = {**details, **prior, **{k: values[c] for k, c in self.after.items()}}
-            subject = f"{self.subject}{row.id}"
-            record(conn, now, actor=actor, kind=self.kind, subject=subject, details=shown)
-        return row
+        if row is None:
+            return None
+        values = row._mapping
+        shown = {**details, **prior, **{k: values[c] for k, c in self.after.items()}}
+        subject = f"{self.subject}{values['id']}"
+        record(conn, now, actor=actor, kind=self.kind, subject=subject, details=shown)
+        return values
 
     def ctes(self, name: str, *, after: Any = None) -> tuple[Any, Any]:
         """PostgreSQL: the change as CTE `name` (run only if CTE `after` has a row, when
@@ -202,12 +205,12 @@ class Chain:
         *,
         actor: str,
         details: list[dict[str, Any]],
-    ) -> list[Row[Any] | None]:
-        found: list[Row[Any] | None] = [None] * len(self.steps)
+    ) -> list[Mapping[str, Any] | None]:
+        found: list[Mapping[str, Any] | None] = [None] * len(self.steps)
         if is_postgres(conn):
             event = _event_params(now, actor, {f"step{n}": d for n, d in enumerate(details)})
             for row in self._postgres.run(conn, {**params, **event}):
-                found[row.step] = row
+                found[row["step"]] = row
             return found
         for n, step in enumerate(self.steps):
             found[n] = step.run(conn, now, params, actor=actor, details=details[n])
@@ -226,25 +229,44 @@ def _event_params(now: datetime, actor: str, details: dict[str, Any]) -> dict[st
 
 
 class _Precompiled:
-    """A PostgreSQL statement compiled once and handed to the driver as it is.
+    """A PostgreSQL statement compiled once and run on the driver's own connection.
 
-    For a worker's hot loop SQLAlchemy's per-call work on a compiled construct (processing
-    each parameter and each value of the result through its type) costs a third of the
-    client's time per step; these statements need none of it. Their parameters are plain
-    values the driver adapts (str, int, aware datetimes) and JSON text the SQL casts to
-    JSONB, and their instants come back as aware datetimes in the session's time zone, which
-    ondeck's PostgreSQL connections set to UTC (`db.engine`) as `Instant` would give them.
-    Statements still go through the connection (its transaction, events and errors).
+    For a worker's hot loop, SQLAlchemy's per-call work (processing each parameter and each
+    value through its type, and a result object described column by column) costs more of
+    the client's time than the driver does; these statements need none of it. Their
+    parameters are plain values the driver adapts (str, int, aware datetimes) and JSON text
+    the SQL casts to JSONB; their instants come back aware, in the session's time zone,
+    which ondeck's PostgreSQL connections set to UTC (`db.engine`), as `Instant` gives them.
+    They run on the connection's own driver connection, so inside its transaction (or
+    autocommit); a driver error is handed back as SQLAlchemy's, as `conn.execute` would
+    (a lost connection invalidated), so `translate_errors` and the pool see no difference.
     """
 
     def __init__(self, statement: Any) -> None:
         self.statement = statement
+        self.names = [column.key for column in statement.selected_columns]
         self.compiled: Any = None  # on first use: only then is the PostgreSQL dialect loaded
 
-    def run(self, conn: Connection, params: dict[str, Any]) -> Any:
+    def run(self, conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
         if self.compiled is None:
             self.compiled = self.statement.compile(dialect=conn.dialect)
-        return conn.exec_driver_sql(self.compiled.string, {**self.compiled.params, **params})
+        sql, values = self.compiled.string, {**self.compiled.params, **params}
+        driver = conn.connection.driver_connection
+        try:
+            rows = driver.execute(sql, values).fetchall()  # type: ignore[union-attr]
+        except conn.dialect.loaded_dbapi.Error as exc:
+            lost = conn.dialect.is_disconnect(exc, driver, None)
+            if lost:
+                conn.invalidate(exc)
+            raise DBAPIError.instance(
+                sql,
+                values,
+                exc,
+                conn.dialect.loaded_dbapi.Error,
+                connection_invalidated=lost,
+                dialect=conn.dialect,
+            ) from exc
+        return [dict(zip(self.names, row, strict=True)) for row in rows]
 
 
 def record_many(conn: Connection, now: datetime, rows: list[dict[str, Any]]) -> None:

@@ -10,15 +10,16 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import psycopg
 import psycopg.sql
 import pytest
-from sqlalchemy import Connection, Engine, event, func, insert, select
+from sqlalchemy import Connection, Engine, func, insert, select
 
 from ondeck import backlog, events
-from ondeck.db.engine import autocommitting
+from ondeck.db.engine import autocommitting, translate_errors
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.errors import LeaseLost, NotFound
+from ondeck.errors import LeaseLost, NotFound, Unavailable
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -30,16 +31,18 @@ def only_postgres(engine: Engine) -> None:
 
 @contextmanager
 def counting(engine: Engine) -> Iterator[list[str]]:
+    """Every statement sent to PostgreSQL, counted at the driver (the holder's steps do not
+    go through SQLAlchemy's cursor)."""
     statements: list[str] = []
+    real = psycopg.Cursor.execute
 
-    def count(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
-        statements.append(statement)
+    def execute(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        statements.append(str(query))
+        return real(self, query, *args, **kwargs)
 
-    event.listen(engine, "before_cursor_execute", count)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(psycopg.Cursor, "execute", execute)
         yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
 
 
 def details(conn: Connection, kind: str) -> list[dict]:
@@ -324,3 +327,20 @@ def test_claim_next_takes_dated_tasks_first_then_undated(engine: Engine) -> None
         for _ in made:
             order.append(backlog.claim_next(conn, NOW, owner="w", actor="cli").title)
     assert order == ["due soon, high", "due soon, low", "due later", "undated urgent", "undated"]
+
+
+def test_a_lost_connection_on_a_holder_step_is_unavailable_not_a_crash(engine: Engine) -> None:
+    """The holder's steps run on the driver's connection: its errors still come back as
+    SQLAlchemy's, the dead connection invalidated, `Unavailable` (503 / exit 5) for callers."""
+    only_postgres(engine)
+    with engine.begin() as conn:
+        backlog.create_task(conn, NOW, title="a", actor="cli")
+    with autocommitting(engine) as conn:
+        backend = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        with engine.connect() as other:
+            other.exec_driver_sql(f"SELECT pg_terminate_backend({backend})")
+        with pytest.raises(Unavailable, match="database unavailable"), translate_errors():
+            backlog.claim_next(conn, NOW, owner="w", actor="cli")
+        assert conn.invalidated
+    with engine.begin() as conn:  # the pool hands out a working connection again
+        assert backlog.claim_next(conn, NOW, owner="w", actor="cli").title == "a"
