@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import (
@@ -104,8 +105,13 @@ class Recorded:
         self.after, self.before = after or {}, before or {}
         self.table = change.table
         self.change = change
+
+    @cached_property
+    def _postgres(self) -> _Precompiled:
+        # Built on first use: a module of these constants costs every command that imports
+        # it (the session hook among them) nothing until it runs one on PostgreSQL.
         changed, recorded = self.ctes("changed")
-        self._postgres = _Precompiled(select(*self.columns(changed)).add_cte(recorded))
+        return _Precompiled(select(*self.columns(changed)).add_cte(recorded))
 
     def run(
         self,
@@ -188,14 +194,17 @@ class Chain:
 
     def __init__(self, *steps: Recorded) -> None:
         self.steps = steps
+
+    @cached_property
+    def _postgres(self) -> _Precompiled:
         ctes: list[Any] = []
         selects = []
         changed = None
-        for n, step in enumerate(steps):
+        for n, step in enumerate(self.steps):
             changed, recorded = step.ctes(f"step{n}", after=changed)
             ctes += [changed, recorded]
             selects.append(select(literal(n).label("step"), *step.columns(changed)))
-        self._postgres = _Precompiled(union_all(*selects).add_cte(*ctes))
+        return _Precompiled(union_all(*selects).add_cte(*ctes))
 
     def run(
         self,
