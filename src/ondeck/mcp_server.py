@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine
 
 from ondeck import __version__, backlog, clock, schedules
+from ondeck.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.config import Settings
 from ondeck.context import context_for
 from ondeck.context_render import to_json, to_markdown
@@ -27,50 +28,8 @@ from ondeck.validation import parse_date
 T = TypeVar("T")
 
 
-class TaskOut(BaseModel):
-    id: int
-    title: str
-    body: str
-    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
-    priority: int
-    due_on: str | None
-    project: str | None
-    source: str | None
-    lease_owner: str | None
-    lease_until: str | None
-    lease_token: int
-    expired: bool
-    created_at: str
-    updated_at: str
-    done_at: str | None
-
-
 class TaskList(BaseModel):
     tasks: list[TaskOut]
-
-
-class DoneAndNext(BaseModel):
-    done: TaskOut
-    next: TaskOut | None
-
-
-class ScheduleOut(BaseModel):
-    id: int
-    title: str
-    body: str
-    kind: str
-    rule: str
-    rule_text: str
-    project: str | None
-    start_on: str
-    next_due: str | None
-    missed: str
-    last_fired_on: str | None
-    last_fired_at: str | None
-    enabled: bool
-    priority: int
-    created_at: str
-    updated_at: str
 
 
 class ScheduleList(BaseModel):

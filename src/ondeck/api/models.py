@@ -4,9 +4,9 @@ document tells the truth), the strict date, and the error shape every 4xx uses."
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ondeck.errors import InvalidInput
 from ondeck.validation import (
@@ -54,3 +54,59 @@ def errors(**descriptions: str) -> dict[int | str, dict[str, Any]]:
         int(key.removeprefix("e")): {"model": ErrorOut, "description": text}
         for key, text in descriptions.items()
     }
+
+
+# --- shared by the API and the MCP server (so both describe results the same way) -----
+
+
+class StrictBody(BaseModel):
+    """A request body: unknown fields refused; strict, so "2" is not the integer 2 nor
+    "true" a boolean, as the document says."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+
+class TaskOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
+    priority: int
+    due_on: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
+    project: str | None
+    source: str | None
+    lease_owner: str | None
+    lease_until: str | None = Field(description="ISO-8601 with the configured zone's offset.")
+    lease_token: int
+    expired: bool = Field(description="RUNNING past its lease end: the holder went silent.")
+    created_at: str
+    updated_at: str
+    done_at: str | None
+
+
+class DoneAndNext(BaseModel):
+    done: TaskOut
+    next: TaskOut | None = Field(description="The task now held; null when none was READY.")
+
+
+Kind = Literal["task", "remind", "backup"]
+Missed = Literal["latest", "all", "skip"]
+
+
+class ScheduleOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    kind: Kind
+    rule: str = Field(description="The canonical rule.")
+    rule_text: str = Field(description="The rule in words, such as 'every Monday'.")
+    project: str | None
+    start_on: str = Field(description="YYYY-MM-DD.")
+    next_due: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
+    missed: Missed = Field(description="What a missed day becomes after downtime.")
+    last_fired_on: str | None
+    last_fired_at: str | None = Field(description="ISO-8601 with the configured zone's offset.")
+    enabled: bool = Field(description="False while paused.")
+    priority: int
+    created_at: str
+    updated_at: str

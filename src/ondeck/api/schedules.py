@@ -7,14 +7,25 @@ comes back as 422 `invalid_rule` with that module's message.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ondeck import schedules
 from ondeck.api.deps import Store, StoreDep
-from ondeck.api.models import Body, Day, Priority, Project, Title, errors
+from ondeck.api.models import (
+    Body,
+    Day,
+    Kind,
+    Missed,
+    Priority,
+    Project,
+    ScheduleOut,
+    StrictBody,
+    Title,
+    errors,
+)
 from ondeck.errors import InvalidInput
 from ondeck.validation import (
     BIGINT_MAX,
@@ -32,13 +43,6 @@ Rule = Annotated[
     # Only a size guard: the rules module judges the rule and words the refusal.
     Field(max_length=1000, description="daily, weekly:MON,THU, monthly:1,15,last or every:N."),
 ]
-Kind = Literal["task", "remind", "backup"]
-Missed = Literal["latest", "all", "skip"]
-
-
-class _Body(BaseModel):
-    # strict: "2" is not the integer 2, as the document says.
-    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 ERRORS = errors(
@@ -46,25 +50,6 @@ ERRORS = errors(
     e409="Not in a state for that (paused).",
     e422="Invalid input (invalid_rule, …); nothing written.",
 )
-
-
-class ScheduleOut(BaseModel):
-    id: int
-    title: str
-    body: str
-    kind: Kind
-    rule: str = Field(description="The canonical rule.")
-    rule_text: str = Field(description="The rule in words, such as 'every Monday'.")
-    project: str | None
-    start_on: str = Field(description="YYYY-MM-DD.")
-    next_due: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
-    missed: Missed = Field(description="What a missed day becomes after downtime.")
-    last_fired_on: str | None
-    last_fired_at: str | None = Field(description="ISO-8601 with the configured zone's offset.")
-    enabled: bool = Field(description="False while paused.")
-    priority: int
-    created_at: str
-    updated_at: str
 
 
 class FireOut(BaseModel):
@@ -82,7 +67,7 @@ class ScheduleDetail(BaseModel):
     next: list[str] = Field(description="The next 5 dates, YYYY-MM-DD.")
 
 
-class ScheduleIn(_Body):
+class ScheduleIn(StrictBody):
     title: Title
     rule: Rule
     kind: Kind = "task"
@@ -93,7 +78,7 @@ class ScheduleIn(_Body):
     missed: Missed = "latest"
 
 
-class SchedulePatch(_Body):
+class SchedulePatch(StrictBody):
     """Only the fields sent change; `null` clears the project."""
 
     title: Title | None = None

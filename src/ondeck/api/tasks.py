@@ -7,14 +7,24 @@ the services check again (they are the one place for every rule).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ondeck import backlog
 from ondeck.api.deps import Store, StoreDep
-from ondeck.api.models import Body, Day, Priority, Project, Title, errors
+from ondeck.api.models import (
+    Body,
+    Day,
+    DoneAndNext,
+    Priority,
+    Project,
+    StrictBody,
+    TaskOut,
+    Title,
+    errors,
+)
 from ondeck.errors import InvalidInput
 from ondeck.validation import (
     BIGINT_MAX,
@@ -54,11 +64,6 @@ Seconds = Annotated[
 Note = Annotated[str, Field(max_length=NOTE_MAX)]
 
 
-class _Body(BaseModel):
-    # strict: "2" is not the integer 2 nor "true" a boolean, as the document says.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
-
-
 ERRORS = errors(
     e404="No such task.",
     e409="Not in a state for that (lease lost, …).",
@@ -66,25 +71,7 @@ ERRORS = errors(
 )
 
 
-class TaskOut(BaseModel):
-    id: int
-    title: str
-    body: str
-    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
-    priority: int
-    due_on: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
-    project: str | None
-    source: str | None
-    lease_owner: str | None
-    lease_until: str | None = Field(description="ISO-8601 with the configured zone's offset.")
-    lease_token: int
-    expired: bool = Field(description="RUNNING past its lease end: the holder went silent.")
-    created_at: str
-    updated_at: str
-    done_at: str | None
-
-
-class TaskIn(_Body):
+class TaskIn(StrictBody):
     title: Title
     body: Body = ""
     priority: Priority = backlog.PRIORITY_DEFAULT
@@ -92,7 +79,7 @@ class TaskIn(_Body):
     project: Project | None = None
 
 
-class TaskPatch(_Body):
+class TaskPatch(StrictBody):
     """Only the fields sent change; `null` clears the due date or the project."""
 
     title: Title | None = None
@@ -102,7 +89,7 @@ class TaskPatch(_Body):
     project: Project | None = None
 
 
-class ClaimIn(_Body):
+class ClaimIn(StrictBody):
     owner: Owner
     for_: For = None
     seconds: Seconds = None
@@ -112,13 +99,13 @@ class ClaimNextIn(ClaimIn):
     project: Project | None = None
 
 
-class RenewIn(_Body):
+class RenewIn(StrictBody):
     token: Token
     for_: For = None
     seconds: Seconds = None
 
 
-class CompleteIn(_Body):
+class CompleteIn(StrictBody):
     token: Token | None = Field(None, description="Required for a RUNNING task; omit for READY.")
     note: Note | None = None
 
@@ -128,17 +115,12 @@ class CompleteAndClaimNextIn(ClaimNextIn):
     note: Note | None = None
 
 
-class DoneAndNextOut(BaseModel):
-    done: TaskOut
-    next: TaskOut | None = Field(description="The task now held; null when none was READY.")
-
-
-class ReleaseIn(_Body):
+class ReleaseIn(StrictBody):
     token: Token | None = None
     force: bool = Field(False, description="Release someone else's lease (recorded as forced).")
 
 
-class CancelIn(_Body):
+class CancelIn(StrictBody):
     note: Note | None = None
 
 
@@ -243,7 +225,7 @@ def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[st
 
 
 @router.post(
-    "/tasks/{task_id}/complete-and-claim-next", response_model=DoneAndNextOut, responses=ERRORS
+    "/tasks/{task_id}/complete-and-claim-next", response_model=DoneAndNext, responses=ERRORS
 )
 def complete_and_claim_next(
     store: StoreDep, task_id: TaskId, body: CompleteAndClaimNextIn

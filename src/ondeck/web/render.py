@@ -277,6 +277,16 @@ def error_page(request: Request, exc: FormError) -> Response:
     )
 
 
+def or_error_page(
+    request: Request, page: Callable[..., Response], *args: Any, **kwargs: Any
+) -> Response:
+    """`page(request, *args, **kwargs)`; or, when it finds its item missing, the error page."""
+    try:
+        return page(request, *args, **kwargs)
+    except FormError as exc:
+        return error_page(request, exc)
+
+
 def done_message(request: Request) -> str | None:
     """The message the last POST left for the page it redirected to: shown once (the
     cookie is cleared with this response), and only if this server signed it."""

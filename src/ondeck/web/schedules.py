@@ -35,6 +35,7 @@ from ondeck.web.render import (
     error_page,
     flash_fragment,
     is_htmx,
+    or_error_page,
     refused,
     render,
     safe_next,
@@ -259,10 +260,7 @@ def _schedule_page(
 
 @router.get("/schedules/{schedule_id}")
 def schedule_page(request: Request, schedule_id: Id) -> Response:
-    try:
-        return _schedule_page(request, schedule_id)
-    except FormError as exc:
-        return error_page(request, exc)
+    return or_error_page(request, _schedule_page, schedule_id)
 
 
 # --- changes --------------------------------------------------------------------------
@@ -360,10 +358,7 @@ def edit_schedule(
             "missed": missed,
             "body": body,
         }
-        try:
-            return _schedule_page(request, schedule_id, form=form, error=exc)
-        except FormError as missing:
-            return error_page(request, missing)
+        return or_error_page(request, _schedule_page, schedule_id, form=form, error=exc)
     due = edited.next_due.isoformat() if edited.next_due else "none"
     return action_response(
         request,
@@ -385,10 +380,7 @@ def _row_action(
     except FormError as exc:
         if is_htmx(request):
             return flash_fragment(request, str(exc), "error", status=exc.status)
-        try:
-            return _schedule_page(request, schedule_id, error=exc)
-        except FormError as missing:
-            return error_page(request, missing)
+        return or_error_page(request, _schedule_page, schedule_id, error=exc)
     back = safe_next(next_url, "/schedules")
 
     def row() -> Response:

@@ -25,6 +25,7 @@ from ondeck.web.render import (
     error_page,
     flash_fragment,
     is_htmx,
+    or_error_page,
     refused,
     render,
     safe_next,
@@ -153,10 +154,7 @@ def _task_page(
 
 @router.get("/tasks/{task_id}")
 def task_page(request: Request, task_id: Id) -> Response:
-    try:
-        return _task_page(request, task_id)
-    except FormError as exc:
-        return error_page(request, exc)
+    return or_error_page(request, _task_page, task_id)
 
 
 # --- changes --------------------------------------------------------------------------
@@ -225,10 +223,7 @@ def edit_task(
                 backlog.edit_task(conn, now, task_id, actor=ACTOR, **changes)
     except FormError as exc:
         form = _form(title, body, priority, due_on, project)
-        try:
-            return _task_page(request, task_id, form=form, error=exc)
-        except FormError as missing:
-            return error_page(request, missing)
+        return or_error_page(request, _task_page, task_id, form=form, error=exc)
     message = f"saved task {task_id}" if changes else "nothing changed"
     return action_response(request, ok_message=message, next_url=f"/tasks/{task_id}")
 
@@ -243,10 +238,7 @@ def _row_action(request: Request, task_id: int, next_url: str, verb: str, change
     except FormError as exc:
         if is_htmx(request):
             return flash_fragment(request, str(exc), "error", status=exc.status)
-        try:
-            return _task_page(request, task_id, error=exc)
-        except FormError as missing:
-            return error_page(request, missing)
+        return or_error_page(request, _task_page, task_id, error=exc)
     back = safe_next(next_url, "/tasks")
     return action_response(
         request,
