@@ -32,11 +32,11 @@ from typing import Any
 from sqlalchemy import create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
-from ondeck import backlog
+from ondeck.core.errors import NothingClaimable
 from ondeck.db import open_database
 from ondeck.db.engine import autocommitting, make_engine
 from ondeck.db.tables import events, tasks
-from ondeck.errors import NothingClaimable
+from ondeck.services import backlog
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -23,11 +23,11 @@ from zoneinfo import ZoneInfo
 from _stores import percentiles, postgres_url, sqlite_url
 from sqlalchemy import Engine, insert
 
-from ondeck import clock
-from ondeck.context import build_context
+from ondeck.core import clock
 from ondeck.db import open_database
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, fires, schedules, tasks
+from ondeck.services.context import build_context
 
 # The data is laid out around the present, not a fixed date: the server measured over HTTP
 # and the hook read the real clock. With a fixed date they saw another day than the

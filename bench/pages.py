@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from _stores import postgres_url, sqlite_url  # noqa: E402
 
 from ondeck import clock  # noqa: E402
-from ondeck.config import load_settings  # noqa: E402
+from ondeck.core.config import load_settings  # noqa: E402
 from ondeck.db import open_database  # noqa: E402
 from ondeck.db.tables import backups, events, fires, schedules, tasks, workers  # noqa: E402
 
@@ -197,7 +197,7 @@ def pages(engine: Engine) -> list[str]:
 def run(url: str, label: str) -> bool:
     from fastapi.testclient import TestClient
 
-    from ondeck.api.app import create_app
+    from ondeck.entrypoints.api.app import create_app
 
     now = clock.now()
     settings = load_settings(database_url=url, tz="UTC")

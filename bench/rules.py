@@ -9,7 +9,7 @@ import random
 import time
 from datetime import date, timedelta
 
-from ondeck.rules import Rule, parse
+from ondeck.core.rules import Rule, parse
 
 CALLS = 100_000
 SEED = 20260615

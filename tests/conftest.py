@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from ondeck.config import Settings, load_settings
+from ondeck.core.config import Settings, load_settings
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import upgrade
 from support import pg

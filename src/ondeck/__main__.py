@@ -1,3 +1,3 @@
-from ondeck.cli import main
+from ondeck.entrypoints.cli import main
 
 main()

@@ -6,10 +6,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck import clock
-from ondeck.api.app import create_app
-from ondeck.config import Settings, load_settings
-from ondeck.jobs import Jobs
+from ondeck.core import clock
+from ondeck.core.config import Settings, load_settings
+from ondeck.entrypoints.api.app import create_app
+from ondeck.entrypoints.jobs import Jobs
 
 
 def test_health_says_the_database_is_ok_and_no_jobs_yet(engine: Engine, settings: Settings) -> None:

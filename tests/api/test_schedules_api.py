@@ -9,10 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck import clock, firing
-from ondeck.api.app import create_app
-from ondeck.config import Settings
+from ondeck.core import clock
+from ondeck.core.config import Settings
 from ondeck.db.tables import schedules, tasks
+from ondeck.entrypoints.api.app import create_app
+from ondeck.services import firing
 
 API = "/api/v1/schedules"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ondeck.cli import run
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, read_revision
+from ondeck.entrypoints.cli import run
 
 
 def test_db_upgrade_then_status(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from ondeck import backlog, clock
-from ondeck.claude_settings import install, uninstall
-from ondeck.cli import run
-from ondeck.clock import UTC
+from ondeck.core import clock
+from ondeck.core.clock import UTC
+from ondeck.entrypoints.claude_settings import install, uninstall
+from ondeck.entrypoints.cli import run
+from ondeck.services import backlog
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 

@@ -12,8 +12,8 @@ from support.pg import free_port
 
 HEAVY = ("fastapi", "starlette", "mcp", "uvicorn", "typer", "click", "rich", "alembic")
 
-# The real entry point (`ondeck hook session-start` is `ondeck.cli:main`), which ends the
-# process with `os._exit`: report what was imported on the way out.
+# The real entry point (`ondeck hook session-start` is `ondeck.entrypoints.cli:main`), which
+# ends the process with `os._exit`: report what was imported on the way out.
 PROBE = f"""
 import json, os, sys
 real_exit = os._exit
@@ -24,7 +24,7 @@ def exit_reporting(code):
     real_exit(code)
 os._exit = exit_reporting
 sys.argv = ["ondeck", "hook", "session-start"]
-from ondeck.cli import main
+from ondeck.entrypoints.cli import main
 main()
 """
 

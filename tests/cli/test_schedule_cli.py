@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select
 
-from ondeck import clock
-from ondeck.cli import run
+from ondeck.core import clock
 from ondeck.db.tables import schedules, tasks
+from ondeck.entrypoints.cli import run
 
 UTC_ZONE = ZoneInfo("UTC")
 

@@ -14,9 +14,9 @@ import pytest
 import time_machine
 from sqlalchemy import Engine, func, select
 
-from ondeck.backlog import JSON_FIELDS
-from ondeck.cli import run
 from ondeck.db.tables import events, tasks
+from ondeck.entrypoints.cli import run
+from ondeck.services.backlog import JSON_FIELDS
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

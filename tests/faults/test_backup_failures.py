@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from ondeck import backlog, schedules
 from ondeck.db.tables import backups, events, fires, tasks, workers
 from ondeck.db.tables import schedules as schedules_table
+from ondeck.services import backlog, schedules
 from support.procs import at_time, ondeck_env, run_ondeck
 
 pytestmark = pytest.mark.slow

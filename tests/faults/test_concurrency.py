@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, insert, select
 
-from ondeck import clock, events
+from ondeck.core import clock
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
+from ondeck.services import events
 from support.procs import Procs, knob, ondeck_env, wait_for
 
 pytestmark = pytest.mark.slow

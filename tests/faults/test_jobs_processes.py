@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, insert, select
 
-from ondeck import clock
+from ondeck.core import clock
 from ondeck.db.tables import fires, schedules, tasks
 
 pytestmark = pytest.mark.slow

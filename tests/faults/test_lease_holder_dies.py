@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from ondeck import backlog, clock
+from ondeck.core import clock
 from ondeck.db.tables import events
+from ondeck.services import backlog
 from support.procs import Procs, ondeck_env, run_ondeck, wait_for
 
 pytestmark = pytest.mark.slow

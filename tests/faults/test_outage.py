@@ -30,7 +30,7 @@ import pytest
 from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.engine import make_url
 
-from ondeck import clock
+from ondeck.core import clock
 from ondeck.db.engine import PG_CONNECT_TIMEOUT_S, SQLITE_BUSY_TIMEOUT_MS
 from ondeck.db.tables import events, fires, schedules, tasks
 from support.pg import free_port

@@ -1,7 +1,7 @@
 """Hypothesis-made arguments for `schedule add`, `task add` and `rule check`: the exit code is
 0, 2, 3 or 4, and a failure is exactly one line on stderr, never a traceback.
 
-In-process (`ondeck.cli.run` with capsys) for the generated cases, over SQLite: the
+In-process (`ondeck.entrypoints.cli.run` with capsys) for the generated cases, over SQLite: the
 command-line layer (Typer parsing, the error mapping, the printing) is the same whichever
 store is behind it. A few real processes check what only they can: arguments that are not
 valid UTF-8 (Python hands them over as lone surrogates) and the real stdout encoding.
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ondeck.cli import run
+from ondeck.entrypoints.cli import run
 
 EXAMPLES = int(os.environ.get("ONDECK_FUZZ_CLI_EXAMPLES", "200"))
 ALLOWED = {0, 2, 3, 4}

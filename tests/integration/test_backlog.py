@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from ondeck import backlog, events
-from ondeck.backlog import Status, Task
+from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
-from ondeck.reaper import reap_stale_leases
+from ondeck.services import backlog, events
+from ondeck.services.backlog import Status, Task
+from ondeck.services.reaper import reap_stale_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 GRACE = timedelta(hours=6)

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, func, select, text
 
-from ondeck import backlog
+from ondeck.core.errors import Conflict, NothingClaimable
 from ondeck.db.tables import events, tasks
-from ondeck.errors import Conflict, NothingClaimable
+from ondeck.services import backlog
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 THREADS = 8

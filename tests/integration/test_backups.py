@@ -11,12 +11,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, MetaData, insert, select, update
 
-from ondeck import events, firing, maintenance, schedules
-from ondeck.config import Settings
+from ondeck.core.config import Settings
+from ondeck.core.errors import InvalidInput
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import backups, metadata
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.errors import InvalidInput
+from ondeck.services import events, firing, maintenance, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)

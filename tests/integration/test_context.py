@@ -8,14 +8,14 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert, select
 
-from ondeck import backlog, schedules
-from ondeck.context import build_context
-from ondeck.context_render import to_json, to_markdown
 from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.firing import fire_due
-from ondeck.hooks import hook_output
-from ondeck.jobs import Jobs
+from ondeck.entrypoints.hooks import hook_output
+from ondeck.entrypoints.jobs import Jobs
+from ondeck.services import backlog, schedules
+from ondeck.services.context import build_context
+from ondeck.services.context_render import to_json, to_markdown
+from ondeck.services.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")

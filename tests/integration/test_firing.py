@@ -10,10 +10,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select, update
 
-from ondeck import events, firing, schedules
-from ondeck.config import Settings
+from ondeck.core.config import Settings
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
+from ondeck.services import events, firing, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")

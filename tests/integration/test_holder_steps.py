@@ -15,11 +15,11 @@ import psycopg.sql
 import pytest
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from ondeck import backlog, events
+from ondeck.core.errors import LeaseLost, NotFound, Unavailable
 from ondeck.db.engine import autocommitting, translate_errors
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.errors import LeaseLost, NotFound, Unavailable
+from ondeck.services import backlog, events
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

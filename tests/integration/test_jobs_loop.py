@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from ondeck import workers
-from ondeck.config import Settings, load_settings
+from ondeck.core.config import Settings, load_settings
+from ondeck.core.errors import Unavailable
 from ondeck.db.engine import make_engine
-from ondeck.errors import Unavailable
-from ondeck.jobs import Jobs
+from ondeck.entrypoints.jobs import Jobs
+from ondeck.services import workers
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

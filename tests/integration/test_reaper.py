@@ -12,12 +12,12 @@ import time_machine
 from sqlalchemy import Connection, Engine, text, update
 from sqlalchemy.sql.dml import Update
 
-from ondeck import backlog, events
-from ondeck.backlog import Status
-from ondeck.config import Settings
+from ondeck.core.config import Settings
 from ondeck.db.tables import tasks
-from ondeck.jobs import Jobs
-from ondeck.reaper import reap_stale_leases, reap_step
+from ondeck.entrypoints.jobs import Jobs
+from ondeck.services import backlog, events
+from ondeck.services.backlog import Status
+from ondeck.services.reaper import reap_stale_leases, reap_step
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 GRACE = timedelta(hours=6)

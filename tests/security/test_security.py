@@ -22,12 +22,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.api.app import MAX_BODY_BYTES, create_app
-from ondeck.cli import run
-from ondeck.config import Settings, load_settings
+from ondeck.core.config import Settings, load_settings
+from ondeck.core.errors import ConfigError
 from ondeck.db.tables import events, schedules, tasks
-from ondeck.errors import ConfigError
-from ondeck.server import check_bind
+from ondeck.entrypoints.api.app import MAX_BODY_BYTES, create_app
+from ondeck.entrypoints.cli import run
+from ondeck.entrypoints.server import check_bind
 from support.pg import free_port
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -30,8 +30,8 @@ def _now() -> datetime:
 
 
 def hold(url: str, task_id: int, owner: str, lease: str) -> None:
-    from ondeck import backlog
     from ondeck.db.engine import make_engine
+    from ondeck.services import backlog
 
     engine = make_engine(url)
     with engine.begin() as conn:
@@ -47,8 +47,8 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     """("ok", value) or the error's code: lease_lost, conflict, unavailable, nothing, …"""
     from sqlalchemy.exc import DBAPIError
 
+    from ondeck.core.errors import OndeckError
     from ondeck.db.engine import is_unavailable
-    from ondeck.errors import OndeckError
 
     try:
         return "ok", call()
@@ -95,7 +95,7 @@ class _Hammer:
         return result
 
     def step(self) -> None:
-        from ondeck import backlog
+        from ondeck.services import backlog
 
         rng = self.rng
         roll = rng.random()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.config import load_settings
-from ondeck.errors import ConfigError
+from ondeck.core.config import load_settings
+from ondeck.core.errors import ConfigError
 
 
 def test_defaults_are_sqlite_in_the_data_dir_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:

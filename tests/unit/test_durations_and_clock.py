@@ -6,9 +6,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import time_machine
 
-from ondeck import clock
-from ondeck.durations import format_duration, parse_duration
-from ondeck.errors import InvalidInput
+from ondeck.core import clock
+from ondeck.core.durations import format_duration, parse_duration
+from ondeck.core.errors import InvalidInput
 
 SEOUL = ZoneInfo("Asia/Seoul")
 

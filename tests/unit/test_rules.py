@@ -9,7 +9,7 @@ from dateutil.rrule import rrulestr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ondeck.rules import Daily, Every, Monthly, Rule, RuleError, Weekly, parse
+from ondeck.core.rules import Daily, Every, Monthly, Rule, RuleError, Weekly, parse
 
 # No example database in the repo; no deadline, since brute-force checks walk up to 10 years.
 QUICK = settings(database=None, deadline=None, max_examples=150)
@@ -430,12 +430,12 @@ def test_nothing_before_date_min() -> None:
 
 def test_imports_only_the_standard_library() -> None:
     code = (
-        "import sys; before = set(sys.modules); import ondeck.rules; "
+        "import sys; before = set(sys.modules); import ondeck.core.rules; "
         "new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0] not in sys.stdlib_module_names))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["['ondeck',", "'ondeck.rules']"]
+    assert out.stdout.split() == ["['ondeck',", "'ondeck.core',", "'ondeck.core.rules']"]
 
 
 # --- properties -----------------------------------------------------------------------------

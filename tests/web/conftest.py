@@ -11,8 +11,8 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.api.app import create_app
-from ondeck.config import Settings
+from ondeck.core.config import Settings
+from ondeck.entrypoints.api.app import create_app
 
 # Monday 2026-06-15, 09:00 UTC, as in the other suites.
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

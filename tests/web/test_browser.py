@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from ondeck import backlog, clock, schedules
-from ondeck.rules import parse
+from ondeck.core import clock
+from ondeck.core.rules import parse
+from ondeck.services import backlog, schedules
 from support.pg import free_port
 
 playwright_api = pytest.importorskip("playwright.sync_api")

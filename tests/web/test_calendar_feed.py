@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from icalendar import Calendar
 from sqlalchemy import Engine
 
-from ondeck import schedules
-from ondeck.api.app import create_app
-from ondeck.config import Settings, load_settings
-from ondeck.rules import parse
+from ondeck.core.config import Settings, load_settings
+from ondeck.core.rules import parse
+from ondeck.entrypoints.api.app import create_app
+from ondeck.services import schedules
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 RULES = ["daily", "weekly:MON,THU", "monthly:1,15,last", "monthly:last", "every:3", "every:10"]

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 from sqlalchemy import Engine, insert
 
-from ondeck import backlog, events, schedules
-from ondeck.config import Settings, load_settings
+from ondeck.core.config import Settings, load_settings
 from ondeck.db.tables import backups
-from ondeck.firing import fire_due
-from ondeck.jobs import Jobs
+from ondeck.entrypoints.jobs import Jobs
+from ondeck.services import backlog, events, schedules
+from ondeck.services.firing import fire_due
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -102,7 +102,7 @@ def test_today_in_the_configured_zone(engine: Engine, settings: Settings, at) ->
     """09:00 UTC is 18:00 in Seoul: the page shows Seoul's date and offset."""
     from fastapi.testclient import TestClient
 
-    from ondeck.api.app import create_app
+    from ondeck.entrypoints.api.app import create_app
 
     seoul = load_settings(database_url=settings.url, tz="Asia/Seoul")
     held = _task(engine, "Zone check")
@@ -195,8 +195,8 @@ def test_today_scopes_to_a_project_like_the_context(dash, engine: Engine) -> Non
 def test_a_database_that_cannot_be_reached_gives_a_page_not_a_traceback(settings, at) -> None:  # type: ignore[no-untyped-def]
     from fastapi.testclient import TestClient
 
-    from ondeck.api.app import create_app
     from ondeck.db.engine import make_engine
+    from ondeck.entrypoints.api.app import create_app
 
     dead = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with TestClient(create_app(settings, dead)) as client:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-from ondeck.errors import ConfigError, Unavailable
+from ondeck.core.errors import ConfigError, Unavailable
 
 # How long a writer waits for another writer's lock before giving up with `Unavailable`
 # (HTTP 503, exit 5). Normal write transactions last milliseconds; a lock held for seconds

@@ -1,0 +1,61 @@
+"""Checking a rule for people: canonical form, words, the next dates, or the reason it is refused.
+
+Shared by `ondeck rule check`, `GET /api/v1/rules/check` and the dashboard's live preview.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from ondeck.core.errors import InvalidInput
+from ondeck.core.rules import RuleError, parse
+
+MAX_COUNT = 100
+
+
+class InvalidRule(InvalidInput):
+    """The rule is not valid."""
+
+    code = "invalid_rule"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RuleCheck:
+    rule: str
+    description: str
+    start: date
+    next: list[date]
+    rrule: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "description": self.description,
+            "start": self.start.isoformat(),
+            "next": [d.isoformat() for d in self.next],
+            "rrule": self.rrule,
+        }
+
+
+def check_rule(text: str, *, today: date, start: date | None = None, count: int = 5) -> RuleCheck:
+    """The next `count` dates from today (and not before `start`, default today)."""
+    if not 1 <= count <= MAX_COUNT:
+        raise InvalidInput(f"count {count} is out of range: use 1 to {MAX_COUNT}")
+    try:
+        rule = parse(text)
+    except RuleError as exc:
+        raise InvalidRule(str(exc)) from None
+    start = start or today
+    try:
+        upcoming = rule.occurrences(start, max(today, start), count)
+    except RuleError as exc:
+        raise InvalidRule(str(exc)) from None
+    return RuleCheck(
+        rule=str(rule),
+        description=rule.describe(),
+        start=start,
+        next=upcoming,
+        rrule=rule.to_rrule(start),
+    )

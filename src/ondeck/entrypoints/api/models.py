@@ -1,0 +1,112 @@
+"""What the API's routers share: field types with the services' limits (so the OpenAPI
+document tells the truth), the strict date, and the error shape every 4xx uses."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ondeck.core.errors import InvalidInput
+from ondeck.core.validation import (
+    BODY_MAX,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    PROJECT_PATTERN,
+    TITLE_MAX,
+    parse_date,
+)
+
+Title = Annotated[str, Field(min_length=1, max_length=TITLE_MAX)]
+Body = Annotated[str, Field(max_length=BODY_MAX)]
+Priority = Annotated[int, Field(ge=PRIORITY_MIN, le=PRIORITY_MAX, description="0 most urgent")]
+Project = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
+
+
+def _iso_day(value: Any) -> Any:
+    # A date is written YYYY-MM-DD, never a number of seconds since 1970 (pydantic's lax mode).
+    if isinstance(value, date):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("use a date written YYYY-MM-DD")
+    try:
+        return parse_date(value, "date")
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
+Day = Annotated[date, BeforeValidator(_iso_day)]
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+def errors(**descriptions: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for a router: `errors(e404="No such task.", …)`."""
+    return {
+        int(key.removeprefix("e")): {"model": ErrorOut, "description": text}
+        for key, text in descriptions.items()
+    }
+
+
+# --- shared by the API and the MCP server (so both describe results the same way) -----
+
+
+class StrictBody(BaseModel):
+    """A request body: unknown fields refused; strict, so "2" is not the integer 2 nor
+    "true" a boolean, as the document says."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+
+class TaskOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
+    priority: int
+    due_on: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
+    project: str | None
+    source: str | None
+    lease_owner: str | None
+    lease_until: str | None = Field(description="ISO-8601 with the configured zone's offset.")
+    lease_token: int
+    expired: bool = Field(description="RUNNING past its lease end: the holder went silent.")
+    created_at: str
+    updated_at: str
+    done_at: str | None
+
+
+class DoneAndNext(BaseModel):
+    done: TaskOut
+    next: TaskOut | None = Field(description="The task now held; null when none was READY.")
+
+
+Kind = Literal["task", "remind", "backup"]
+Missed = Literal["latest", "all", "skip"]
+
+
+class ScheduleOut(BaseModel):
+    id: int
+    title: str
+    body: str
+    kind: Kind
+    rule: str = Field(description="The canonical rule.")
+    rule_text: str = Field(description="The rule in words, such as 'every Monday'.")
+    project: str | None
+    start_on: str = Field(description="YYYY-MM-DD.")
+    next_due: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
+    missed: Missed = Field(description="What a missed day becomes after downtime.")
+    last_fired_on: str | None
+    last_fired_at: str | None = Field(description="ISO-8601 with the configured zone's offset.")
+    enabled: bool = Field(description="False while paused.")
+    priority: int
+    created_at: str
+    updated_at: str

@@ -1,0 +1,183 @@
+"""Schedules over HTTP: `/api/v1/schedules…`. Thin: parse, call one service, render.
+
+The pydantic models repeat the services' limits so the OpenAPI document tells the truth;
+the services check again. A rule is checked by the rules module only, so an invalid one
+comes back as 422 `invalid_rule` with that module's message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from pydantic import BaseModel, Field
+
+from ondeck.core.errors import InvalidInput
+from ondeck.core.validation import (
+    BIGINT_MAX,
+    PRIORITY_DEFAULT,
+    PROJECT_PATTERN,
+)
+from ondeck.entrypoints.api.deps import Store, StoreDep
+from ondeck.entrypoints.api.models import (
+    Body,
+    Day,
+    Kind,
+    Missed,
+    Priority,
+    Project,
+    ScheduleOut,
+    StrictBody,
+    Title,
+    errors,
+)
+from ondeck.services import schedules
+
+router = APIRouter(tags=["schedules"])
+
+ACTOR = "api"
+
+ScheduleId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The schedule's id.")]
+Rule = Annotated[
+    str,
+    # Only a size guard: the rules module judges the rule and words the refusal.
+    Field(max_length=1000, description="daily, weekly:MON,THU, monthly:1,15,last or every:N."),
+]
+
+
+ERRORS = errors(
+    e404="No such schedule.",
+    e409="Not in a state for that (paused).",
+    e422="Invalid input (invalid_rule, …); nothing written.",
+)
+
+
+class FireOut(BaseModel):
+    id: int
+    schedule_id: int
+    fire_date: str = Field(description="The date it fired for, YYYY-MM-DD.")
+    fired_at: str = Field(description="When it was processed.")
+    task_id: int | None
+    skipped: int = Field(description="Missed dates folded into this fire.")
+
+
+class ScheduleDetail(BaseModel):
+    schedule: ScheduleOut
+    fires: list[FireOut] = Field(description="The last fires, newest first.")
+    next: list[str] = Field(description="The next 5 dates, YYYY-MM-DD.")
+
+
+class ScheduleIn(StrictBody):
+    title: Title
+    rule: Rule
+    kind: Kind = "task"
+    body: Body = ""
+    start_on: Day | None = Field(None, description="First possible date (default today).")
+    project: Project | None = None
+    priority: Priority = PRIORITY_DEFAULT
+    missed: Missed = "latest"
+
+
+class SchedulePatch(StrictBody):
+    """Only the fields sent change; `null` clears the project."""
+
+    title: Title | None = None
+    rule: Rule | None = None
+    body: Body | None = None
+    start_on: Day | None = None
+    project: Project | None = None
+    priority: Priority | None = None
+    missed: Missed | None = None
+
+
+def _out(store: Store, schedule: schedules.Schedule) -> dict[str, Any]:
+    return schedule.to_json(store.now(), store.settings.zone)
+
+
+@router.get("/schedules", response_model=list[ScheduleOut], responses=ERRORS)
+def list_schedules(
+    store: StoreDep,
+    kind: Annotated[Kind | None, Query()] = None,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+) -> list[dict[str, Any]]:
+    with store.read() as conn:
+        found = schedules.list_schedules(conn, kind=kind, project=project)
+    return [_out(store, s) for s in found]
+
+
+@router.post("/schedules", response_model=ScheduleOut, status_code=201, responses=ERRORS)
+def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
+    with store.write() as conn:
+        schedule = schedules.create_schedule(
+            conn, store.now(), store.settings.zone, actor=ACTOR, **body.model_dump()
+        )
+    return _out(store, schedule)
+
+
+@router.get("/schedules/{schedule_id}", response_model=ScheduleDetail, responses=ERRORS)
+def show_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
+    with store.read() as conn:
+        return schedules.show_schedule(conn, store.now(), store.settings.zone, schedule_id)
+
+
+@router.patch("/schedules/{schedule_id}", response_model=ScheduleOut, responses=ERRORS)
+def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    for name, value in changes.items():
+        if value is None and name != "project":
+            raise InvalidInput(f"{name} cannot be null (only project can be cleared)")
+    with store.write() as conn:
+        schedule = schedules.edit_schedule(
+            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR, **changes
+        )
+    return _out(store, schedule)
+
+
+@router.delete(
+    "/schedules/{schedule_id}", status_code=204, response_class=Response, responses=ERRORS
+)
+def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
+    with store.write() as conn:
+        schedules.delete_schedule(conn, store.now(), schedule_id, actor=ACTOR)
+    return Response(status_code=204)
+
+
+@router.post("/schedules/{schedule_id}/now", response_model=ScheduleOut, responses=ERRORS)
+def pull_now(store: StoreDep, schedule_id: ScheduleId, request: Request) -> dict[str, Any]:
+    """Due today; the next jobs tick fires it (woken at once when it runs in this server)."""
+    with store.write() as conn:
+        schedule = schedules.pull_now(
+            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
+        )
+    jobs = getattr(request.app.state, "jobs", None)
+    if jobs is not None:
+        jobs.wake()
+    return _out(store, schedule)
+
+
+@router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)
+def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
+    with store.write() as conn:
+        schedule = schedules.pause_schedule(conn, store.now(), schedule_id, actor=ACTOR)
+    return _out(store, schedule)
+
+
+@router.post("/schedules/{schedule_id}/resume", response_model=ScheduleOut, responses=ERRORS)
+def resume_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
+    with store.write() as conn:
+        schedule = schedules.resume_schedule(
+            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
+        )
+    return _out(store, schedule)
+
+
+@router.get("/schedules/{schedule_id}/fires", response_model=list[FireOut], responses=ERRORS)
+def list_fires(
+    store: StoreDep,
+    schedule_id: ScheduleId,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> list[dict[str, Any]]:
+    zone = store.settings.zone
+    with store.read() as conn:
+        schedules.get_schedule(conn, schedule_id)
+        return [f.to_json(zone) for f in schedules.list_fires(conn, schedule_id, limit=limit)]

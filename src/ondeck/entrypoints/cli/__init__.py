@@ -1,0 +1,85 @@
+"""The `ondeck` command. `run` maps errors to exit codes once for every command:
+0 ok, 1 internal error, 2 invalid input, 3 conflict, 4 not found, 5 database unavailable.
+Every failure is one line on stderr; `ONDECK_DEBUG=1` adds the traceback of internal errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:2] == ["hook", "session-start"] and len(args) == 2:
+        _session_start()
+    sys.exit(run(args))
+
+
+def _session_start() -> NoReturn:
+    """Runs at every agent session start, so it skips Typer and answers straight away.
+
+    Its whole-process time is what an agent waits for, and in a process this short Python's
+    own housekeeping is a large share of it: cyclic garbage collection runs dozens of times
+    while SQLAlchemy and pydantic build their classes (and finds nothing to free), and the
+    interpreter's shutdown then tears every module down one by one. The process does neither:
+    it collects nothing, and once its answer is flushed it ends with `os._exit` (the engine
+    is already disposed, and nothing else holds work to finish). Nor does pydantic look for
+    plugins in every installed distribution's metadata to validate the settings.
+    """
+    import contextlib
+    import gc
+
+    gc.disable()
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from ondeck.entrypoints.hooks import session_start
+
+    code = session_start(sys.stdin, sys.stdout)
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that went away is told nothing more; the exit code stands.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def run(args: list[str]) -> int:
+    from ondeck.entrypoints.cli.app import app
+    from ondeck.entrypoints.cli.common import dispose_engines
+
+    try:
+        return _run(app, args)
+    finally:
+        dispose_engines()
+
+
+def _run(app: object, args: list[str]) -> int:
+    import typer
+
+    from ondeck.core.errors import OndeckError
+
+    try:
+        result = app(args=args, prog_name="ondeck", standalone_mode=False)  # type: ignore[operator]
+    except OndeckError as exc:
+        _fail(exc.message)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        _fail("aborted")
+        return 130
+    except Exception as exc:
+        # Typer's (vendored click) usage errors: bad option, missing argument, bad value.
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            _fail(exc.format_message())
+            return 2 if exc.exit_code in (1, 2) else int(exc.exit_code)
+        if os.environ.get("ONDECK_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (ONDECK_DEBUG=1 shows the traceback)")
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def _fail(message: str) -> None:
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"ondeck: error: {line}\n")

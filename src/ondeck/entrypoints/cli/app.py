@@ -1,0 +1,55 @@
+"""The Typer application: global options and the command groups."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ondeck.entrypoints.cli.common import Cli
+
+app = typer.Typer(
+    name="ondeck",
+    help="What is on deck today: backlog, schedules, leases, session context.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Database URL (overrides ONDECK_DATABASE_URL).")
+    ] = None,
+) -> None:
+    ctx.obj = Cli(db_url=db)
+
+
+def _register() -> None:
+    from ondeck.entrypoints.cli import (
+        backup,
+        context,
+        db,
+        hooks,
+        mcp,
+        rules,
+        schedules,
+        server,
+        tasks,
+    )
+
+    server.register(app)
+    app.add_typer(db.app, name="db")
+    app.add_typer(tasks.app, name="task")
+    context.register(app)
+    hooks.register(app)
+    mcp.register(app)
+    rules.register(app)
+    app.add_typer(schedules.app, name="schedule")
+    backup.register(app)
+
+
+_register()

@@ -1,0 +1,47 @@
+"""`ondeck db upgrade|status`."""
+
+from __future__ import annotations
+
+import typer
+
+from ondeck.entrypoints.cli.common import cli_of, print_json
+
+app = typer.Typer(help="The database schema.", no_args_is_help=True)
+
+
+@app.command("upgrade")
+def upgrade(ctx: typer.Context) -> None:
+    """Bring the schema to the latest version (ondeck also does this whenever it opens one)."""
+    from ondeck.db.engine import describe, make_engine
+    from ondeck.db.migrate import upgrade as run_upgrade
+
+    cli = cli_of(ctx)
+    engine = make_engine(cli.settings.url)
+    before, after = run_upgrade(engine)
+    if before == after:
+        typer.echo(f"{describe(engine)}: schema already at {after}")
+    else:
+        typer.echo(f"{describe(engine)}: schema {before or 'empty'} -> {after}")
+
+
+@app.command("status")
+def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show the database kind and schema version."""
+    from ondeck.db.engine import describe, make_engine
+    from ondeck.db.migrate import HEAD, read_revision
+
+    cli = cli_of(ctx)
+    engine = make_engine(cli.settings.url)
+    revision = read_revision(engine)
+    data = {
+        "database": describe(engine),
+        "kind": engine.dialect.name,
+        "schema_version": revision,
+        "latest": HEAD,
+        "current": revision == HEAD,
+    }
+    if as_json:
+        print_json(data)
+    else:
+        for key, value in data.items():
+            typer.echo(f"{key}: {value}")

@@ -1,0 +1,71 @@
+"""`ondeck up`, `ondeck serve`, `ondeck jobs`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ondeck.entrypoints.cli.common import cli_of
+
+HostOpt = Annotated[str | None, typer.Option("--host", help="Address to bind (ONDECK_HOST).")]
+PortOpt = Annotated[
+    int | None, typer.Option("--port", help="Port (ONDECK_PORT).", min=0, max=65535)
+]
+NoJobsOpt = Annotated[bool, typer.Option("--no-jobs", help="Do not run the jobs loop in-process.")]
+
+
+def _serve(
+    ctx: typer.Context, host: str | None, port: int | None, no_jobs: bool, announce: bool
+) -> None:
+    from ondeck.core import logs
+    from ondeck.entrypoints.server import check_bind, serve
+
+    cli = cli_of(ctx)
+    settings = cli.settings
+    logs.setup(settings.zone)
+    host = host or settings.host
+    port = settings.port if port is None else port
+    check_bind(settings, host, port)
+    if announce:
+        from sqlalchemy.engine import make_url
+
+        shown = f"[{host}]" if ":" in host else host
+        typer.echo(f"ondeck serving http://{shown}:{port}/  (API /api/v1, health /api/v1/health)")
+        typer.echo(f"database: {make_url(settings.url).render_as_string(hide_password=True)}")
+        typer.echo(
+            "jobs loop: " + ("off (--no-jobs)" if no_jobs else f"every {settings.tick_seconds:g}s")
+        )
+    serve(settings, host=host, port=port, jobs=not no_jobs)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("up")
+    def up(
+        ctx: typer.Context, host: HostOpt = None, port: PortOpt = None, no_jobs: NoJobsOpt = False
+    ) -> None:
+        """Start the server and its jobs loop, and print where it is."""
+        _serve(ctx, host, port, no_jobs, announce=True)
+
+    @app.command("serve")
+    def serve(
+        ctx: typer.Context, host: HostOpt = None, port: PortOpt = None, no_jobs: NoJobsOpt = False
+    ) -> None:
+        """Start the HTTP server (API, dashboard) with the jobs loop in-process."""
+        _serve(ctx, host, port, no_jobs, announce=False)
+
+    @app.command("jobs")
+    def jobs(
+        ctx: typer.Context,
+        once: Annotated[bool, typer.Option("--once", help="Run a single tick and exit.")] = False,
+    ) -> int:
+        """Run the jobs loop alone: fire due schedules, reap stale leases, back up, heartbeat."""
+        from ondeck.core import logs
+        from ondeck.entrypoints.jobs import Jobs
+
+        cli = cli_of(ctx)
+        logs.setup(cli.settings.zone)
+        runner = Jobs(engine=cli.engine, settings=cli.settings)
+        if not once:
+            runner.install_signal_handlers()
+        return runner.run(once=once)

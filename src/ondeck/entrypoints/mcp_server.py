@@ -1,0 +1,343 @@
+"""The MCP server (`ondeck mcp`, stdio): the same services, as tools an agent can call.
+
+Each tool parses its arguments, calls one service in one transaction and returns a typed
+result (pydantic models, so clients get structured content). A refused input or a lost lease
+becomes a tool error with the service's one-line message, never a crash of the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+from sqlalchemy import Connection, Engine
+
+from ondeck import __version__
+from ondeck.core import clock
+from ondeck.core.config import Settings
+from ondeck.core.errors import OndeckError
+from ondeck.core.validation import parse_date
+from ondeck.db.engine import writing
+from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
+from ondeck.services import backlog, schedules
+from ondeck.services.context import context_for
+from ondeck.services.context_render import to_json, to_markdown
+
+T = TypeVar("T")
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskOut]
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class PulledNow(BaseModel):
+    schedule: ScheduleOut
+    note: str = Field(description="What happens next.")
+
+
+class ContextOut(BaseModel):
+    markdown: str = Field(description="The context as compact Markdown for an agent.")
+    data: dict[str, Any] = Field(description="The same context as structured JSON.")
+
+
+INSTRUCTIONS = (
+    "ondeck keeps the backlog and recurring schedules of a one-person operation. Call "
+    "get_context at the start of work to see today's reminders, due and running tasks and "
+    "warnings. Claim a task before working on it and complete it with the lease token the "
+    "claim returned; renew long work before the lease ends."
+)
+
+
+def build_server(settings: Settings, engine: Engine) -> MCPServer:
+    server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
+    zone = settings.zone
+
+    def write() -> AbstractContextManager[Connection]:
+        return writing(engine)
+
+    def call(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except OndeckError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+
+    def task_out(task: backlog.Task) -> TaskOut:
+        return TaskOut(**task.to_json(clock.now(), zone))
+
+    def schedule_out(schedule: schedules.Schedule) -> ScheduleOut:
+        return ScheduleOut(**schedule.to_json(clock.now(), zone))
+
+    def actor(ctx: Context | None) -> str:
+        return f"mcp:{_client_name(ctx)}"
+
+    @server.tool()
+    def get_context(
+        project: Annotated[
+            str | None, Field(description="Only this project (and unscoped).")
+        ] = None,
+        budget: Annotated[int, Field(ge=1, le=500)] = 20,
+    ) -> ContextOut:
+        """What is on deck today: reminders, running and due tasks, backlog top, warnings."""
+
+        def run() -> ContextOut:
+            from ondeck.core.validation import check_project
+
+            with write() as conn:
+                ctx = context_for(conn, clock.now(), settings, check_project(project), budget)
+            return ContextOut(markdown=to_markdown(ctx, zone), data=to_json(ctx, zone))
+
+        return call(run)
+
+    @server.tool()
+    def list_tasks(
+        status: Annotated[
+            str | None, Field(description="READY, RUNNING, DONE, CANCELLED; comma-separated")
+        ] = None,
+        project: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+    ) -> TaskList:
+        """Tasks ordered by due date, priority and id."""
+
+        def run() -> TaskList:
+            with write() as conn:
+                found = backlog.list_tasks(
+                    conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
+                )
+            return TaskList(tasks=[task_out(t) for t in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_task(
+        title: str,
+        body: str = "",
+        due_on: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
+        priority: Annotated[int, Field(ge=0, le=9, description="0 most urgent")] = 2,
+        project: str | None = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Add a task to the backlog."""
+
+        def run() -> TaskOut:
+            due = parse_date(due_on, "due_on") if due_on else None
+            with write() as conn:
+                task = backlog.create_task(
+                    conn,
+                    clock.now(),
+                    title=title,
+                    body=body,
+                    priority=priority,
+                    due_on=due,
+                    project=project,
+                    actor=actor(ctx),
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def claim_task(
+        task_id: Annotated[
+            int | None, Field(description="Omit to take the next READY task.")
+        ] = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[
+            str | None, Field(description="With no task_id: only this project.")
+        ] = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Claim a task: RUNNING, held by you, with a lease token to present later."""
+
+        def run() -> TaskOut:
+            holder = owner or actor(ctx)
+            with write() as conn:
+                if task_id is None:
+                    task = backlog.claim_next(
+                        conn,
+                        clock.now(),
+                        owner=holder,
+                        duration=duration,
+                        project=project,
+                        actor=actor(ctx),
+                    )
+                else:
+                    task = backlog.claim_task(
+                        conn,
+                        clock.now(),
+                        task_id,
+                        owner=holder,
+                        duration=duration,
+                        actor=actor(ctx),
+                    )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def renew_lease(
+        task_id: int, token: int, duration: str = "1h", ctx: Context | None = None
+    ) -> TaskOut:
+        """Extend the lease you hold (present the token the claim returned)."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.renew_lease(
+                    conn, clock.now(), task_id, token=token, duration=duration, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_task(
+        task_id: int,
+        token: Annotated[
+            int | None, Field(description="Required when the task is RUNNING.")
+        ] = None,
+        note: str | None = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Mark a task done."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.complete_task(
+                    conn, clock.now(), task_id, token=token, note=note, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_and_claim_next(
+        task_id: int,
+        token: int,
+        note: str | None = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[str | None, Field(description="Only this project.")] = None,
+        ctx: Context | None = None,
+    ) -> DoneAndNext:
+        """Mark the task you hold done and claim the next READY one (next is null if none)."""
+
+        def run() -> DoneAndNext:
+            with write() as conn:
+                done, taken = backlog.complete_and_claim_next(
+                    conn,
+                    clock.now(),
+                    task_id,
+                    token=token,
+                    note=note,
+                    owner=owner or actor(ctx),
+                    duration=duration,
+                    project=project,
+                    actor=actor(ctx),
+                )
+            return DoneAndNext(done=task_out(done), next=None if taken is None else task_out(taken))
+
+        return call(run)
+
+    @server.tool()
+    def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
+        """Give a claimed task back (READY) without finishing it."""
+
+        def run() -> TaskOut:
+            with write() as conn:
+                task = backlog.release_task(
+                    conn, clock.now(), task_id, token=token, actor=actor(ctx)
+                )
+            return task_out(task)
+
+        return call(run)
+
+    @server.tool()
+    def list_schedules() -> ScheduleList:
+        """The recurring schedules, with their rules in words and next due dates."""
+
+        def run() -> ScheduleList:
+            with write() as conn:
+                found = schedules.list_schedules(conn)
+            return ScheduleList(schedules=[schedule_out(s) for s in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_schedule(
+        title: str,
+        rule: Annotated[
+            str, Field(description="daily | weekly:MON,THU | monthly:1,15,last | every:3")
+        ],
+        kind: Literal["task", "remind", "backup"] = "task",
+        body: str = "",
+        start_on: Annotated[str | None, Field(description="YYYY-MM-DD (default today)")] = None,
+        project: str | None = None,
+        priority: Annotated[int, Field(ge=0, le=9)] = 2,
+        ctx: Context | None = None,
+    ) -> ScheduleOut:
+        """Add a recurring schedule; an invalid rule is refused with the reason."""
+
+        def run() -> ScheduleOut:
+            start = parse_date(start_on, "start_on") if start_on else None
+            with write() as conn:
+                schedule = schedules.create_schedule(
+                    conn,
+                    clock.now(),
+                    zone,
+                    title=title,
+                    rule=rule,
+                    kind=kind,
+                    body=body,
+                    start_on=start,
+                    project=project,
+                    priority=priority,
+                    actor=actor(ctx),
+                )
+            return schedule_out(schedule)
+
+        return call(run)
+
+    @server.tool()
+    def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
+        """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
+
+        def run() -> PulledNow:
+            with write() as conn:
+                schedule = schedules.pull_now(
+                    conn, clock.now(), zone, schedule_id, actor=actor(ctx)
+                )
+            return PulledNow(
+                schedule=schedule_out(schedule),
+                note="due today; the jobs loop creates it at its next tick (within a minute)",
+            )
+
+        return call(run)
+
+    return server
+
+
+def _client_name(ctx: Context | None) -> str:
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        name = params.client_info.name if params is not None else None
+    except Exception:  # in-process and stateless connections may carry no client info
+        name = None
+    return (name or "client")[:100]
+
+
+def serve_stdio(settings: Settings) -> None:
+    from ondeck.db import open_database
+
+    build_server(settings, open_database(settings.url)).run("stdio")

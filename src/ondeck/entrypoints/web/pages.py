@@ -1,0 +1,132 @@
+"""Today, Activity, System, and the calendar feed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.engine import make_url
+from starlette.responses import Response
+
+from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
+from ondeck.db.migrate import revision_of
+from ondeck.entrypoints.web import auth, queries
+from ondeck.entrypoints.web.render import is_htmx, render, store_of
+from ondeck.services import events, workers
+from ondeck.services.calendar_feed import build_calendar
+from ondeck.services.context import JOBS_SILENT_TICKS, context_for
+from ondeck.services.maintenance import list_backups
+
+router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
+public = APIRouter(include_in_schema=False)
+
+# The dashboard shows more than an agent's context window gets; the rest is on Backlog.
+TODAY_BUDGET = 100
+TODAY_CHARS = 200_000
+EVENTS_PAGE = 50
+KIND_HINTS = (
+    "task.",
+    "task.created",
+    "task.claimed",
+    "task.completed",
+    "task.released",
+    "task.reaped",
+    "schedule.",
+    "schedule.fired",
+    "schedule.pulled_now",
+    "backup.",
+)
+
+
+@router.get("/")
+def today_page(
+    request: Request,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+) -> Response:
+    store = store_of(request)
+    settings = store.settings
+    now = store.now()
+    with store.read() as conn:
+        ctx = context_for(conn, now, settings, project, TODAY_BUDGET, char_budget=TODAY_CHARS)
+        projects = queries.task_projects(conn)
+    template = "_today.html" if is_htmx(request) else "today.html"
+    return render(request, template, {"ctx": ctx, "now": now, "projects": projects})
+
+
+@router.get("/activity")
+def activity_page(
+    request: Request,
+    kind: Annotated[str, Query(max_length=64)] = "",
+    subject: Annotated[str, Query(max_length=200)] = "",
+    before: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
+) -> Response:
+    store = store_of(request)
+    kind, subject = kind.strip(), subject.strip()
+    with store.read() as conn:
+        found = events.list_events(
+            conn,
+            subject=subject or None,
+            kind=kind or None,
+            before_id=before,
+            limit=EVENTS_PAGE + 1,
+        )
+    more = len(found) > EVENTS_PAGE
+    found = found[:EVENTS_PAGE]
+    return render(
+        request,
+        "activity.html",
+        {
+            "events": found,
+            "kind": kind,
+            "subject": subject,
+            "before": before,
+            "older": found[-1].id if more and found else None,
+            "kind_hints": KIND_HINTS,
+        },
+    )
+
+
+@router.get("/system")
+def system_page(request: Request) -> Response:
+    store = store_of(request)
+    settings = store.settings
+    with store.read() as conn:
+        found = workers.list_workers(conn)
+        backups = list_backups(conn, limit=20)
+        revision = revision_of(conn)
+    url = make_url(settings.url).render_as_string(hide_password=True)
+    return render(
+        request,
+        "system.html",
+        {
+            "workers": found,
+            "backups": backups,
+            "revision": revision,
+            "database_kind": store.engine.dialect.name,
+            "database_url": url,
+            "settings": settings,
+            "silent_after": settings.tick_seconds * JOBS_SILENT_TICKS,
+        },
+    )
+
+
+@public.get("/calendar.ics")
+def calendar_feed(request: Request, token: Annotated[str, Query(max_length=500)] = "") -> Response:
+    """Calendar apps cannot log in: with a token configured, `?token=` (or a session)."""
+    guard = auth.guard_of(request)
+    if guard.login_enabled and not (guard.token_matches(token) or guard.has_session(request)):
+        return Response(
+            "calendar.ics needs ?token=<ONDECK_TOKEN>\n", status_code=401, media_type="text/plain"
+        )
+    store = store_of(request)
+    now = store.now()
+    with store.read() as conn:
+        items = queries.enabled_schedules(conn)
+    return Response(
+        build_calendar(items, now, store.settings.zone),
+        media_type="text/calendar; charset=utf-8",
+        headers={
+            "Content-Disposition": 'inline; filename="ondeck.ics"',
+            "Cache-Control": "no-store",
+        },
+    )

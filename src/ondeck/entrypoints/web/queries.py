@@ -1,0 +1,120 @@
+"""Read-only queries the dashboard needs and the services do not offer: pages of a list
+with their totals. Each keeps the order of the service it pages through
+(`backlog.list_tasks`, `schedules.list_schedules`) and names the index it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Connection, func, select
+
+from ondeck.core.validation import check_project
+from ondeck.db.tables import schedules, tasks
+from ondeck.services.backlog import Status, Task, task_from_row
+from ondeck.services.schedules import Schedule, schedule_from_row
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    page: int
+    size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+    @property
+    def has_prev(self) -> bool:
+        return self.page > 1
+
+    @property
+    def first(self) -> int:
+        return (self.page - 1) * self.size + 1 if self.items else 0
+
+    @property
+    def last(self) -> int:
+        return (self.page - 1) * self.size + len(self.items)
+
+
+def _offset(page: int, size: int) -> int:
+    return (max(page, 1) - 1) * size
+
+
+def page_tasks(
+    conn: Connection,
+    *,
+    statuses: Iterable[Status] | None,
+    project: str | None,
+    page: int,
+    size: int,
+) -> Page[Task]:
+    """Tasks in `backlog.list_tasks` order (due date, undated last, priority, id).
+
+    READY alone reads the partial index ix_tasks_ready; a project reads
+    ix_tasks_project_status; the totals are counts over the same indexes.
+    """
+    where: list[Any] = []
+    if statuses is not None:
+        where.append(tasks.c.status.in_([Status(s).value for s in statuses]))
+    if project is not None:
+        where.append(tasks.c.project == check_project(project))
+    total = int(conn.execute(select(func.count()).select_from(tasks).where(*where)).scalar_one())
+    rows = conn.execute(
+        select(tasks)
+        .where(*where)
+        .order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
+        .limit(size)
+        .offset(_offset(page, size))
+    )
+    return Page(items=[task_from_row(r) for r in rows], total=total, page=page, size=size)
+
+
+def task_projects(conn: Connection, limit: int = 200) -> list[str]:
+    """Projects that have tasks, for the filter (ix_tasks_project_status, leading column)."""
+    rows = conn.execute(
+        select(tasks.c.project)
+        .where(tasks.c.project.is_not(None))
+        .group_by(tasks.c.project)
+        .order_by(tasks.c.project)
+        .limit(limit)
+    )
+    return [r.project for r in rows]
+
+
+def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) -> Page[Schedule]:
+    """Live schedules in `schedules.list_schedules` order (next due, none last, id)."""
+    where: list[Any] = [schedules.c.deleted_at.is_(None)]
+    if kind is not None:
+        where.append(schedules.c.kind == kind)
+    total = int(
+        conn.execute(select(func.count()).select_from(schedules).where(*where)).scalar_one()
+    )
+    rows = conn.execute(
+        select(schedules)
+        .where(*where)
+        .order_by(schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
+        .limit(size)
+        .offset(_offset(page, size))
+    )
+    return Page(items=[schedule_from_row(r) for r in rows], total=total, page=page, size=size)
+
+
+def enabled_schedules(conn: Connection) -> list[Schedule]:
+    """Every enabled live schedule, for the calendar feed (no page: a calendar wants all)."""
+    rows = conn.execute(
+        select(schedules)
+        .where(schedules.c.enabled, schedules.c.deleted_at.is_(None))
+        .order_by(schedules.c.id)
+    )
+    return [schedule_from_row(r) for r in rows]

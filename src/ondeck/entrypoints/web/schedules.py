@@ -1,0 +1,478 @@
+"""Schedules: the table, add and edit (the rule checked as you type), now, pause/resume,
+delete (confirmed). Each action calls one `ondeck.services.schedules` service.
+
+"now" only pulls `next_due` to today; the jobs tick creates the item. So what the row says
+after "now" comes from stored state (next_due is today, not fired yet) and from the jobs
+heartbeat: "will be created by the jobs loop within a minute" only while the loop ticks;
+otherwise the row says it is waiting for a loop that has not ticked since when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Query, Request
+from sqlalchemy import Connection
+from starlette.responses import Response
+
+from ondeck.core.clock import iso, today
+from ondeck.core.errors import InvalidInput
+from ondeck.core.humanize import span
+from ondeck.core.rulecheck import check_rule
+from ondeck.core.rules import MAX_LENGTH
+from ondeck.core.validation import PRIORITY_DEFAULT, parse_date, parse_priority
+from ondeck.db.tables import MISSED_POLICIES, SCHEDULE_KINDS
+from ondeck.entrypoints.web import auth, queries
+from ondeck.entrypoints.web.render import (
+    FormError,
+    Id,
+    action_response,
+    error_page,
+    flash_fragment,
+    is_htmx,
+    or_error_page,
+    refused,
+    render,
+    safe_next,
+    store_of,
+)
+from ondeck.services import events, schedules, workers
+from ondeck.services.context import JOBS_SILENT_TICKS
+from ondeck.services.schedules import Schedule
+
+ACTOR = "dashboard"
+PAGE_SIZE = 50
+RULE_HINT = "daily, weekly:MON,THU, monthly:1,15,last or every:3"
+
+router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
+Text = Annotated[str, Form()]
+Next = Annotated[str, Form()]
+
+
+# --- what a row says about its next date ------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Jobs:
+    """The jobs heartbeat as the schedules page needs it."""
+
+    last_tick: datetime | None
+    alive: bool
+    within: str  # "within a minute", "within 5 min"
+
+    @classmethod
+    def read(cls, conn: Connection, now: datetime, tick_seconds: float) -> Jobs:
+        last = workers.last_tick_at(conn)
+        alive = last is not None and now - last <= timedelta(
+            seconds=JOBS_SILENT_TICKS * tick_seconds
+        )
+        within = (
+            "within a minute"
+            if tick_seconds <= 60
+            else f"within {span(timedelta(seconds=tick_seconds))}"
+        )
+        return cls(last_tick=last, alive=alive, within=within)
+
+
+_WHAT = {"task": "will be created", "remind": "will fire", "backup": "will run"}
+
+
+def due_state(schedule: Schedule, day: date, jobs: Jobs, zone: Any) -> str | None:
+    """The sentence under a schedule's next date, or None when it is simply in the future."""
+    due = schedule.next_due
+    if not schedule.enabled or due is None or due > day:
+        return None
+    if jobs.alive:
+        loop = f"{_WHAT.get(schedule.kind, 'will fire')} by the jobs loop {jobs.within}"
+    elif jobs.last_tick is None:
+        loop = "waiting for the jobs loop, which has never ticked"
+    else:
+        loop = f"waiting for the jobs loop, which has not ticked since {iso(jobs.last_tick, zone)}"
+    if due < day:
+        return f"overdue since {due.isoformat()} — {loop}"
+    if schedule.last_fired_on == day:
+        return "due today, already fired today: the jobs loop only moves it to its next date"
+    return f"due today — {loop}"
+
+
+def _rows(items: list[Schedule], day: date, jobs: Jobs, zone: Any) -> list[tuple[Schedule, Any]]:
+    return [(s, due_state(s, day, jobs, zone)) for s in items]
+
+
+# --- forms ----------------------------------------------------------------------------
+
+
+def _empty_form() -> dict[str, str]:
+    return {
+        "title": "",
+        "kind": "task",
+        "rule": "",
+        "start_on": "",
+        "project": "",
+        "priority": str(PRIORITY_DEFAULT),
+        "missed": "latest",
+        "body": "",
+    }
+
+
+def _schedule_form(s: Schedule) -> dict[str, str]:
+    return {
+        "title": s.title,
+        "kind": s.kind,
+        "rule": s.rule,
+        "start_on": s.start_on.isoformat(),
+        "project": s.project or "",
+        "priority": str(s.priority),
+        "missed": s.missed,
+        "body": s.body,
+    }
+
+
+def _start(text: str) -> date | None:
+    return parse_date(text, "start date") if text.strip() else None
+
+
+def _form_context(form: dict[str, str], preview_from: date) -> dict[str, Any]:
+    return {
+        "form": form,
+        "kinds": SCHEDULE_KINDS,
+        "missed_policies": MISSED_POLICIES,
+        "rule_max": MAX_LENGTH,
+        "preview": _preview(form["rule"], form["start_on"], preview_from) if form["rule"] else None,
+        "rule_hint": RULE_HINT,
+    }
+
+
+# --- pages ----------------------------------------------------------------------------
+
+
+def _list_page(
+    request: Request,
+    *,
+    kind: str,
+    page: int,
+    form: dict[str, str] | None = None,
+    error: FormError | None = None,
+) -> Response:
+    store = store_of(request)
+    settings = store.settings
+    now = store.now()
+    day = today(now, settings.zone)
+    with store.read() as conn:
+        found = queries.page_schedules(conn, kind=kind or None, page=page, size=PAGE_SIZE)
+        jobs = Jobs.read(conn, now, settings.tick_seconds)
+    extra: dict[str, Any] = {}
+    if error is not None:
+        extra = {"flash": str(error), "flash_kind": "error"}
+    return render(
+        request,
+        "schedules.html",
+        {
+            "now": now,
+            "page": found,
+            "rows": _rows(found.items, day, jobs, settings.zone),
+            "kind": kind,
+            "jobs": jobs,
+            **_form_context(form or _empty_form(), day),
+            **extra,
+        },
+        status=error.status if error else 200,
+    )
+
+
+@router.get("/schedules")
+def schedules_page(
+    request: Request,
+    kind: Annotated[str, Query(max_length=16)] = "",
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> Response:
+    if kind not in SCHEDULE_KINDS:
+        kind = ""
+    return _list_page(request, kind=kind, page=page)
+
+
+def _preview(rule: str, start: str, day: date) -> dict[str, Any]:
+    """The rules check the API uses: canonical form, words, next five dates, or the reason."""
+    try:
+        result = check_rule(rule, today=day, start=_start(start))
+    except InvalidInput as exc:
+        return {"rule": rule, "error": str(exc)}
+    return {"rule": rule, "error": None, "check": result}
+
+
+@router.get("/schedules/rule-preview")
+def rule_preview(
+    request: Request,
+    rule: Annotated[str, Query(max_length=MAX_LENGTH * 4)] = "",
+    start_on: Annotated[str, Query(max_length=40)] = "",
+) -> Response:
+    """The live check under the rule field (htmx), or a page of its own with JavaScript off."""
+    store = store_of(request)
+    day = today(store.now(), store.settings.zone)
+    preview = _preview(rule, start_on, day) if rule.strip() else None
+    context = {"preview": preview, "rule_hint": RULE_HINT}
+    if is_htmx(request):
+        return render(request, "_rule_preview.html", context)
+    return render(request, "rule_preview.html", {**context, "rule": rule, "start_on": start_on})
+
+
+def _schedule_page(
+    request: Request,
+    schedule_id: int,
+    *,
+    form: dict[str, str] | None = None,
+    error: FormError | None = None,
+) -> Response:
+    store = store_of(request)
+    settings = store.settings
+    now = store.now()
+    day = today(now, settings.zone)
+    with store.read() as conn, refused():
+        schedule = schedules.get_schedule(conn, schedule_id)
+        fires = schedules.list_fires(conn, schedule_id, limit=20)
+        history = events.list_events(conn, subject=f"schedule:{schedule_id}", limit=50)
+        jobs = Jobs.read(conn, now, settings.tick_seconds)
+    try:
+        upcoming = schedule.upcoming(day)
+    except InvalidInput:
+        upcoming = []
+    extra: dict[str, Any] = {}
+    if error is not None:
+        extra = {"flash": str(error), "flash_kind": "error"}
+    return render(
+        request,
+        "schedule.html",
+        {
+            "now": now,
+            "s": schedule,
+            "state": due_state(schedule, day, jobs, settings.zone),
+            "fires": fires,
+            "events": history,
+            "upcoming": upcoming,
+            **_form_context(form or _schedule_form(schedule), day),
+            **extra,
+        },
+        status=error.status if error else 200,
+    )
+
+
+@router.get("/schedules/{schedule_id}")
+def schedule_page(request: Request, schedule_id: Id) -> Response:
+    return or_error_page(request, _schedule_page, schedule_id)
+
+
+# --- changes --------------------------------------------------------------------------
+
+
+@router.post("/schedules", dependencies=[Depends(auth.require_csrf)])
+def add_schedule(
+    request: Request,
+    title: Text = "",
+    kind: Text = "task",
+    rule: Text = "",
+    start_on: Text = "",
+    project: Text = "",
+    priority: Text = "",
+    missed: Text = "latest",
+    body: Text = "",
+    next: Next = "/schedules",
+) -> Response:
+    store = store_of(request)
+    now = store.now()
+    try:
+        with refused(), store.write() as conn:
+            created = schedules.create_schedule(
+                conn,
+                now,
+                store.settings.zone,
+                title=title,
+                rule=rule,
+                kind=kind,
+                body=body,
+                start_on=_start(start_on),
+                project=project.strip() or None,
+                priority=parse_priority(priority),
+                missed=missed,
+                actor=ACTOR,
+            )
+    except FormError as exc:
+        form = {
+            "title": title,
+            "kind": kind,
+            "rule": rule,
+            "start_on": start_on,
+            "project": project,
+            "priority": priority,
+            "missed": missed,
+            "body": body,
+        }
+        return _list_page(request, kind="", page=1, form=form, error=exc)
+    due = created.next_due.isoformat() if created.next_due else "none"
+    return action_response(
+        request,
+        ok_message=f"added schedule {created.id}: {created.title} (next due {due})",
+        next_url=safe_next(next, "/schedules"),
+    )
+
+
+@router.post("/schedules/{schedule_id}/edit", dependencies=[Depends(auth.require_csrf)])
+def edit_schedule(
+    request: Request,
+    schedule_id: Id,
+    title: Text = "",
+    rule: Text = "",
+    start_on: Text = "",
+    project: Text = "",
+    priority: Text = "",
+    missed: Text = "latest",
+    body: Text = "",
+) -> Response:
+    store = store_of(request)
+    now = store.now()
+    try:
+        with refused(), store.write() as conn:
+            changes: dict[str, Any] = {
+                "title": title,
+                "rule": rule,
+                "project": project.strip() or None,
+                "priority": parse_priority(priority),
+                "missed": missed,
+                "body": body,
+            }
+            start = _start(start_on)
+            if start is not None:  # an empty start keeps the stored one
+                changes["start_on"] = start
+            edited = schedules.edit_schedule(
+                conn, now, store.settings.zone, schedule_id, actor=ACTOR, **changes
+            )
+    except FormError as exc:
+        form = {
+            "title": title,
+            "kind": "",
+            "rule": rule,
+            "start_on": start_on,
+            "project": project,
+            "priority": priority,
+            "missed": missed,
+            "body": body,
+        }
+        return or_error_page(request, _schedule_page, schedule_id, form=form, error=exc)
+    due = edited.next_due.isoformat() if edited.next_due else "none"
+    return action_response(
+        request,
+        ok_message=f"saved schedule {schedule_id} (next due {due})",
+        next_url=f"/schedules/{schedule_id}",
+    )
+
+
+def _row_action(
+    request: Request, schedule_id: int, next_url: str, verb: str, change: Any
+) -> Response:
+    """now / pause / resume: one service call; htmx gets the row back, a browser a 303."""
+    store = store_of(request)
+    settings = store.settings
+    now = store.now()
+    try:
+        with refused(), store.write() as conn:
+            schedule: Schedule = change(conn, now, settings.zone)
+    except FormError as exc:
+        if is_htmx(request):
+            return flash_fragment(request, str(exc), "error", status=exc.status)
+        return or_error_page(request, _schedule_page, schedule_id, error=exc)
+    back = safe_next(next_url, "/schedules")
+
+    def row() -> Response:
+        with store.read() as conn:
+            jobs = Jobs.read(conn, now, settings.tick_seconds)
+        state = due_state(schedule, today(now, settings.zone), jobs, settings.zone)
+        return render(
+            request, "_schedule_row.html", {"now": now, "s": schedule, "state": state, "back": back}
+        )
+
+    return action_response(
+        request,
+        ok_message=f"schedule {schedule.id} ({schedule.title}) {verb}",
+        next_url=back,
+        partial=row,
+    )
+
+
+@router.post("/schedules/{schedule_id}/now", dependencies=[Depends(auth.require_csrf)])
+def now_schedule(request: Request, schedule_id: Id, next: Next = "/schedules") -> Response:
+    return _row_action(
+        request,
+        schedule_id,
+        next,
+        "pulled to today (the jobs loop fires it on its next tick)",
+        lambda conn, now, zone: schedules.pull_now(conn, now, zone, schedule_id, actor=ACTOR),
+    )
+
+
+@router.post("/schedules/{schedule_id}/pause", dependencies=[Depends(auth.require_csrf)])
+def pause_schedule(request: Request, schedule_id: Id, next: Next = "/schedules") -> Response:
+    return _row_action(
+        request,
+        schedule_id,
+        next,
+        "paused",
+        lambda conn, now, zone: schedules.pause_schedule(conn, now, schedule_id, actor=ACTOR),
+    )
+
+
+@router.post("/schedules/{schedule_id}/resume", dependencies=[Depends(auth.require_csrf)])
+def resume_schedule(request: Request, schedule_id: Id, next: Next = "/schedules") -> Response:
+    return _row_action(
+        request,
+        schedule_id,
+        next,
+        "resumed",
+        lambda conn, now, zone: schedules.resume_schedule(
+            conn, now, zone, schedule_id, actor=ACTOR
+        ),
+    )
+
+
+@router.get("/schedules/{schedule_id}/delete")
+def delete_confirm(request: Request, schedule_id: Id, next: str = "/schedules") -> Response:
+    """The confirm step (`?confirm=1`)."""
+    store = store_of(request)
+    try:
+        with store.read() as conn, refused():
+            schedule = schedules.get_schedule(conn, schedule_id)
+    except FormError as exc:
+        return error_page(request, exc)
+    return render(
+        request,
+        "confirm.html",
+        {
+            "title": f"Delete schedule {schedule.id}?",
+            "schedule": schedule,
+            "action": f"/schedules/{schedule.id}/delete",
+            "fields": {"confirm": "1"},
+            "button": "delete",
+            "back": safe_next(next, "/schedules"),
+        },
+    )
+
+
+@router.post("/schedules/{schedule_id}/delete", dependencies=[Depends(auth.require_csrf)])
+def delete_schedule(
+    request: Request, schedule_id: Id, confirm: Text = "", next: Next = "/schedules"
+) -> Response:
+    if confirm != "1":
+        return delete_confirm(request, schedule_id, next)
+    store = store_of(request)
+    now = store.now()
+    try:
+        with refused(), store.write() as conn:
+            removed = schedules.delete_schedule(conn, now, schedule_id, actor=ACTOR)
+    except FormError as exc:
+        return error_page(request, exc)
+    back = safe_next(next, "/schedules")
+    if back.startswith(f"/schedules/{schedule_id}"):
+        back = "/schedules"  # its own page is gone
+    return action_response(
+        request, ok_message=f"deleted schedule {removed.id}: {removed.title}", next_url=back
+    )

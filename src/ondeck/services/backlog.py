@@ -1,0 +1,873 @@
+"""Tasks and leases: the backlog's rules, in one place.
+
+A task is READY, RUNNING (a holder has a lease with an end), DONE or CANCELLED. Every change
+writes its event in the same transaction.
+
+Leases are fenced by `lease_token`: every claim sets it to one more than before and nothing
+else lowers it, so a holder whose lease was reaped and retaken presents an old number and is
+refused (`LeaseLost`) instead of completing someone else's work.
+
+How a change is made, so that concurrent callers can never both win:
+
+- a holder's own steps (claim, renew, complete with the token): ONE guarded UPDATE whose
+  WHERE states what must hold (READY; or RUNNING with this token), with its event in the same
+  statement on PostgreSQL (`events.Recorded`): one round trip on the hot path. Only when it
+  matches nothing is the row read, to say precisely why (`LeaseLost`, `Conflict`, `NotFound`);
+- other changes of one task (edit, release, cancel, complete by hand): lock its row
+  (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's write transaction already excludes every
+  other writer), decide with the row at hand (which also gives the precise error and the
+  former holder for the event), then ONE guarded UPDATE whose WHERE re-checks the status and
+  the token that were decided on;
+- the next READY task: the guarded UPDATE's subselect picks the row with
+  `FOR UPDATE SKIP LOCKED`, so two claimers on PostgreSQL take two different tasks without
+  waiting on each other (on SQLite the write transaction serialises them).
+
+On PostgreSQL the holder's steps are each a single statement when they succeed, so they are
+atomic even on a connection that commits every statement (`db.engine.autocommitting`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timedelta, tzinfo
+from enum import Enum, StrEnum
+from typing import Any, NoReturn
+
+from sqlalchemy import Connection, Row, bindparam, func, insert, literal_column, select, update
+
+from ondeck.core.clock import aware, iso
+from ondeck.core.durations import format_duration, parse_duration
+from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
+from ondeck.core.validation import (
+    NOTE_MAX,
+    OWNER_MAX,
+    PRIORITY_DEFAULT,
+    check_body,
+    check_id,
+    check_line,
+    check_priority,
+    check_project,
+    check_text,
+    check_title,
+    check_token,
+)
+from ondeck.db.dialect import insert_for
+from ondeck.db.tables import tasks
+from ondeck.services import events
+
+DEFAULT_LEASE = timedelta(hours=1)
+MAX_LEASE = timedelta(days=7)
+
+
+class Status(StrEnum):
+    READY = "READY"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    CANCELLED = "CANCELLED"
+
+
+OPEN = (Status.READY, Status.RUNNING)
+
+# A task object in the API and in `--json`, in this order (a contract: scripts read it).
+JSON_FIELDS = (
+    "id",
+    "title",
+    "body",
+    "status",
+    "priority",
+    "due_on",
+    "project",
+    "source",
+    "lease_owner",
+    "lease_until",
+    "lease_token",
+    "expired",
+    "created_at",
+    "updated_at",
+    "done_at",
+)
+
+
+class _Unset(Enum):
+    UNSET = 0
+
+
+UNSET = _Unset.UNSET
+"""An edit's "leave this field as it is" (None means "clear it" for due date and project)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Task:
+    id: int
+    title: str
+    body: str
+    status: Status
+    priority: int
+    due_on: date | None
+    project: str | None
+    source: str | None
+    lease_owner: str | None
+    lease_until: datetime | None
+    lease_token: int
+    created_at: datetime
+    updated_at: datetime
+    done_at: datetime | None
+
+    def is_expired(self, now: datetime) -> bool:
+        """RUNNING past its lease end: the holder went silent; the reaper will release it."""
+        return (
+            self.status is Status.RUNNING
+            and self.lease_until is not None
+            and self.lease_until <= aware(now)
+        )
+
+    def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
+        """The task as the API and `--json` show it: instants in `zone`, `expired` as of `now`."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["due_on"] = self.due_on.isoformat() if self.due_on else None
+        for key in ("lease_until", "created_at", "updated_at", "done_at"):
+            data[key] = iso(data[key], zone)
+        data["expired"] = self.is_expired(now)
+        return {key: data[key] for key in JSON_FIELDS}
+
+
+def task_from_row(row: Row[Any] | Mapping[str, Any]) -> Task:
+    """The task in a row of `tasks` (columns a statement returns besides those are left out)."""
+    values = row._mapping if isinstance(row, Row) else row
+    return Task(**{name: values[name] for name in _COLUMNS}, status=Status(values["status"]))
+
+
+_COLUMNS = tuple(column.name for column in tasks.c if column.name != "status")
+
+
+def get_task_row(conn: Connection, task_id: int) -> Task | None:
+    row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
+    return task_from_row(row) if row else None
+
+
+# --- input --------------------------------------------------------------------------------
+
+
+def lease_duration(value: str | int | timedelta | None) -> timedelta:
+    """A lease length: `1h` when not given, more than nothing, at most 7 days."""
+    if value is None:
+        return DEFAULT_LEASE
+    try:
+        duration = parse_duration(value, name="lease duration")
+    except OverflowError:  # more days than a timedelta holds: certainly over the maximum
+        raise InvalidInput("lease duration is too long: at most 7d") from None
+    if duration <= timedelta(0):
+        raise InvalidInput("lease duration must be more than 0, such as 15m or 1h")
+    if duration > MAX_LEASE:
+        raise InvalidInput(
+            f"lease duration {format_duration(duration)} is too long: at most 7d"
+            " (renew the lease to keep a task longer)"
+        )
+    return duration
+
+
+def parse_statuses(text: str | None) -> tuple[Status, ...] | None:
+    """`READY,RUNNING` (any case) → those statuses; `all` → None (no filter)."""
+    if text is None or not text.strip():
+        return None
+    words = [w.strip().upper() for w in text.split(",") if w.strip()]
+    if not words or words == ["ALL"]:
+        return None
+    found: list[Status] = []
+    for word in words:
+        try:
+            status = Status(word)
+        except ValueError:
+            raise InvalidInput(
+                f"unknown status {word[:20]!r}: use READY, RUNNING, DONE, CANCELLED or all"
+            ) from None
+        if status not in found:
+            found.append(status)
+    return tuple(found)
+
+
+def _owner(owner: str) -> str:
+    return check_line(owner, "owner", limit=OWNER_MAX)
+
+
+def _note(note: str | None) -> str | None:
+    return check_text(note, "note", limit=NOTE_MAX) or None
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def get_task(conn: Connection, task_id: int) -> Task:
+    check_id(task_id)
+    task = get_task_row(conn, task_id)
+    if task is None:
+        raise NotFound(f"no task {task_id}")
+    return task
+
+
+def list_tasks(
+    conn: Connection,
+    *,
+    statuses: Iterable[Status] | None = None,
+    project: str | None = None,
+    due_before: date | None = None,
+    limit: int | None = None,
+) -> list[Task]:
+    """Tasks by due date (undated last), then priority, then age."""
+    query = select(tasks).order_by(
+        tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc()
+    )
+    if statuses is not None:
+        query = query.where(tasks.c.status.in_([Status(s).value for s in statuses]))
+    if project is not None:
+        query = query.where(tasks.c.project == check_project(project))
+    if due_before is not None:
+        query = query.where(tasks.c.due_on < due_before)
+    if limit is not None:
+        query = query.limit(max(1, limit))
+    return [task_from_row(row) for row in conn.execute(query)]
+
+
+# --- changes ------------------------------------------------------------------------------
+
+
+def create_task(
+    conn: Connection,
+    now: datetime,
+    *,
+    title: str,
+    body: str | None = "",
+    priority: int = PRIORITY_DEFAULT,
+    due_on: date | None = None,
+    project: str | None = None,
+    actor: str,
+) -> Task:
+    values = {
+        "title": check_title(title),
+        "body": check_body(body),
+        "priority": check_priority(priority),
+        "due_on": _check_date(due_on),
+        "project": check_project(project),
+    }
+    now = aware(now)
+    row = conn.execute(
+        insert(tasks)
+        .values(status=Status.READY.value, created_at=now, updated_at=now, **values)
+        .returning(*tasks.c)
+    ).one()
+    task = task_from_row(row)
+    _record(
+        conn,
+        now,
+        actor,
+        "task.created",
+        task,
+        title=task.title,
+        priority=task.priority,
+        due_on=_day(task.due_on),
+        project=task.project,
+    )
+    return task
+
+
+def edit_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    actor: str,
+    title: str | _Unset = UNSET,
+    body: str | _Unset | None = UNSET,
+    priority: int | _Unset = UNSET,
+    due_on: date | _Unset | None = UNSET,
+    project: str | _Unset | None = UNSET,
+) -> Task:
+    """Change an open task's title, body, priority, due date or project.
+
+    None clears the due date or the project; UNSET (the default) leaves a field as it is.
+    """
+    check_id(task_id)
+    changes: dict[str, Any] = {}
+    if title is not UNSET:
+        changes["title"] = check_title(title)
+    if body is not UNSET:
+        changes["body"] = check_body(body)
+    if priority is not UNSET:
+        changes["priority"] = check_priority(priority)
+    if due_on is not UNSET:
+        changes["due_on"] = _check_date(due_on)
+    if project is not UNSET:
+        changes["project"] = check_project(project)
+    if not changes:
+        raise InvalidInput("nothing to change: give a title, body, priority, due date or project")
+    before = _locked(conn, task_id)
+    if before.status not in OPEN:
+        raise Conflict(f"task {task_id} is {before.status}: a closed task is not edited")
+    task = _guarded_update(conn, now, before, changes)
+    shown = {k: _day(v) if k == "due_on" else v for k, v in changes.items()}
+    _record(conn, now, actor, "task.edited", task, changes=shown)
+    return task
+
+
+def claim_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    actor: str,
+) -> Task:
+    """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token."""
+    check_id(task_id)
+    owner, length = _owner(owner), lease_duration(duration)
+    task = _take(conn, now, _CLAIM, owner, length, actor, task_id=task_id)
+    if task is None:
+        before = get_task(conn, task_id)
+        if before.status is Status.READY:
+            raise _changed(task_id)
+        raise Conflict(f"{_state(before, now)}: only a READY task can be claimed")
+    return task
+
+
+def claim_next(
+    conn: Connection,
+    now: datetime,
+    *,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    project: str | None = None,
+    actor: str,
+) -> Task:
+    """Take the next READY task (due date first, undated last, then priority, then age)."""
+    owner, length = _owner(owner), lease_duration(duration)
+    project = check_project(project)
+    if project is None:
+        task = _take(conn, now, _CLAIM_NEXT, owner, length, actor)
+    else:
+        task = _take(conn, now, _CLAIM_NEXT_IN, owner, length, actor, in_project=project)
+    if task is None:
+        where = f" in project {project}" if project else ""
+        raise NothingClaimable(f"no READY task to claim{where}")
+    return task
+
+
+def renew_lease(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int,
+    duration: str | int | timedelta | None = None,
+    actor: str,
+) -> Task:
+    """Extend the lease to now + duration; the token stays (it still names the same lease)."""
+    check_id(task_id)
+    check_token(token)
+    until = aware(now) + lease_duration(duration)
+    row = _RENEW.run(
+        conn,
+        now,
+        {"task_id": task_id, "token": token, "now": aware(now), "until": until},
+        actor=actor,
+        details={"owner": None, "token": token, "lease_until": _instant(until)},
+    )
+    if row is None:
+        _refuse_holder(conn, now, task_id, token)
+    return task_from_row(row)
+
+
+def complete_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int | None,
+    note: str | None = None,
+    actor: str,
+) -> Task:
+    """Mark a task DONE: a RUNNING one by its holder (with the token), a READY one by hand."""
+    check_id(task_id)
+    if token is not None:
+        check_token(token)
+    note = _note(note)
+    if token is not None:
+        row = _COMPLETE.run(
+            conn,
+            now,
+            {"task_id": task_id, "token": token, "now": aware(now)},
+            actor=actor,
+            details=_completed(token, note),
+        )
+        if row is None:
+            _refuse_holder(conn, now, task_id, token)
+        return task_from_row(row)
+    before = _locked(conn, task_id)
+    if before.status is Status.RUNNING:
+        raise Conflict(
+            f"{_state(before, now)}: give its lease token to complete it, or release it with"
+            " force first"
+        )
+    elif before.status is not Status.READY:
+        raise Conflict(f"task {task_id} is already {before.status}")
+    done = {**_no_lease(), "status": Status.DONE.value, "done_at": aware(now)}
+    task = _guarded_update(conn, now, before, done)
+    _record(
+        conn, now, actor, "task.completed", task, owner=None, token=None, by_hand=True, note=note
+    )
+    return task
+
+
+def complete_and_claim_next(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int,
+    note: str | None = None,
+    owner: str,
+    duration: str | int | timedelta | None = None,
+    project: str | None = None,
+    actor: str,
+) -> tuple[Task, Task | None]:
+    """A worker's "done, and the next one please": complete the task held with `token`, then
+    take the next READY task (as `claim_next`; None when there is none). On PostgreSQL one
+    statement, both events included. Nothing is taken when the completion is refused."""
+    check_id(task_id)
+    check_token(token)
+    note = _note(note)
+    owner, length = _owner(owner), lease_duration(duration)
+    project = check_project(project)
+    until = aware(now) + length
+    params = {"task_id": task_id, "token": token, "now": aware(now), "owner": owner}
+    params["until"] = until
+    if project is None:
+        chain = _DONE_THEN_NEXT
+    else:
+        chain, params["in_project"] = _DONE_THEN_NEXT_IN, project
+    done, taken = chain.run(
+        conn,
+        now,
+        params,
+        actor=actor,
+        details=[_completed(token, note), _claimed(owner, until, next_ready=True)],
+    )
+    if done is None:
+        _refuse_holder(conn, now, task_id, token)
+    return task_from_row(done), None if taken is None else task_from_row(taken)
+
+
+def release_task(
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    token: int | None = None,
+    force: bool = False,
+    actor: str,
+) -> Task:
+    """Give a RUNNING task back (READY): by its holder with the token, or by a person with force."""
+    check_id(task_id)
+    if token is not None and force:
+        raise InvalidInput("give either the lease token or force, not both")
+    if token is None and not force:
+        raise InvalidInput("give the lease token, or force to release someone else's lease")
+    if token is not None:
+        check_token(token)
+    before = _locked(conn, task_id)
+    if token is not None:
+        _check_lease(before, token, now)
+    elif before.status is not Status.RUNNING:
+        raise Conflict(f"task {task_id} is {before.status}: there is no lease to release")
+    task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+    _record(
+        conn,
+        now,
+        actor,
+        "task.released",
+        task,
+        owner=before.lease_owner,
+        token=before.lease_token,
+        lease_until=_instant(before.lease_until),
+        force=force,
+    )
+    return task
+
+
+def release_held_by(
+    conn: Connection, now: datetime, *, owner: str, actor: str, reason: str | None = None
+) -> list[int]:
+    """Release every lease `owner` holds (a session ending); returns the tasks' ids.
+
+    The holder itself lets go, so this is not a forced release; each UPDATE re-checks the
+    token it read, like every other lease change.
+    """
+    owner = _owner(owner)
+    held = conn.execute(
+        select(tasks)
+        .where(tasks.c.status == Status.RUNNING.value, tasks.c.lease_owner == owner)
+        .order_by(tasks.c.id)
+        .with_for_update()
+    ).all()
+    released: list[int] = []
+    for row in held:
+        before = task_from_row(row)
+        task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+        _record(
+            conn,
+            now,
+            actor,
+            "task.released",
+            task,
+            owner=owner,
+            token=before.lease_token,
+            lease_until=_instant(before.lease_until),
+            force=False,
+            reason=(reason or "")[:200] or None,
+        )
+        released.append(task.id)
+    return released
+
+
+def cancel_task(
+    conn: Connection, now: datetime, task_id: int, *, note: str | None = None, actor: str
+) -> Task:
+    """Drop a READY task. A RUNNING one has a holder: release it first."""
+    check_id(task_id)
+    note = _note(note)
+    before = _locked(conn, task_id)
+    if before.status is Status.RUNNING:
+        raise Conflict(f"{_state(before, now)}: release it first (with its token, or forced)")
+    if before.status is not Status.READY:
+        raise Conflict(f"task {task_id} is already {before.status}")
+    task = _guarded_update(conn, now, before, {"status": Status.CANCELLED.value})
+    _record(conn, now, actor, "task.cancelled", task, note=note)
+    return task
+
+
+def insert_from_schedule(
+    conn: Connection,
+    now: datetime,
+    *,
+    source: str,
+    title: str,
+    body: str,
+    priority: int,
+    project: str | None,
+    due_on: date,
+    actor: str = "jobs",
+    schedule_id: int | None = None,
+) -> int | None:
+    """The one way a schedule makes a task: `source` is UNIQUE, so a second run makes nothing.
+
+    Returns the new task's id, or None when a task with that source already exists.
+    """
+    stmt = (
+        insert_for(conn, tasks)
+        .values(
+            title=title,
+            body=body,
+            status=Status.READY.value,
+            priority=priority,
+            due_on=due_on,
+            project=project,
+            source=source,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(
+            index_elements=[tasks.c.source], index_where=tasks.c.source.is_not(None)
+        )
+        .returning(tasks.c.id)
+    )
+    task_id = conn.execute(stmt).scalar()
+    if task_id is not None:
+        events.record(
+            conn,
+            now,
+            actor=actor,
+            kind="task.created",
+            subject=f"task:{task_id}",
+            details={"source": source, "schedule_id": schedule_id, "due_on": due_on.isoformat()},
+        )
+    return task_id
+
+
+def insert_many_from_schedule(
+    conn: Connection, now: datetime, items: list[dict[str, Any]], *, actor: str = "jobs"
+) -> dict[str, int]:
+    """`insert_from_schedule` for many tasks in one statement (the jobs tick fires thousands).
+
+    Each item has the keyword arguments of `insert_from_schedule` (source, title, body,
+    priority, project, due_on, schedule_id). Returns {source: new task id} for the tasks
+    created; a source that already had its task is absent.
+    """
+    if not items:
+        return {}
+    stmt = (
+        insert_for(conn, tasks)
+        .on_conflict_do_nothing(
+            index_elements=[tasks.c.source], index_where=tasks.c.source.is_not(None)
+        )
+        .returning(tasks.c.id, tasks.c.source)
+    )
+    rows = [
+        {
+            "title": item["title"],
+            "body": item["body"],
+            "status": Status.READY.value,
+            "priority": item["priority"],
+            "due_on": item["due_on"],
+            "project": item["project"],
+            "source": item["source"],
+            "created_at": now,
+            "updated_at": now,
+        }
+        for item in items
+    ]
+    created = {row.source: int(row.id) for row in conn.execute(stmt, rows)}
+    events.record_many(
+        conn,
+        now,
+        [
+            {
+                "actor": actor,
+                "kind": "task.created",
+                "subject": f"task:{created[item['source']]}",
+                "details": {
+                    "source": item["source"],
+                    "schedule_id": item.get("schedule_id"),
+                    "due_on": item["due_on"].isoformat(),
+                },
+            }
+            for item in items
+            if item["source"] in created
+        ],
+    )
+    return created
+
+
+# --- the holder's steps, built once -------------------------------------------------------
+
+
+def _status_is(status: Status) -> Any:
+    # Written into the SQL, not bound: a prepared statement's generic plan can only use the
+    # partial indexes (ix_tasks_ready: WHERE status = 'READY') when the value is in the text.
+    return tasks.c.status == literal_column(f"'{status.value}'")
+
+
+def _next_ready(*, in_project: bool) -> Any:
+    """The next READY task: dated ones by due date, then undated ones; each by priority, age.
+
+    Two picks, the undated one only if no dated task is left, rather than one ORDER BY due
+    date NULLS LAST: each seeks straight to its first row in ix_tasks_ready. SQLite keeps
+    NULLs first in an index, so the single ordering walked past every undated READY task at
+    every claim (about 25 ms with 100,000 of them).
+    """
+
+    def pick(dated: bool) -> Any:
+        query = select(tasks.c.id).where(
+            _status_is(Status.READY),
+            tasks.c.due_on.is_not(None) if dated else tasks.c.due_on.is_(None),
+        )
+        if in_project:
+            query = query.where(tasks.c.project == bindparam("in_project"))
+        # Both in the index's own order (due_on is all NULL in the second, but PostgreSQL only
+        # takes equalities as fixing a column, so it would sort by priority, id otherwise).
+        # SKIP LOCKED: a row another claimer holds is passed over rather than waited for
+        # (SQLite renders no FOR UPDATE and needs none). LIMIT 1 is written into the SQL:
+        # with a bound limit PostgreSQL's generic plan looks dearer than planning anew, and
+        # it would plan the statement at every claim.
+        return (
+            query.order_by(tasks.c.due_on, tasks.c.priority, tasks.c.id)
+            .limit(literal_column("1"))
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
+        )
+
+    return func.coalesce(pick(dated=True), pick(dated=False))
+
+
+def _claim(which: Any) -> events.Recorded:
+    """Take the READY task `which` names: RUNNING, held by :owner until :until, a new token."""
+    change = (
+        update(tasks)
+        .where(tasks.c.id == which, _status_is(Status.READY))
+        .values(
+            updated_at=bindparam("now"),
+            status=Status.RUNNING.value,
+            lease_owner=bindparam("owner"),
+            lease_until=bindparam("until"),
+            # Only ever grows: the new holder's token is greater than any a former one has.
+            lease_token=tasks.c.lease_token + 1,
+        )
+        .returning(*tasks.c)
+    )
+    return events.Recorded(
+        change, kind="task.claimed", subject="task:", after={"token": "lease_token"}
+    )
+
+
+def _held() -> Any:
+    """An UPDATE of task :task_id only while :token names its current lease."""
+    return update(tasks).where(
+        tasks.c.id == bindparam("task_id"),
+        _status_is(Status.RUNNING),
+        tasks.c.lease_token == bindparam("token"),
+    )
+
+
+_CLAIM = _claim(bindparam("task_id"))
+_CLAIM_NEXT = _claim(_next_ready(in_project=False))
+_CLAIM_NEXT_IN = _claim(_next_ready(in_project=True))
+_RENEW = events.Recorded(
+    _held().values(updated_at=bindparam("now"), lease_until=bindparam("until")).returning(*tasks.c),
+    kind="task.renewed",
+    subject="task:",
+    after={"owner": "lease_owner"},
+)
+_COMPLETE = events.Recorded(
+    _held()
+    .values(
+        updated_at=bindparam("now"),
+        status=Status.DONE.value,
+        lease_owner=None,
+        lease_until=None,
+        done_at=bindparam("now"),
+    )
+    .returning(*tasks.c),
+    kind="task.completed",
+    subject="task:",
+    before={"owner": "lease_owner"},
+    key="task_id",
+)
+_DONE_THEN_NEXT = events.Chain(_COMPLETE, _CLAIM_NEXT)
+_DONE_THEN_NEXT_IN = events.Chain(_COMPLETE, _CLAIM_NEXT_IN)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _locked(conn: Connection, task_id: int) -> Task:
+    """The task's row, locked until the transaction ends (PostgreSQL; SQLite already is)."""
+    row = conn.execute(select(tasks).where(tasks.c.id == task_id).with_for_update()).first()
+    if row is None:
+        raise NotFound(f"no task {task_id}")
+    return task_from_row(row)
+
+
+def _guarded_update(conn: Connection, now: datetime, before: Task, values: dict[str, Any]) -> Task:
+    """ONE UPDATE that re-checks the status and token decided on: it changes the row only if
+    no one else changed it in between (the row lock makes that so; the guard proves it)."""
+    row = conn.execute(
+        update(tasks)
+        .where(
+            tasks.c.id == before.id,
+            tasks.c.status == before.status.value,
+            tasks.c.lease_token == before.lease_token,
+        )
+        .values(updated_at=aware(now), **values)
+        .returning(*tasks.c)
+    ).first()
+    if row is None:
+        raise _changed(before.id)
+    return task_from_row(row)
+
+
+def _take(
+    conn: Connection,
+    now: datetime,
+    claim: events.Recorded,
+    owner: str,
+    length: timedelta,
+    actor: str,
+    **params: Any,
+) -> Task | None:
+    """Run one of the claim statements below, with its event; None if it matched nothing."""
+    until = aware(now) + length
+    row = claim.run(
+        conn,
+        now,
+        {**params, "now": aware(now), "owner": owner, "until": until},
+        actor=actor,
+        details=_claimed(owner, until, next_ready=claim is not _CLAIM),
+    )
+    return None if row is None else task_from_row(row)
+
+
+def _claimed(owner: str, until: datetime, *, next_ready: bool) -> dict[str, Any]:
+    # The token is the changed row's (`after`); None keeps its place in the details.
+    return {"owner": owner, "token": None, "lease_until": _instant(until), "next": next_ready}
+
+
+def _completed(token: int, note: str | None) -> dict[str, Any]:
+    # The owner is the row's before the change (`before`).
+    return {"owner": None, "token": token, "by_hand": False, "note": note}
+
+
+def _refuse_holder(conn: Connection, now: datetime, task_id: int, token: int) -> NoReturn:
+    """Why a holder's guarded UPDATE matched nothing: no such task, or the lease was lost."""
+    before = get_task(conn, task_id)
+    _check_lease(before, token, now)
+    raise _changed(task_id)
+
+
+def _changed(task_id: int) -> Conflict:
+    return Conflict(f"task {task_id} changed while this request ran; nothing was changed")
+
+
+def _check_lease(task: Task, token: int, now: datetime) -> None:
+    """The token must name the current lease of a RUNNING task, or the lease was lost."""
+    if task.status is Status.RUNNING and task.lease_token == token:
+        return
+    state = _state(task, now)
+    if task.status is Status.READY:
+        state += " (its lease was released or reaped)"
+    raise LeaseLost(f"lease lost: {state}; token {token} is not the current lease")
+
+
+def _state(task: Task, now: datetime) -> str:
+    """The task's current state in words, for error messages (relative times: no zone needed)."""
+    if task.status is not Status.RUNNING or task.lease_until is None:
+        return f"task {task.id} is {task.status}"
+    left = task.lease_until - aware(now)
+    if left > timedelta(0):
+        lease = f"lease ends in {_rough(left)}"
+    else:
+        lease = f"lease ended {_rough(-left)} ago, expired"
+    return f"task {task.id} is RUNNING, held by {task.lease_owner} ({lease})"
+
+
+def _rough(delta: timedelta) -> str:
+    """`45s`, `59m`, `2h5m`: to the minute once there is one (messages, not records)."""
+    seconds = int(delta.total_seconds())
+    if seconds >= 60:
+        seconds = round(seconds / 60) * 60
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _no_lease() -> dict[str, Any]:
+    # The token is kept: the next claim adds one to it, so old tokens never come back.
+    return {"lease_owner": None, "lease_until": None}
+
+
+def _check_date(value: date | None) -> date | None:
+    if value is not None and (not isinstance(value, date) or isinstance(value, datetime)):
+        raise InvalidInput(f"due date {str(value)[:40]!r} is not a calendar date")
+    return value
+
+
+def _record(
+    conn: Connection, now: datetime, actor: str, kind: str, task: Task, **details: Any
+) -> None:
+    events.record(conn, now, actor=actor, kind=kind, subject=f"task:{task.id}", details=details)
+
+
+def _instant(value: datetime | None) -> str | None:
+    return None if value is None else aware(value).isoformat()
+
+
+def _day(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()

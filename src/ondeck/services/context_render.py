@@ -1,0 +1,159 @@
+"""The session context as Markdown (for an agent's context window), JSON, and hook JSON."""
+
+from __future__ import annotations
+
+import json
+from datetime import tzinfo
+from typing import Any
+
+from ondeck.core.clock import iso, local
+from ondeck.core.humanize import relative, span
+from ondeck.entrypoints.hooks import hook_output
+from ondeck.services.backlog import Task
+from ondeck.services.context import Context, Due, Reminder, Running
+
+
+def _hm(instant: Any, zone: tzinfo) -> str:
+    return local(instant, zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _task_tail(task: Task) -> str:
+    bits = [f"P{task.priority}"]
+    if task.project:
+        bits.append(task.project)
+    return " · ".join(bits)
+
+
+def _reminder_line(r: Reminder, zone: tzinfo) -> str:
+    when = f"fired {_hm(r.fired_at, zone)}" if r.fired_at else "pending (due, not processed yet)"
+    body = f": {r.body.strip().splitlines()[0][:200]}" if r.body.strip() else ""
+    return f"- [schedule {r.schedule_id}] {r.title} ({r.rule_text}; {when}){body}"
+
+
+def _running_line(r: Running, now: Any, zone: tzinfo) -> str:
+    t = r.task
+    if r.expired and r.expired_for is not None:
+        state = (
+            f"EXPIRED {span(r.expired_for)} ago, holder silent; "
+            f"released {relative(r.releases_at, now)}"
+        )
+    else:
+        state = f"lease until {_hm(t.lease_until, zone)}"
+    return f"- [task {t.id}] {t.title} (held by {t.lease_owner}, {state}; {_task_tail(t)})"
+
+
+def _due_line(d: Due) -> str:
+    t = d.task
+    when = "due today" if d.overdue_days == 0 else f"{d.overdue_days} day(s) overdue"
+    return f"- [task {t.id}] {t.title} ({when}, {t.due_on}; {_task_tail(t)})"
+
+
+_HEADINGS = {
+    "reminders": "## Reminders",
+    "running": "## Running",
+    "due": "## Due",
+    "backlog": "## Backlog (top, no due date)",
+}
+
+
+def _item_lines(ctx: Context, zone: tzinfo) -> dict[str, list[str]]:
+    """One Markdown line per item, by list: the costly part of rendering (dates, spans)."""
+    now = ctx.generated_at
+    return {
+        "reminders": [_reminder_line(r, zone) for r in ctx.reminders],
+        "running": [_running_line(r, now, zone) for r in ctx.running],
+        "due": [_due_line(d) for d in ctx.due],
+        "backlog": [f"- [task {t.id}] {t.title} ({_task_tail(t)})" for t in ctx.backlog],
+    }
+
+
+def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
+    """The whole document's lines around the item lines of `_item_lines`."""
+    scope = f", project {ctx.project}" if ctx.project else ""
+    lines = [f"# On deck {ctx.date.isoformat()} ({ctx.timezone}{scope})"]
+    if ctx.warnings:
+        lines += ["", "## Warnings"]
+        lines += [f"- {w.code}: {w.message}" for w in ctx.warnings]
+    for name, heading in _HEADINGS.items():
+        if items[name]:
+            lines += ["", heading, *items[name]]
+    if not any(items.values()):
+        lines += ["", "Nothing on deck."]
+    if ctx.omitted:
+        left = ", ".join(f"{n} {name}" for name, n in ctx.omitted.items())
+        lines += ["", f"Left out to fit the budget: {left} (ondeck task list shows all)."]
+    return lines
+
+
+def to_markdown(ctx: Context, zone: tzinfo) -> str:
+    return "\n".join(_lines(ctx, _item_lines(ctx, zone))) + "\n"
+
+
+def fit_markdown(ctx: Context, zone: tzinfo, limit: int, order: tuple[str, ...]) -> None:
+    """Drop items from the end of the lists, taken in `order`, one at a time, until
+    `to_markdown(ctx, zone)` is at most `limit` characters; count each in `ctx.omitted`.
+
+    Each item's line is rendered once: a step only reassembles the lines (the headings and
+    the "left out" line change as items go), so the result is the one re-rendering the whole
+    document after every drop gives, without its cost."""
+    items = _item_lines(ctx, zone)
+    while True:
+        lines = _lines(ctx, items)
+        if sum(map(len, lines)) + len(lines) <= limit:  # the joined length, final newline included
+            return
+        name = next((name for name in order if items[name]), None)
+        if name is None:
+            return
+        items[name].pop()
+        getattr(ctx, name).pop()
+        ctx.omitted[name] = ctx.omitted.get(name, 0) + 1
+
+
+def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
+    now = ctx.generated_at
+
+    def reminder(r: Reminder) -> dict[str, Any]:
+        return {
+            "schedule_id": r.schedule_id,
+            "title": r.title,
+            "body": r.body,
+            "rule": r.rule,
+            "rule_text": r.rule_text,
+            "project": r.project,
+            "status": "fired" if r.fired_at else "pending",
+            "fire_date": r.fire_date.isoformat() if r.fire_date else None,
+            "fired_at": iso(r.fired_at, zone) if r.fired_at else "pending",
+        }
+
+    def running(r: Running) -> dict[str, Any]:
+        return {
+            **r.task.to_json(now, zone),
+            "expired_seconds": int(r.expired_for.total_seconds()) if r.expired_for else None,
+            "releases_at": iso(r.releases_at, zone),
+        }
+
+    return {
+        "date": ctx.date.isoformat(),
+        "timezone": ctx.timezone,
+        "generated_at": iso(now, zone),
+        "project": ctx.project,
+        "warnings": [{"code": w.code, "message": w.message} for w in ctx.warnings],
+        "reminders": [reminder(r) for r in ctx.reminders],
+        "tasks": {
+            "running": [running(r) for r in ctx.running],
+            "due": [{**d.task.to_json(now, zone), "overdue_days": d.overdue_days} for d in ctx.due],
+            "backlog": [t.to_json(now, zone) for t in ctx.backlog],
+        },
+        "omitted": dict(ctx.omitted),
+        "budget": ctx.budget,
+    }
+
+
+def render(ctx: Context, zone: tzinfo, fmt: str) -> str:
+    if fmt == "markdown":
+        return to_markdown(ctx, zone)
+    if fmt == "json":
+        return json.dumps(to_json(ctx, zone), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "hook":
+        return json.dumps(hook_output(to_markdown(ctx, zone)), ensure_ascii=False) + "\n"
+    raise ValueError(f"unknown format {fmt!r}")
