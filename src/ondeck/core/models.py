@@ -96,13 +96,19 @@ class BackupStatus(StrEnum):
 E = TypeVar("E", bound=StrEnum)
 
 
-def choice(enum: type[E], value: object, name: str) -> E:
+def choice(enum: type[E], value: Any, name: str) -> E:
     """`value` as a member of `enum`, or `InvalidInput` naming what is accepted
     ("kind 'nope': use one of task, remind, backup"). Exact spelling: the stored form."""
     try:
         return enum(value)
     except (ValueError, TypeError):  # TypeError: an unhashable value (a list from JSON)
-        raise InvalidInput(f"{name} {value!r}: use one of {', '.join(enum)}") from None
+        shown = repr(value)
+        if len(shown) > _SHOWN_MAX:  # the refusal is one line, not the whole of a pasted file
+            shown = shown[: _SHOWN_MAX - 1] + "…"
+        raise InvalidInput(f"{name} {shown}: use one of {', '.join(enum)}") from None
+
+
+_SHOWN_MAX = 40
 
 
 # --- tasks --------------------------------------------------------------------------------
@@ -145,7 +151,7 @@ class Task:
     done_at: datetime | None
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> Task:
+    def from_values(cls, values: Mapping[Any, Any]) -> Task:
         """The task in a row's values (columns besides the record's are left out)."""
         status = TaskStatus(values["status"])
         return cls(**{name: values[name] for name in _TASK_COLUMNS}, status=status)
@@ -220,7 +226,7 @@ class Schedule:
     deleted_at: datetime | None
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> Schedule:
+    def from_values(cls, values: Mapping[Any, Any]) -> Schedule:
         """The schedule in a row's values (every column of `schedules`)."""
         found = {name: values[name] for name in _SCHEDULE_COLUMNS}
         found["kind"] = ScheduleKind(values["kind"])

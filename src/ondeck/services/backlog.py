@@ -41,7 +41,8 @@ from sqlalchemy import Connection, insert, select, update
 from ondeck.core.clock import aware
 from ondeck.core.durations import format_duration, parse_duration
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
-from ondeck.core.models import OPEN, Task, TaskStatus
+from ondeck.core.models import OPEN, TaskStatus
+from ondeck.core.models import Task as Task  # re-exported: its callers' old home
 from ondeck.core.validation import (
     NOTE_MAX,
     OWNER_MAX,
@@ -59,14 +60,16 @@ from ondeck.db.dialect import insert_for
 from ondeck.db.tables import tasks
 from ondeck.services import events
 from ondeck.services import task_statements as sql
-from ondeck.services.task_statements import TASK_ORDER, task_from_row
+from ondeck.services.task_statements import TASK_ORDER
+from ondeck.services.task_statements import task_from_row as task_from_row  # re-exported
 
 DEFAULT_LEASE = timedelta(hours=1)
 MAX_LEASE = timedelta(days=7)
 
 
-# The name callers of the backlog imported before the record moved to `core.models`
-# (the dashboard's queries still do); new code imports TaskStatus from there.
+# Names callers imported from the backlog before the record moved to `core.models` (the
+# dashboard's queries still do: Status, Task, task_from_row); new code imports them from
+# their homes, `core.models` and `task_statements`.
 Status = TaskStatus
 
 

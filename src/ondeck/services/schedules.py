@@ -15,7 +15,8 @@ from sqlalchemy import Connection, Row, insert, select, text, update
 
 from ondeck.core.clock import aware, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
-from ondeck.core.models import Fire, MissedPolicy, Schedule, ScheduleKind, choice, parse_rule
+from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice, parse_rule
+from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
 from ondeck.core.validation import check_body, check_priority, check_project, check_title
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import fires, schedules
