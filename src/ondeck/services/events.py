@@ -53,8 +53,24 @@ class Event:
             "actor": self.actor,
             "kind": self.kind,
             "subject": self.subject,
-            "details": self.details,
+            "details": details_in_zone(self.details, zone),
         }
+
+
+def details_in_zone(details: Mapping[str, Any], zone: tzinfo) -> dict[str, Any]:
+    """Details as shown: the instants among them (stored in UTC, such as `lease_until`) in
+    the configured zone with its offset, like every other instant ondeck shows."""
+    return {key: _shown(key, value, zone) for key, value in details.items()}
+
+
+def _shown(key: str, value: Any, zone: tzinfo) -> Any:
+    if not (isinstance(value, str) and key.endswith(("_until", "_at"))):
+        return value
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return iso(instant, zone) if instant.tzinfo is not None else value
 
 
 def record(

@@ -28,6 +28,7 @@ from ondeck.entrypoints.web import auth
 from ondeck.services.backlog import Task
 from ondeck.services.context import Running
 from ondeck.services.context import running_state as running_view
+from ondeck.services.events import details_in_zone
 
 # A path id: a number the database can hold (a larger one would fail in the driver).
 Id = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
@@ -112,11 +113,13 @@ def size(count: int | None) -> str:
     return f"{count} B"
 
 
-def details(value: dict[str, Any] | None) -> str:
-    """An event's details as `key=value` pairs, in one line."""
+@pass_context
+def details(ctx: Any, value: dict[str, Any] | None) -> str:
+    """An event's details as `key=value` pairs, in one line; instants in the zone."""
     if not value:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in value.items() if v is not None and v != "")
+    shown = details_in_zone(value, ctx["zone"])
+    return ", ".join(f"{k}={v}" for k, v in shown.items() if v is not None and v != "")
 
 
 _env = Environment(
