@@ -429,13 +429,20 @@ def test_nothing_before_date_min() -> None:
 
 
 def test_imports_only_the_standard_library() -> None:
+    """Besides the standard library, only the exception tree (itself stdlib-only): a
+    RuleError is an InvalidInput."""
     code = (
         "import sys; before = set(sys.modules); import ondeck.core.rules; "
         "new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0] not in sys.stdlib_module_names))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["['ondeck',", "'ondeck.core',", "'ondeck.core.rules']"]
+    assert out.stdout.split() == [
+        "['ondeck',",
+        "'ondeck.core',",
+        "'ondeck.core.errors',",
+        "'ondeck.core.rules']",
+    ]
 
 
 # --- properties -----------------------------------------------------------------------------

@@ -146,10 +146,12 @@ def parse_date(text: str, name: str = "date") -> date:
         raise InvalidInput(f"{name} {raw[:40]!r} is not a date: use YYYY-MM-DD, such as 2026-06-15")
     year, month, day = (int(part) for part in found.groups())
     if not 1 <= month <= 12:
-        raise InvalidInput(f"{name} {raw!r}: there is no month {month:02d}; use 01 to 12")
+        raise InvalidInput(f"{name} {raw!r} is not a date: there is no month {month:02d}")
     length = _month_length(year, month)
     if not 1 <= day <= length:
-        raise InvalidInput(f"{name} {raw!r}: {_no_such_day(year, month, day, length)}")
+        raise InvalidInput(
+            f"{name} {raw!r} is not a date: {_no_such_day(year, month, day, length)}"
+        )
     if year == 0:  # 0000-01-01 matches the pattern, but no date has year 0
         raise InvalidInput(_out_of_range(name, raw))
     return check_date(date(year, month, day), name)
@@ -178,5 +180,5 @@ def _no_such_day(year: int, month: int, day: int, length: int) -> str:
     if month == 2 and day == 29:
         return f"{year} has no 29 February (it is not a leap year)"
     if day == 0:
-        return "there is no day 00; days start at 01"
-    return f"{_MONTHS[month - 1]} has {length} days, so there is no day {day}"
+        return "there is no day 00"
+    return f"{_MONTHS[month - 1]} {year} has {length} days"

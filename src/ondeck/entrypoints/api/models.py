@@ -39,7 +39,7 @@ def _iso_day(value: Any) -> Any:
 
 
 # The pattern tells the OpenAPI document's readers the range: years 1900 to 8999.
-DAY_PATTERN = r"^(19[0-9]{2}|[2-8][0-9]{3})-[0-9]{2}-[0-9]{2}$"
+DAY_PATTERN = r"^(19[0-9]{2}|[2-8][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
 Day = Annotated[
     date,
     BeforeValidator(_iso_day),
