@@ -2,7 +2,8 @@
 a tool error with the reason (the server keeps running), nothing written.
 
 The arguments are found from the tools' own input schemas (a date is documented
-`YYYY-MM-DD`, a lease length `15m` or named `duration`), so an argument added later is held to the same rules.
+`YYYY-MM-DD`, a lease length `15m` or named `duration`), so an argument added later is
+held to the same rules.
 """
 
 from __future__ import annotations
