@@ -86,8 +86,11 @@ def absolute_path(value: str | Path, *, hint: str = _ABSOLUTE) -> Path:
         raise ValueError("the path contains a NUL character")
     try:
         path = Path(text).expanduser()
-    except RuntimeError:  # `~` with no HOME and no password entry
-        raise ValueError(f"cannot expand {text!r:.60}: HOME is not set") from None
+    except RuntimeError:  # `~` with no HOME, or `~name` for no such user
+        raise ValueError(
+            f"the path {text!r:.60} starts with ~ but there is no such home directory "
+            "(HOME unset, or no such user)"
+        ) from None
     if not path.is_absolute():
         raise ValueError(
             f"the path {text!r:.60} is relative, so it would depend on the directory each "

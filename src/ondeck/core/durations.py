@@ -11,8 +11,8 @@ from ondeck.core.errors import InvalidInput
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # ASCII digits only: `\d` and str.isdigit() also take "²" or "١", which int() refuses or
 # which nobody means as a lease length.
-_PART = re.compile(r"([0-9]{1,9})\s*([smhd])")
-_WHOLE = re.compile(r"(?:[0-9]{1,9}\s*[smhd]\s*)+")
+_PART = re.compile(r"([0-9]+)\s*([smhd])")
+_WHOLE = re.compile(r"(?:[0-9]+\s*[smhd]\s*)+")
 # Longer than any duration anyone writes; keeps a pasted megabyte out of the regex.
 _MAX_TEXT = 64
 
@@ -52,7 +52,7 @@ def parse_duration(
 def _parse_text(text: object, name: str) -> int:
     raw = str(text).strip().lower()
     if len(raw) <= _MAX_TEXT:
-        if raw.isascii() and raw.isdigit() and len(raw) <= 9:
+        if raw.isascii() and raw.isdigit():
             return int(raw)
         if raw and _WHOLE.fullmatch(raw):
             return sum(int(n) * _UNITS[u] for n, u in _PART.findall(raw))
