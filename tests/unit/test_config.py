@@ -229,6 +229,13 @@ def test_the_projects_table_is_checked(
         ("sqlite://host/ondeck.db", "nothing would be kept"),
         ("", "the URL is empty"),
         (" ", "the URL is empty"),
+        ("::not a url::", "not a database URL"),
+        ("/srv/ondeck.db", "not a database URL"),
+        ("mysql://me:s3cret@h/db", "only sqlite:/// and postgresql+psycopg://"),
+        ("postgres://me:s3cret@h/db", "only sqlite:/// and postgresql+psycopg://"),
+        ("postgresql+asyncpg://me:s3cret@h/db", "only sqlite:/// and postgresql+psycopg://"),
+        ("postgresql://me:s3cret@h:port/db", "the port is not a number"),
+        ("postgresql://me:s3cret@h:99999/db", "the port is not a number"),
     ],
 )
 def test_a_database_that_keeps_nothing_is_refused(
@@ -237,6 +244,7 @@ def test_a_database_that_keeps_nothing_is_refused(
     monkeypatch.chdir(tmp_path)
     message = _refused(monkeypatch, "ONDECK_DATABASE_URL", url)
     assert message.startswith("ONDECK_DATABASE_URL=") and expected in message
+    assert "s3cret" not in message, "a refusal never shows the password"
     # The same checks for the CLI's --db, which arrives as an override.
     with pytest.raises(ConfigError, match="ONDECK_DATABASE_URL"):
         load_settings(database_url=url)

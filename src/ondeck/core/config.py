@@ -22,7 +22,7 @@ from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -111,17 +111,30 @@ _NO_MEMORY = (
 )
 
 
+_URL_FORMS = "sqlite:////absolute/path.db or postgresql+psycopg://user@host/db"
+# The stores and the drivers ondeck ships with (`postgresql://` means psycopg 3).
+_DRIVERS = {"sqlite": ("", "pysqlite"), "postgresql": ("", "psycopg")}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9_]+)?")
+
+
 def check_database_url(value: str) -> str:
     """The URL to use: a SQLite URL must name an absolute file (`~` expanded, the URL
-    rewritten); other URLs pass unchanged for the engine to judge (`db.engine.make_engine`)."""
+    rewritten); a PostgreSQL URL passes unchanged once its form is one the engine takes."""
     url = value.strip()
     if not url:
         raise ValueError(
-            "the URL is empty: unset it for the SQLite file in ONDECK_DATA_DIR, or write "
-            "sqlite:////absolute/path.db or postgresql+psycopg://user@host/db"
+            f"the URL is empty: unset it for the SQLite file in ONDECK_DATA_DIR, or write "
+            f"{_URL_FORMS}"
         )
     scheme, sep, rest = url.partition("://")
-    if not sep or scheme.split("+", 1)[0].lower() != "sqlite":
+    if not sep or not _SCHEME.fullmatch(scheme):
+        raise ValueError(f"not a database URL: write {_URL_FORMS}")
+    backend, _, driver = scheme.lower().partition("+")
+    if driver not in _DRIVERS.get(backend, ()):
+        raise ValueError("only sqlite:/// and postgresql+psycopg:// URLs are supported")
+    if backend == "postgresql":
+        if not _port_readable(url):
+            raise ValueError("the port is not a number from 0 to 65535")
         return url
     if not rest.startswith("/") or rest == "/":
         raise ValueError(f"no database file, so nothing would be kept: {_NO_MEMORY}")
@@ -136,6 +149,15 @@ def check_database_url(value: str) -> str:
     if absolute.is_dir():
         raise ValueError(f"{str(absolute)!r:.60} is a directory: {_NO_MEMORY}")
     return sqlite_url(absolute, scheme=scheme)
+
+
+def _port_readable(url: str) -> bool:
+    # SQLAlchemy would fail on it with a bare ValueError, far from the setting.
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        return False
+    return port is None or port >= 0
 
 
 def sqlite_url(path: Path, *, scheme: str = "sqlite") -> str:
@@ -325,6 +347,8 @@ def _toml_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSe
 
 
 _SOURCE_FIELD = re.compile(r'field "([a-z_]+)"')
+# user:password@ in a URL: a refusal names the URL, never the password.
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -343,6 +367,8 @@ def load_settings(**overrides: Any) -> Settings:
         field = ".".join(str(p) for p in err["loc"]) or "setting"
         value = err.get("input")
         reason = err["msg"].removeprefix("Value error, ")
+        if field == "database_url" and isinstance(value, str):
+            value = _PASSWORD.sub(r"\1***@", value)
         if isinstance(value, dict):
             raise ConfigError(f"ONDECK_{field.upper()}: {reason}") from None
         raise ConfigError(f"ONDECK_{field.upper()}={value!s:.60}: {reason}") from None
