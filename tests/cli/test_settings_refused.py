@@ -177,3 +177,17 @@ def test_the_longest_lease_grace_works_with_a_running_task(
     monkeypatch.setenv("ONDECK_LEASE_GRACE", format_duration(LEASE_GRACE_MAX))
     monkeypatch.setenv("ONDECK_DATA_DIR", str(tmp_path / "data"))
     assert run(["--db", db_url, *command]) == 0, capsys.readouterr().err
+
+
+def test_a_data_dir_with_any_characters_holds_the_database_and_its_backups(
+    scratch: dict[str, Path],
+) -> None:
+    """`%`, `?` and `#` mean something in a URL; the folder is still the one named."""
+    folder = scratch["home"] / "50%off?#한글 dir"
+    env = _env(scratch, ONDECK_DATA_DIR=str(folder))
+    assert _ondeck(scratch["site"], env, "task", "add", "x").returncode == 0
+    backup = _ondeck(scratch["site"], env, "backup", "--json")
+    assert backup.returncode == 0, backup.stderr
+    assert (folder / "ondeck.db").is_file()
+    assert [p.parent for p in folder.glob("backups/*.db")] == [folder / "backups"]
+    assert _files(scratch["site"], scratch["shop"]) == []
