@@ -58,6 +58,8 @@ def test_the_toml_file_is_read_and_the_environment_wins(
     ("name", "value", "expected"),
     [
         ("ONDECK_TZ", "Mars/Olympus", "ONDECK_TZ=Mars/Olympus: unknown time zone"),
+        ("ONDECK_TZ", "Asia", "ONDECK_TZ=Asia: unknown time zone"),
+        ("ONDECK_TZ", "x" * 300, "unknown time zone"),
         ("ONDECK_LEASE_GRACE", "6 weeks", "ONDECK_LEASE_GRACE=6 weeks"),
         ("ONDECK_LEASE_GRACE", "h6", "is not a duration"),
         ("ONDECK_TICK_SECONDS", "0", "ONDECK_TICK_SECONDS=0"),

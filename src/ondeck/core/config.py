@@ -42,7 +42,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from ondeck.core.durations import format_duration, parse_duration
+from ondeck.core.durations import parse_duration
 from ondeck.core.errors import ConfigError, InvalidInput
 from ondeck.core.validation import PROJECT_PATTERN
 
@@ -176,20 +176,16 @@ def _quote(path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DurationSetting:
-    """A duration setting's bounds: written `90s`, `15m`, `6h`, `2d` (or seconds), at least
-    `minimum`, at most `maximum`. Every timedelta setting carries one (a test checks)."""
+    """A duration setting's bound: written `90s`, `15m`, `6h`, `2d` (or seconds), never
+    negative, at most `maximum`. Every timedelta setting carries one (a test checks)."""
 
     maximum: timedelta
-    minimum: timedelta = timedelta(0)
 
     def parse(self, value: Any) -> timedelta:
         try:
-            duration = parse_duration(value, name="duration", maximum=self.maximum)
+            return parse_duration(value, name="duration", maximum=self.maximum)
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
-        if duration < self.minimum:
-            raise ValueError(f"duration is too short: at least {format_duration(self.minimum)}")
-        return duration
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -284,7 +280,8 @@ class Settings(BaseSettings):
     def _zone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        # OSError: a name that is a folder of zones (Asia) or too long for a file name.
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
             raise ValueError(
                 f"unknown time zone {value!r}: use an IANA name such as Europe/Berlin"
             ) from exc
