@@ -147,7 +147,7 @@ def test_instants_are_shown_in_the_configured_zone(
 BAD: list[tuple[list[str], int, str]] = [
     (["task", "add", ""], 2, "title must not be empty"),
     (["task", "add", "x" * 501], 2, "at most 500"),
-    (["task", "add", "x", "--due", "2026-13-01"], 2, "use YYYY-MM-DD"),
+    (["task", "add", "x", "--due", "2026-13-01"], 2, "there is no month 13"),
     (["task", "add", "x", "--due", "tomorrow"], 2, "use YYYY-MM-DD"),
     (["task", "add", "x", "--priority", "10"], 2, "priority 10 is out of range"),
     (["task", "add", "x", "--priority", "high"], 2, "--priority"),

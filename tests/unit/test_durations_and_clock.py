@@ -7,7 +7,7 @@ import pytest
 import time_machine
 
 from ondeck.core import clock
-from ondeck.core.durations import format_duration, parse_duration
+from ondeck.core.durations import TooLong, format_duration, parse_duration
 from ondeck.core.errors import InvalidInput
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -29,10 +29,39 @@ def test_durations_people_write(text: str, seconds: int) -> None:
     assert parse_duration(text) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "6 weeks", "h", "-5m", "1.5h", "6x", "9999999999s"])
+@pytest.mark.parametrize("text", ["", "6 weeks", "h", "-5m", "1.5h", "6x", "1" * 100 + "s"])
 def test_bad_durations_say_what_is_accepted(text: str) -> None:
     with pytest.raises(InvalidInput, match="s, m, h or d"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["8d", "9999999999s", "99999999d", "999999999d999999999d", "9" * 60, 10**30, 5.5e300],
+)
+def test_a_duration_past_the_maximum_says_the_maximum(value: str | int | float) -> None:
+    """Also those longer than a timedelta holds: never an OverflowError."""
+    with pytest.raises(TooLong, match="too long: at most 7d"):
+        parse_duration(value, maximum=timedelta(days=7))
+
+
+@pytest.mark.parametrize("value", ["999999999d999999999d", "9" * 60, 10**30, 5.5e300])
+def test_a_duration_longer_than_a_timedelta_is_too_long_without_a_maximum_too(
+    value: str | int | float,
+) -> None:
+    with pytest.raises(TooLong, match="too long"):
+        parse_duration(value)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -1, -0.5, timedelta(seconds=-1)])
+def test_numbers_that_are_no_duration_are_refused(value: float | timedelta) -> None:
+    with pytest.raises(InvalidInput):
+        parse_duration(value)
+
+
+def test_the_maximum_itself_is_accepted() -> None:
+    assert parse_duration("7d", maximum=timedelta(days=7)) == timedelta(days=7)
+    assert parse_duration(604800, maximum=timedelta(days=7)) == timedelta(days=7)
 
 
 def test_durations_format_back() -> None:

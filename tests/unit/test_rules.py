@@ -429,13 +429,20 @@ def test_nothing_before_date_min() -> None:
 
 
 def test_imports_only_the_standard_library() -> None:
+    """Besides the standard library, only the exception tree (itself stdlib-only): a
+    RuleError is an InvalidInput."""
     code = (
         "import sys; before = set(sys.modules); import ondeck.core.rules; "
         "new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0] not in sys.stdlib_module_names))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["['ondeck',", "'ondeck.core',", "'ondeck.core.rules']"]
+    assert out.stdout.split() == [
+        "['ondeck',",
+        "'ondeck.core',",
+        "'ondeck.core.errors',",
+        "'ondeck.core.rules']",
+    ]
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -548,3 +555,28 @@ def test_rrule_yields_the_same_dates_in_dateutil(rule: Rule, start: date) -> Non
     ]
     ours = [d for d in rule.occurrences(start, start, 2 * 366 + 1) if d <= end]
     assert theirs == ours
+
+
+def test_a_rule_is_read_one_way() -> None:
+    """Issue 13: `parse` is the only parser, and its RuleError already is the InvalidInput
+    (code invalid_rule) every entry point shows, so no module converts it or parses again."""
+    import re
+    from pathlib import Path
+
+    import ondeck
+    from ondeck.core.errors import InvalidInput
+    from ondeck.services import schedules
+
+    root = Path(ondeck.__file__).parent
+    converting = re.compile(r"except[^\n:]*RuleError[^\n:]*:\s*\n\s*raise\b")
+    parsing = re.compile(r"def parse_rule\b|\b_parse\(|InvalidInput\(str\(exc\), code=")
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path != root / "core" / "rules.py"
+        and (converting.search(path.read_text()) or parsing.search(path.read_text()))
+    ]
+    assert offenders == []
+    assert schedules.parse_rule is parse
+    assert issubclass(RuleError, InvalidInput) and RuleError.code == "invalid_rule"
+    assert parse(" Weekly: thu, mon ") is parse(" Weekly: thu, mon "), "cached"

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import date, datetime, tzinfo
 from enum import StrEnum
-from functools import lru_cache
+from types import ModuleType
 from typing import Any, TypeVar
 
 from ondeck.core.clock import aware, iso
@@ -45,7 +45,6 @@ __all__ = [
     "Task",
     "TaskStatus",
     "choice",
-    "parse_rule",
 ]
 
 
@@ -191,21 +190,6 @@ _TASK_COLUMNS = tuple(f.name for f in fields(Task) if f.name != "status")
 # --- schedules ----------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
-def parse_rule(text: str) -> Any:
-    """A parsed rule, or `InvalidInput` (code `invalid_rule`) with the rules module's message.
-
-    Cached: every schedule shown describes its rule, and the jobs tick reads the same few
-    rules again and again.
-    """
-    from ondeck.core import rules  # on first use: the session hook never parses a rule
-
-    try:
-        return rules.parse(text)
-    except rules.RuleError as exc:
-        raise InvalidInput(str(exc), code=getattr(exc, "code", "invalid_rule")) from None
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Schedule:
     id: int
@@ -237,7 +221,7 @@ class Schedule:
     @property
     def rule_text(self) -> str:
         try:
-            return str(parse_rule(self.rule).describe())
+            return str(_rules().parse(self.rule).describe())
         except InvalidInput:
             return f"unreadable rule {self.rule!r}"
 
@@ -246,7 +230,7 @@ class Schedule:
         begin = max(day, self.start_on)
         if self.next_due is not None and self.next_due > begin:
             begin = self.next_due  # already fired today: the next one is next_due
-        return list(parse_rule(self.rule).occurrences(self.start_on, begin, count))
+        return list(_rules().parse(self.rule).occurrences(self.start_on, begin, count))
 
     def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
         """The schedule as `--json` shows it (the API's model puts `rule_text` after `rule`);
@@ -318,9 +302,32 @@ class Event:
             "actor": self.actor,
             "kind": self.kind,
             "subject": self.subject,
-            "details": self.details,
+            "details": details_in_zone(self.details, zone),
         }
+
+
+def details_in_zone(details: Mapping[str, Any], zone: tzinfo) -> dict[str, Any]:
+    """Details as shown: the instants among them (stored in UTC, such as `lease_until`) in
+    the configured zone with its offset, like every other instant ondeck shows."""
+    return {key: _shown(key, value, zone) for key, value in details.items()}
+
+
+def _shown(key: str, value: Any, zone: tzinfo) -> Any:
+    if not (isinstance(value, str) and key.endswith(("_until", "_at"))):
+        return value
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return iso(instant, zone) if instant.tzinfo is not None else value
 
 
 def _day(value: date | None) -> str | None:
     return None if value is None else value.isoformat()
+
+
+def _rules() -> ModuleType:
+    """The rules module, imported on first use: the session hook never reads a rule."""
+    from ondeck.core import rules
+
+    return rules

@@ -10,15 +10,10 @@ from datetime import date
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
-from ondeck.core.rules import RuleError, parse
+from ondeck.core.rules import parse
+from ondeck.core.validation import check_date
 
 MAX_COUNT = 100
-
-
-class InvalidRule(InvalidInput):
-    """The rule is not valid."""
-
-    code = "invalid_rule"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,18 +35,16 @@ class RuleCheck:
 
 
 def check_rule(text: str, *, today: date, start: date | None = None, count: int = 5) -> RuleCheck:
-    """The next `count` dates from today (and not before `start`, default today)."""
+    """The next `count` dates from today (and not before `start`, default today).
+
+    Refuses (`InvalidInput`; `RuleError`, code invalid_rule, for the rule) and never fails
+    otherwise: fewer dates come back only when date.max is reached first.
+    """
     if not 1 <= count <= MAX_COUNT:
         raise InvalidInput(f"count {count} is out of range: use 1 to {MAX_COUNT}")
-    try:
-        rule = parse(text)
-    except RuleError as exc:
-        raise InvalidRule(str(exc)) from None
-    start = start or today
-    try:
-        upcoming = rule.occurrences(start, max(today, start), count)
-    except RuleError as exc:
-        raise InvalidRule(str(exc)) from None
+    rule = parse(text)
+    start = today if start is None else check_date(start, "start")
+    upcoming = rule.occurrences(start, max(today, start), count)
     return RuleCheck(
         rule=str(rule),
         description=rule.describe(),

@@ -23,6 +23,9 @@ An answer that would fall after 9999-12-31 (`date.max`) raises RuleError("date o
 Computation is arithmetic on day ordinals, never a day-by-day walk.
 
 Every error is a RuleError whose `str` is one line saying what was wrong and what is accepted.
+A RuleError is an `InvalidInput` (code `invalid_rule`: exit 2, HTTP 422), whether it comes
+from parsing or from the arithmetic, so no caller converts it: `parse` is the one way to read
+a rule, and what it raises is already the error every entry point shows.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
+
+from ondeck.core.errors import InvalidInput
 
 __all__ = ["Daily", "Every", "Monthly", "Rule", "RuleError", "Weekly", "parse"]
 
@@ -55,14 +61,14 @@ _FORMS = (
 _ONE_TO_28 = "use a day from 1 to 28, or last for the last day of every month"
 
 
-class RuleError(ValueError):
+class RuleError(InvalidInput, ValueError):
     """A rule that cannot be used; the message, one line, says why and what is accepted."""
 
     code = "invalid_rule"
 
     def __init__(self, message: str) -> None:
-        # One line, always: messages land in terminals, logs and JSON.
-        super().__init__(" ".join(message.split()))
+        # One line, always (InvalidInput joins the lines): terminals, logs and JSON.
+        super().__init__(message)
 
 
 class Rule:
@@ -303,9 +309,17 @@ def parse(text: str) -> Rule:
     weekdays, days 0 or past 28 (29-31 with the reason), every:0 or past 3650, anything not
     a whole number where one is needed, empty or trailing list entries, and cron schedules
     (with the rule that says the same days, when there is one).
+
+    Cached: the jobs tick and every listing read the same few stored rules again and again
+    (rules are frozen, so one instance serves every caller).
     """
     if not isinstance(text, str):
         raise RuleError(f"a rule must be text, not {type(text).__name__}")
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Rule:
     if len(text) > MAX_LENGTH:
         raise RuleError(
             f"the rule is too long ({len(text)} characters, at most {MAX_LENGTH}): use {_FORMS}"

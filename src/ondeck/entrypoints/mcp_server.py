@@ -187,7 +187,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
     @server.tool()
     def renew_lease(
-        task_id: int, token: int, duration: str = "1h", ctx: Context | None = None
+        task_id: int,
+        token: int,
+        duration: Annotated[
+            str, Field(description="Lease length from now: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        ctx: Context | None = None,
     ) -> TaskOut:
         """Extend the lease you hold (present the token the claim returned)."""
 

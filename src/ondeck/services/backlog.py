@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 from sqlalchemy import Connection, insert, select, update
 
 from ondeck.core.clock import aware
-from ondeck.core.durations import format_duration, parse_duration
+from ondeck.core.durations import TooLong, format_duration, parse_duration
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
 from ondeck.core.models import OPEN, TaskStatus
 from ondeck.core.models import Task as Task  # re-exported: its callers' old home
@@ -48,6 +48,7 @@ from ondeck.core.validation import (
     OWNER_MAX,
     PRIORITY_DEFAULT,
     check_body,
+    check_date,
     check_id,
     check_line,
     check_priority,
@@ -94,16 +95,11 @@ def lease_duration(value: str | int | timedelta | None) -> timedelta:
     if value is None:
         return DEFAULT_LEASE
     try:
-        duration = parse_duration(value, name="lease duration")
-    except OverflowError:  # more days than a timedelta holds: certainly over the maximum
-        raise InvalidInput("lease duration is too long: at most 7d") from None
+        duration = parse_duration(value, name="lease duration", maximum=MAX_LEASE)
+    except TooLong as exc:
+        raise InvalidInput(f"{exc} (renew the lease to keep a task longer)") from None
     if duration <= timedelta(0):
         raise InvalidInput("lease duration must be more than 0, such as 15m or 1h")
-    if duration > MAX_LEASE:
-        raise InvalidInput(
-            f"lease duration {format_duration(duration)} is too long: at most 7d"
-            " (renew the lease to keep a task longer)"
-        )
     return duration
 
 
@@ -161,7 +157,7 @@ def list_tasks(
     if project is not None:
         query = query.where(tasks.c.project == check_project(project))
     if due_before is not None:
-        query = query.where(tasks.c.due_on < due_before)
+        query = query.where(tasks.c.due_on < check_date(due_before, "due before"))
     if limit is not None:
         query = query.limit(max(1, limit))
     return [task_from_row(row) for row in conn.execute(query)]
@@ -646,9 +642,7 @@ def _no_lease() -> dict[str, Any]:
 
 
 def _check_date(value: date | None) -> date | None:
-    if value is not None and (not isinstance(value, date) or isinstance(value, datetime)):
-        raise InvalidInput(f"due date {str(value)[:40]!r} is not a calendar date")
-    return value
+    return None if value is None else check_date(value, "due date")
 
 
 def _record(

@@ -17,8 +17,8 @@ from icalendar import Calendar, Event, vRecur
 from ondeck import __version__
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
-from ondeck.core.models import Schedule, parse_rule
-from ondeck.core.rules import RuleError
+from ondeck.core.models import Schedule
+from ondeck.core.rules import parse
 
 PRODID = f"-//ondeck//ondeck {__version__}//EN"
 
@@ -39,10 +39,13 @@ def build_calendar(items: Iterable[Schedule], now: datetime, zone: tzinfo) -> by
         if not schedule.enabled or schedule.deleted_at is not None:
             continue
         try:
-            rule = parse_rule(schedule.rule)
+            rule = parse(schedule.rule)
             first = rule.next_on_or_after(schedule.start_on, schedule.start_on)
-        except (InvalidInput, RuleError):
-            continue  # an unreadable stored rule has no dates to show
+            end = first + timedelta(days=1)
+        except (InvalidInput, OverflowError):
+            # An unreadable stored rule, or one stored before dates were bounded whose
+            # first date is the last a date holds: no dates a calendar could show.
+            continue
         event = Event()
         event.add("uid", uid(schedule.id))
         event.add("dtstamp", stamp)
@@ -54,7 +57,7 @@ def build_calendar(items: Iterable[Schedule], now: datetime, zone: tzinfo) -> by
             description += f"\n\n{schedule.body.strip()}"
         event.add("description", description)
         event.add("dtstart", first)
-        event.add("dtend", first + timedelta(days=1))
+        event.add("dtend", end)
         event.add("rrule", vRecur.from_ical(rule.rrule_value()))
         event.add("transp", "TRANSPARENT")
         event.add("last-modified", aware(schedule.updated_at))

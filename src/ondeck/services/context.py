@@ -86,7 +86,7 @@ def _describe_rule(rule: str) -> str:
 
     try:
         return parse(rule).describe()
-    except RuleError:
+    except RuleError:  # a stored rule this version cannot read is shown as it was written
         return rule
 
 

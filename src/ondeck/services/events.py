@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
+from ondeck.core.models import details_in_zone as details_in_zone  # its callers import it here
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import events
 from ondeck.db.types import Instant, Json

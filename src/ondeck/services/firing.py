@@ -35,7 +35,8 @@ from sqlalchemy import Connection, Engine, bindparam, select, text, update
 from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
-from ondeck.core.models import MissedPolicy, ScheduleKind, parse_rule
+from ondeck.core.models import MissedPolicy, ScheduleKind
+from ondeck.core.rules import parse as parse_rule
 from ondeck.db.dialect import insert_for, is_postgres
 from ondeck.db.tables import fires, schedules, tasks
 from ondeck.services import backlog, events

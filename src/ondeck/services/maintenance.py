@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, desc, insert, select, text, update
 from sqlalchemy.engine import make_url
@@ -517,7 +518,8 @@ def _copy_sqlite(engine: Engine, target: Path) -> None:
 def verify_sqlite(path: Path) -> None:
     """An intact SQLite file holding an ondeck schema, or `InvalidInput` saying why not."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # Escaped: a `?`, `#` or `%` in a folder name would end or change the URI's path.
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise InvalidInput(f"{path}: cannot open: {exc}") from None
     try:

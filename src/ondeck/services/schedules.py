@@ -15,14 +15,23 @@ from sqlalchemy import Connection, Row, insert, select, text, update
 
 from ondeck.core.clock import aware, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
-from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice, parse_rule
+from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice
 from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
-from ondeck.core.validation import check_body, check_priority, check_project, check_title
+from ondeck.core.rules import parse as parse_rule
+from ondeck.core.validation import (
+    check_body,
+    check_date,
+    check_priority,
+    check_project,
+    check_title,
+)
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import fires, schedules
 from ondeck.entrypoints.jobs import WAKE_CHANNEL
 from ondeck.services import events
 
+# `parse_rule` is the rules module's `parse`, the one way to read a rule (its RuleError is
+# already the InvalidInput every entry point shows); the name stays for its importers.
 MAX_LIST = 1000
 UNSET: Any = object()
 
@@ -147,7 +156,7 @@ def create_schedule(
         "project": check_project(project),
         "priority": check_priority(priority),
         "missed": _check_missed(missed),
-        "start_on": start_on or day,
+        "start_on": day if start_on is None else check_date(start_on, "start date"),
         "enabled": True,
         "created_at": now,
         "updated_at": now,
@@ -195,7 +204,7 @@ def edit_schedule(
     if start_on is not UNSET:
         if start_on is None:
             raise InvalidInput("start: a date is required")
-        changes["start_on"] = start_on
+        changes["start_on"] = check_date(start_on, "start date")
     if project is not UNSET:
         changes["project"] = check_project(project)
     if priority is not UNSET:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.models import MissedPolicy, ScheduleKind, TaskStatus
@@ -19,6 +19,7 @@ from ondeck.core.validation import (
     PRIORITY_MIN,
     PROJECT_PATTERN,
     TITLE_MAX,
+    check_date,
     parse_date,
 )
 
@@ -29,18 +30,25 @@ Project = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
 
 
 def _iso_day(value: Any) -> Any:
-    # A date is written YYYY-MM-DD, never a number of seconds since 1970 (pydantic's lax mode).
-    if isinstance(value, date):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("use a date written YYYY-MM-DD")
+    # A date is written YYYY-MM-DD, never a number of seconds since 1970 (pydantic's lax
+    # mode), and lies within the range every date input shares (validation.DATE_MIN..MAX).
     try:
+        if isinstance(value, date):
+            return check_date(value, "date")
+        if not isinstance(value, str):
+            raise ValueError("use a date written YYYY-MM-DD")
         return parse_date(value, "date")
     except InvalidInput as exc:
         raise ValueError(str(exc)) from None
 
 
-Day = Annotated[date, BeforeValidator(_iso_day)]
+# The pattern tells the OpenAPI document's readers the range: years 1900 to 8999.
+DAY_PATTERN = r"^(19[0-9]{2}|[2-8][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+Day = Annotated[
+    date,
+    BeforeValidator(_iso_day),
+    WithJsonSchema({"type": "string", "format": "date", "pattern": DAY_PATTERN}),
+]
 
 
 class ErrorDetail(BaseModel):

@@ -166,7 +166,10 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
         typer.echo("")
         typer.echo(task.body)
     typer.echo("")
-    rows = [[cli.local(e.at), e.actor, e.kind, _details(e.details)] for e in history]
+    rows = [
+        [cli.local(e.at), e.actor, e.kind, _details(events.details_in_zone(e.details, zone))]
+        for e in history
+    ]
     print_table(["at", "actor", "event", "details"], rows)
 
 

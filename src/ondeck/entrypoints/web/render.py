@@ -22,7 +22,7 @@ from ondeck import __version__
 from ondeck.core.clock import iso, local, today
 from ondeck.core.errors import OndeckError
 from ondeck.core.humanize import relative, span
-from ondeck.core.models import Task
+from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.api.deps import Store
 from ondeck.entrypoints.web import auth
@@ -112,11 +112,13 @@ def size(count: int | None) -> str:
     return f"{count} B"
 
 
-def details(value: dict[str, Any] | None) -> str:
-    """An event's details as `key=value` pairs, in one line."""
+@pass_context
+def details(ctx: Any, value: dict[str, Any] | None) -> str:
+    """An event's details as `key=value` pairs, in one line; instants in the zone."""
     if not value:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in value.items() if v is not None and v != "")
+    shown = details_in_zone(value, ctx["zone"])
+    return ", ".join(f"{k}={v}" for k, v in shown.items() if v is not None and v != "")
 
 
 _env = Environment(
