@@ -207,6 +207,11 @@ def get_task(conn: Connection, task_id: int) -> Task:
     return task
 
 
+# The one order of the task list (here and in the dashboard's pages of it): by due date,
+# undated last, then priority, then age.
+LIST_ORDER = (tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
+
+
 def list_tasks(
     conn: Connection,
     *,
@@ -216,9 +221,7 @@ def list_tasks(
     limit: int | None = None,
 ) -> list[Task]:
     """Tasks by due date (undated last), then priority, then age."""
-    query = select(tasks).order_by(
-        tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc()
-    )
+    query = select(tasks).order_by(*LIST_ORDER)
     if statuses is not None:
         query = query.where(tasks.c.status.in_([Status(s).value for s in statuses]))
     if project is not None:

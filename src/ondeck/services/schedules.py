@@ -20,11 +20,14 @@ from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.validation import check_body, check_priority, check_project, check_title
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import MISSED_POLICIES, SCHEDULE_KINDS, fires, schedules
-from ondeck.entrypoints.jobs import WAKE_CHANNEL
 from ondeck.services import events
 
 MAX_LIST = 1000
 UNSET: Any = object()
+
+# The one order of the schedules list (here and in the dashboard's pages of it): next due
+# first, none (paused) last, then age.
+LIST_ORDER = (schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
 
 
 @lru_cache(maxsize=4096)
@@ -156,7 +159,7 @@ def list_schedules(
     query = (
         select(schedules)
         .where(schedules.c.deleted_at.is_(None))
-        .order_by(schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
+        .order_by(*LIST_ORDER)
         .limit(max(1, min(limit, MAX_LIST)))
     )
     if kind is not None:
@@ -387,8 +390,18 @@ def delete_schedule(
     return current
 
 
+# "now" on PostgreSQL sends NOTIFY on this channel at commit; the jobs loop LISTENs on it.
+WAKE_CHANNEL = "ondeck_jobs"
+# Marks the transaction of a change that wants the jobs loop to tick now. The entry point
+# that commits it wakes the loop running in its own process (entrypoints/store.py): the
+# only way on SQLite, which has no NOTIFY.
+WAKE_REQUESTED = "ondeck.wake_jobs"
+
+
 def wake_jobs(conn: Connection) -> None:
-    """Ask every LISTENing jobs loop to tick now; delivered when the transaction commits."""
+    """Ask the jobs loops to tick now, once the transaction commits: every LISTENing one on
+    PostgreSQL, and on either store the one in the committing entry point's process."""
+    conn.info[WAKE_REQUESTED] = True
     if is_postgres(conn):
         conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": WAKE_CHANNEL})
 

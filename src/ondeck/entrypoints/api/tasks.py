@@ -19,7 +19,7 @@ from ondeck.core.validation import (
     OWNER_MAX,
     PROJECT_PATTERN,
 )
-from ondeck.entrypoints.api.deps import Store, StoreDep
+from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import (
     Body,
     Day,
@@ -31,6 +31,7 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
+from ondeck.entrypoints.store import Call
 from ondeck.services import backlog
 
 router = APIRouter(tags=["tasks"])
@@ -130,7 +131,7 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-def _out(store: Store, task: backlog.Task, now: Any) -> dict[str, Any]:
+def _out(store: Call, task: backlog.Task, now: Any) -> dict[str, Any]:
     return task.to_json(now, store.settings.zone)
 
 

@@ -1,6 +1,7 @@
 """Read-only queries the dashboard needs and the services do not offer: pages of a list
-with their totals. Each keeps the order of the service it pages through
-(`backlog.list_tasks`, `schedules.list_schedules`) and names the index it reads.
+with their totals. Each pages through a service's list in that service's own order
+(`backlog.LIST_ORDER`, `schedules.LIST_ORDER`: the order is written once) and names the
+index it reads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from sqlalchemy import Connection, func, select
 
 from ondeck.core.validation import check_project
 from ondeck.db.tables import schedules, tasks
+from ondeck.services.backlog import LIST_ORDER as TASK_ORDER
 from ondeck.services.backlog import Status, Task, task_from_row
+from ondeck.services.schedules import LIST_ORDER as SCHEDULE_ORDER
 from ondeck.services.schedules import Schedule, schedule_from_row
 
 T = TypeVar("T")
@@ -59,7 +62,7 @@ def page_tasks(
     page: int,
     size: int,
 ) -> Page[Task]:
-    """Tasks in `backlog.list_tasks` order (due date, undated last, priority, id).
+    """Tasks in `backlog.list_tasks` order.
 
     READY alone reads the partial index ix_tasks_ready; a project reads
     ix_tasks_project_status; the totals are counts over the same indexes.
@@ -71,11 +74,7 @@ def page_tasks(
         where.append(tasks.c.project == check_project(project))
     total = int(conn.execute(select(func.count()).select_from(tasks).where(*where)).scalar_one())
     rows = conn.execute(
-        select(tasks)
-        .where(*where)
-        .order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
-        .limit(size)
-        .offset(_offset(page, size))
+        select(tasks).where(*where).order_by(*TASK_ORDER).limit(size).offset(_offset(page, size))
     )
     return Page(items=[task_from_row(r) for r in rows], total=total, page=page, size=size)
 
@@ -93,7 +92,7 @@ def task_projects(conn: Connection, limit: int = 200) -> list[str]:
 
 
 def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) -> Page[Schedule]:
-    """Live schedules in `schedules.list_schedules` order (next due, none last, id)."""
+    """Live schedules in `schedules.list_schedules` order."""
     where: list[Any] = [schedules.c.deleted_at.is_(None)]
     if kind is not None:
         where.append(schedules.c.kind == kind)
@@ -103,7 +102,7 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
     rows = conn.execute(
         select(schedules)
         .where(*where)
-        .order_by(schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
+        .order_by(*SCHEDULE_ORDER)
         .limit(size)
         .offset(_offset(page, size))
     )
