@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -83,9 +84,20 @@ def test_up_serves_health_and_ticks_the_heartbeat(db_url: str, tmp_path: Path) -
 def test_jobs_process_finishes_its_tick_on_sigterm_and_exits_0(db_url: str) -> None:
     env = {**os.environ, "ONDECK_DATABASE_URL": db_url, "ONDECK_TICK_SECONDS": "1"}
     proc = subprocess.Popen([ONDECK, "jobs"], env=env, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # Signal once it has ticked, not after a fixed pause: on a busy machine its start-up
+    # alone can take longer than any pause, and the signal would land before the handler.
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if "tick done" in line:
+            break
+    killer.cancel()
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, rest = proc.communicate(timeout=30)
+    err = "".join(seen) + rest
     assert proc.returncode == 0, err
     assert "got SIGTERM" in err
     assert "tick done" in err

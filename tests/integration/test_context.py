@@ -10,11 +10,16 @@ from sqlalchemy import Engine, insert, select
 
 from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.hooks import hook_output
 from ondeck.entrypoints.jobs import Jobs
 from ondeck.services import backlog, schedules
 from ondeck.services.context import build_context
-from ondeck.services.context_render import to_json, to_markdown
+from ondeck.services.context_render import (
+    DEFAULT_CHARS,
+    fit_markdown,
+    hook_output,
+    to_json,
+    to_markdown,
+)
 from ondeck.services.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
@@ -22,9 +27,12 @@ SEOUL = ZoneInfo("Asia/Seoul")
 MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
 
-def _ctx(engine: Engine, now: datetime, zone=UTCZ, **kwargs):  # type: ignore[no-untyped-def]
+def _ctx(engine: Engine, now: datetime, zone=UTCZ, char_budget=DEFAULT_CHARS, **kwargs):  # type: ignore[no-untyped-def]
+    """The context as entry points get it (entrypoints/store.py): built, then fitted."""
     with engine.connect() as conn:
-        return build_context(conn, now, zone=zone, **kwargs)
+        ctx = build_context(conn, now, zone=zone, **kwargs)
+    fit_markdown(ctx, zone, char_budget)
+    return ctx
 
 
 def _remind(engine: Engine, now: datetime, zone=UTCZ, **kwargs) -> int:  # type: ignore[no-untyped-def]

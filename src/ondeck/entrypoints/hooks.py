@@ -13,16 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+# Light: the rendering module loads no SQLAlchemy (the server path goes without it).
+from ondeck.services.context_render import Format, hook_output
+
 if TYPE_CHECKING:
     from ondeck.core.config import Settings
 
 MAX_STDIN = 1024 * 1024
 SERVER_TIMEOUT_S = 3.0
-
-
-def hook_output(markdown: str) -> dict[str, Any]:
-    """The JSON Claude Code's SessionStart hook accepts on stdout."""
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
@@ -104,7 +102,7 @@ def _from_server(settings: Settings, project: str | None) -> str | None:
 
     where = urllib.parse.urlsplit(settings.local_url)
     query = urllib.parse.urlencode(
-        {"format": "markdown", **({"project": project} if project else {})}
+        {"format": Format.markdown.value, **({"project": project} if project else {})}
     )
     headers = {"Authorization": f"Bearer {settings.token_value}"} if settings.token_value else {}
     try:
@@ -122,27 +120,21 @@ def _from_server(settings: Settings, project: str | None) -> str | None:
 
 
 def _from_database(settings: Settings, project: str | None) -> str:
-    from ondeck.core import clock
     from ondeck.db import open_database
-    from ondeck.db.engine import reading
-    from ondeck.services.context import context_for
-    from ondeck.services.context_render import to_markdown
+    from ondeck.entrypoints.store import Store
 
     engine = open_database(settings.url)
     try:
-        with reading(engine) as conn:
-            ctx = context_for(conn, clock.now(), settings, project)
+        return Store(settings=settings, engine=engine).call().context_text(Format.markdown, project)
     finally:
         engine.dispose()  # the process ends with os._exit: close the connection now
-    return to_markdown(ctx, settings.zone)
 
 
 def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
     """Release the leases the ending session held; the reaper covers sessions that crash."""
-    from ondeck.core import clock
     from ondeck.core.config import load_settings
     from ondeck.db import open_database
-    from ondeck.db.engine import writing
+    from ondeck.entrypoints.store import Store
     from ondeck.services.backlog import release_held_by
 
     payload = read_payload(stdin)
@@ -154,9 +146,10 @@ def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int
     engine = open_database(settings.url)
     owner = f"claude:{session_id.strip()[:190]}"
     reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-    with writing(engine) as conn:
+    call = Store(settings=settings, engine=engine).call()
+    with call.write() as conn:
         released = release_held_by(
-            conn, clock.now(), owner=owner, actor=f"hook:{session_id[:60]}", reason=reason
+            conn, call.now(), owner=owner, actor=f"hook:{session_id[:60]}", reason=reason
         )
     engine.dispose()
     stdout.write(json.dumps({"released": released, "owner": owner}) + "\n")

@@ -30,6 +30,7 @@ from ondeck.core.config import Settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
 from ondeck.services import workers
+from ondeck.services.schedules import WAKE_CHANNEL
 
 log = logging.getLogger("ondeck.jobs")
 
@@ -167,10 +168,6 @@ class Jobs:
                 workers.stopped(conn, clock.now(), self.name)
         except Exception as exc:  # the database may be gone; stopping must not fail
             log.warning("could not record the stop: %s", _first_line(exc))
-
-
-# "now" on PostgreSQL sends NOTIFY on this channel (schedules.wake_jobs) at commit.
-WAKE_CHANNEL = "ondeck_jobs"
 
 
 def listen_for_wakeups(jobs: Jobs) -> threading.Thread | None:

@@ -3,30 +3,30 @@
 Each tool parses its arguments, calls one service in one transaction and returns a typed
 result (pydantic models, so clients get structured content). A refused input or a lost lease
 becomes a tool error with the service's one-line message, never a crash of the server.
+
+A tool call is one `Call` on the store (entrypoints/store.py): one instant, and a read
+transaction for the tools that change nothing (on SQLite they never wait for a writer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from ondeck import __version__
-from ondeck.core import clock
 from ondeck.core.config import Settings
 from ondeck.core.errors import OndeckError
 from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
 from ondeck.core.validation import parse_date
-from ondeck.db.engine import writing
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
+from ondeck.entrypoints.store import Call, Store
 from ondeck.services import backlog, schedules
-from ondeck.services.context import context_for
-from ondeck.services.context_render import to_json, to_markdown
+from ondeck.services.context_render import Format, render, to_json
 
 T = TypeVar("T")
 
@@ -59,22 +59,21 @@ INSTRUCTIONS = (
 
 def build_server(settings: Settings, engine: Engine) -> MCPServer:
     server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
+    store = Store(settings=settings, engine=engine)
     zone = settings.zone
 
-    def write() -> AbstractContextManager[Connection]:
-        return writing(engine)
-
-    def call(fn: Callable[[], T]) -> T:
+    def call(fn: Callable[[Call], T]) -> T:
+        """Run a tool's body as one call on the store; refusals become tool errors."""
         try:
-            return fn()
+            return fn(store.call())
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def task_out(task: Task) -> TaskOut:
-        return TaskOut(**task.to_json(clock.now(), zone))
+    def task_out(at: Call, task: Task) -> TaskOut:
+        return TaskOut(**task.to_json(at.now(), zone))
 
-    def schedule_out(schedule: Schedule) -> ScheduleOut:
-        return ScheduleOut(**schedule.to_json(clock.now(), zone))
+    def schedule_out(at: Call, schedule: Schedule) -> ScheduleOut:
+        return ScheduleOut(**schedule.to_json(at.now(), zone))
 
     def actor(ctx: Context | None) -> str:
         return f"mcp:{_client_name(ctx)}"
@@ -88,12 +87,11 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> ContextOut:
         """What is on deck today: reminders, running and due tasks, backlog top, warnings."""
 
-        def run() -> ContextOut:
+        def run(at: Call) -> ContextOut:
             from ondeck.core.validation import check_project
 
-            with write() as conn:
-                ctx = context_for(conn, clock.now(), settings, check_project(project), budget)
-            return ContextOut(markdown=to_markdown(ctx, zone), data=to_json(ctx, zone))
+            ctx = at.context(check_project(project), budget)
+            return ContextOut(markdown=render(ctx, zone, Format.markdown), data=to_json(ctx, zone))
 
         return call(run)
 
@@ -107,12 +105,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> TaskList:
         """Tasks ordered by due date, priority and id."""
 
-        def run() -> TaskList:
-            with write() as conn:
+        def run(at: Call) -> TaskList:
+            with at.read() as conn:
                 found = backlog.list_tasks(
                     conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
                 )
-            return TaskList(tasks=[task_out(t) for t in found])
+            return TaskList(tasks=[task_out(at, t) for t in found])
 
         return call(run)
 
@@ -127,12 +125,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> TaskOut:
         """Add a task to the backlog."""
 
-        def run() -> TaskOut:
+        def run(at: Call) -> TaskOut:
             due = parse_date(due_on, "due_on") if due_on else None
-            with write() as conn:
+            with at.write() as conn:
                 task = backlog.create_task(
                     conn,
-                    clock.now(),
+                    at.now(),
                     title=title,
                     body=body,
                     priority=priority,
@@ -140,7 +138,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                     project=project,
                     actor=actor(ctx),
                 )
-            return task_out(task)
+            return task_out(at, task)
 
         return call(run)
 
@@ -160,13 +158,13 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> TaskOut:
         """Claim a task: RUNNING, held by you, with a lease token to present later."""
 
-        def run() -> TaskOut:
+        def run(at: Call) -> TaskOut:
             holder = owner or actor(ctx)
-            with write() as conn:
+            with at.write() as conn:
                 if task_id is None:
                     task = backlog.claim_next(
                         conn,
-                        clock.now(),
+                        at.now(),
                         owner=holder,
                         duration=duration,
                         project=project,
@@ -175,13 +173,13 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                 else:
                     task = backlog.claim_task(
                         conn,
-                        clock.now(),
+                        at.now(),
                         task_id,
                         owner=holder,
                         duration=duration,
                         actor=actor(ctx),
                     )
-            return task_out(task)
+            return task_out(at, task)
 
         return call(run)
 
@@ -196,12 +194,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> TaskOut:
         """Extend the lease you hold (present the token the claim returned)."""
 
-        def run() -> TaskOut:
-            with write() as conn:
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
                 task = backlog.renew_lease(
-                    conn, clock.now(), task_id, token=token, duration=duration, actor=actor(ctx)
+                    conn, at.now(), task_id, token=token, duration=duration, actor=actor(ctx)
                 )
-            return task_out(task)
+            return task_out(at, task)
 
         return call(run)
 
@@ -216,12 +214,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> TaskOut:
         """Mark a task done."""
 
-        def run() -> TaskOut:
-            with write() as conn:
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
                 task = backlog.complete_task(
-                    conn, clock.now(), task_id, token=token, note=note, actor=actor(ctx)
+                    conn, at.now(), task_id, token=token, note=note, actor=actor(ctx)
                 )
-            return task_out(task)
+            return task_out(at, task)
 
         return call(run)
 
@@ -239,11 +237,11 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> DoneAndNext:
         """Mark the task you hold done and claim the next READY one (next is null if none)."""
 
-        def run() -> DoneAndNext:
-            with write() as conn:
+        def run(at: Call) -> DoneAndNext:
+            with at.write() as conn:
                 done, taken = backlog.complete_and_claim_next(
                     conn,
-                    clock.now(),
+                    at.now(),
                     task_id,
                     token=token,
                     note=note,
@@ -252,7 +250,9 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                     project=project,
                     actor=actor(ctx),
                 )
-            return DoneAndNext(done=task_out(done), next=None if taken is None else task_out(taken))
+            return DoneAndNext(
+                done=task_out(at, done), next=None if taken is None else task_out(at, taken)
+            )
 
         return call(run)
 
@@ -260,12 +260,10 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
         """Give a claimed task back (READY) without finishing it."""
 
-        def run() -> TaskOut:
-            with write() as conn:
-                task = backlog.release_task(
-                    conn, clock.now(), task_id, token=token, actor=actor(ctx)
-                )
-            return task_out(task)
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
+                task = backlog.release_task(conn, at.now(), task_id, token=token, actor=actor(ctx))
+            return task_out(at, task)
 
         return call(run)
 
@@ -273,10 +271,10 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     def list_schedules() -> ScheduleList:
         """The recurring schedules, with their rules in words and next due dates."""
 
-        def run() -> ScheduleList:
-            with write() as conn:
+        def run(at: Call) -> ScheduleList:
+            with at.read() as conn:
                 found = schedules.list_schedules(conn)
-            return ScheduleList(schedules=[schedule_out(s) for s in found])
+            return ScheduleList(schedules=[schedule_out(at, s) for s in found])
 
         return call(run)
 
@@ -295,12 +293,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     ) -> ScheduleOut:
         """Add a recurring schedule; an invalid rule is refused with the reason."""
 
-        def run() -> ScheduleOut:
+        def run(at: Call) -> ScheduleOut:
             start = parse_date(start_on, "start_on") if start_on else None
-            with write() as conn:
+            with at.write() as conn:
                 schedule = schedules.create_schedule(
                     conn,
-                    clock.now(),
+                    at.now(),
                     zone,
                     title=title,
                     rule=rule,
@@ -311,7 +309,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                     priority=priority,
                     actor=actor(ctx),
                 )
-            return schedule_out(schedule)
+            return schedule_out(at, schedule)
 
         return call(run)
 
@@ -319,13 +317,11 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
         """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
 
-        def run() -> PulledNow:
-            with write() as conn:
-                schedule = schedules.pull_now(
-                    conn, clock.now(), zone, schedule_id, actor=actor(ctx)
-                )
+        def run(at: Call) -> PulledNow:
+            with at.write() as conn:
+                schedule = schedules.pull_now(conn, at.now(), zone, schedule_id, actor=actor(ctx))
             return PulledNow(
-                schedule=schedule_out(schedule),
+                schedule=schedule_out(at, schedule),
                 note="due today; the jobs loop creates it at its next tick (within a minute)",
             )
 

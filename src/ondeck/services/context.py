@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from ondeck.core.config import Settings
 
 DEFAULT_BUDGET = 20
-DEFAULT_CHARS = 4000
 BACKUP_STALE_AFTER = timedelta(days=2)
 JOBS_SILENT_TICKS = 3
 
@@ -282,8 +281,9 @@ def build_context(
     zone: tzinfo,
     lease_grace: timedelta = timedelta(hours=6),
     tick_seconds: float = 60.0,
-    char_budget: int = DEFAULT_CHARS,
 ) -> Context:
+    """The lists within `budget` items; fitting them to a size in characters is the
+    rendering's (`context_render.fit_markdown`)."""
     now = aware(now)
     day = today(now, zone)
     ctx = Context(
@@ -350,7 +350,6 @@ def build_context(
         left_out = int(totals[name]) - len(getattr(ctx, name))
         if left_out > 0:
             ctx.omitted[name] = left_out
-    _fit_characters(ctx, zone, char_budget)
     return ctx
 
 
@@ -360,10 +359,9 @@ def context_for(
     settings: Settings,
     project: str | None = None,
     budget: int = DEFAULT_BUDGET,
-    *,
-    char_budget: int = DEFAULT_CHARS,
 ) -> Context:
-    """`build_context` with the configured zone, lease grace and tick: what entry points call."""
+    """`build_context` with the configured zone, lease grace and tick: what entry points call
+    (through `entrypoints/store.py`, which also fits it to its size in characters)."""
     return build_context(
         conn,
         now,
@@ -372,7 +370,6 @@ def context_for(
         zone=settings.zone,
         lease_grace=settings.lease_grace,
         tick_seconds=settings.tick_seconds,
-        char_budget=char_budget,
     )
 
 
@@ -395,10 +392,3 @@ def running_state(task: Task, now: datetime, grace: timedelta) -> Running:
         expired_for=now - task.lease_until if expired else None,
         releases_at=task.lease_until + grace,
     )
-
-
-def _fit_characters(ctx: Context, zone: tzinfo, limit: int) -> None:
-    """Drop items from the least urgent end until the Markdown fits the character budget."""
-    from ondeck.services.context_render import fit_markdown
-
-    fit_markdown(ctx, zone, limit, ("backlog", "due", "running", "reminders"))

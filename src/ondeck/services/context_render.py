@@ -1,16 +1,42 @@
-"""The session context as Markdown (for an agent's context window), JSON, and hook JSON."""
+"""The session context as Markdown (for an agent's context window), JSON, and hook JSON.
+
+Light on purpose: the session hook imports `hook_output` from here on its way to a running
+server, before (and often without) loading SQLAlchemy; the context's records are needed
+only as types.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import tzinfo
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from ondeck.core.clock import iso, local
 from ondeck.core.humanize import relative, span
-from ondeck.core.models import Task
-from ondeck.entrypoints.hooks import hook_output
-from ondeck.services.context import Context, Due, Reminder, Running
+
+if TYPE_CHECKING:
+    from ondeck.core.models import Task
+    from ondeck.services.context import Context, Due, Reminder, Running
+
+# The Markdown's size budget in characters (Claude Code cuts a hook's context at 10,000).
+DEFAULT_CHARS = 4000
+# Which lists lose items first when the Markdown is too long: the least urgent.
+FIT_ORDER = ("backlog", "due", "running", "reminders")
+
+
+class Format(StrEnum):
+    """The context's renderings: Markdown for an agent, JSON for programs, and the JSON
+    Claude Code's SessionStart hook reads."""
+
+    markdown = "markdown"
+    json = "json"
+    hook = "hook"
+
+
+def hook_output(markdown: str) -> dict[str, Any]:
+    """The JSON Claude Code's SessionStart hook accepts on stdout."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def _hm(instant: Any, zone: tzinfo) -> str:
@@ -89,7 +115,9 @@ def to_markdown(ctx: Context, zone: tzinfo) -> str:
     return "\n".join(_lines(ctx, _item_lines(ctx, zone))) + "\n"
 
 
-def fit_markdown(ctx: Context, zone: tzinfo, limit: int, order: tuple[str, ...]) -> None:
+def fit_markdown(
+    ctx: Context, zone: tzinfo, limit: int = DEFAULT_CHARS, order: tuple[str, ...] = FIT_ORDER
+) -> None:
     """Drop items from the end of the lists, taken in `order`, one at a time, until
     `to_markdown(ctx, zone)` is at most `limit` characters; count each in `ctx.omitted`.
 
@@ -149,11 +177,12 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
     }
 
 
-def render(ctx: Context, zone: tzinfo, fmt: str) -> str:
-    if fmt == "markdown":
-        return to_markdown(ctx, zone)
-    if fmt == "json":
-        return json.dumps(to_json(ctx, zone), indent=2, ensure_ascii=False) + "\n"
-    if fmt == "hook":
-        return json.dumps(hook_output(to_markdown(ctx, zone)), ensure_ascii=False) + "\n"
-    raise ValueError(f"unknown format {fmt!r}")
+def render(ctx: Context, zone: tzinfo, fmt: Format | str) -> str:
+    """The context in one of its formats: the only place a format is chosen."""
+    match Format(fmt):
+        case Format.markdown:
+            return to_markdown(ctx, zone)
+        case Format.json:
+            return json.dumps(to_json(ctx, zone), indent=2, ensure_ascii=False) + "\n"
+        case Format.hook:
+            return json.dumps(hook_output(to_markdown(ctx, zone)), ensure_ascii=False) + "\n"

@@ -27,14 +27,12 @@ from ondeck.core.validation import (
 )
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import fires, schedules
-from ondeck.entrypoints.jobs import WAKE_CHANNEL
 from ondeck.services import events
 
 # `parse_rule` is the rules module's `parse`, the one way to read a rule (its RuleError is
 # already the InvalidInput every entry point shows); the name stays for its importers.
 MAX_LIST = 1000
 UNSET: Any = object()
-
 
 # `list_schedules`: by next due date, none (a finished rule) last, then age.
 SCHEDULE_ORDER = (schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
@@ -323,8 +321,18 @@ def delete_schedule(
     return current
 
 
+# "now" on PostgreSQL sends NOTIFY on this channel at commit; the jobs loop LISTENs on it.
+WAKE_CHANNEL = "ondeck_jobs"
+# Marks the transaction of a change that wants the jobs loop to tick now. The entry point
+# that commits it wakes the loop running in its own process (entrypoints/store.py): the
+# only way on SQLite, which has no NOTIFY.
+WAKE_REQUESTED = "ondeck.wake_jobs"
+
+
 def wake_jobs(conn: Connection) -> None:
-    """Ask every LISTENing jobs loop to tick now; delivered when the transaction commits."""
+    """Ask the jobs loops to tick now, once the transaction commits: every LISTENing one on
+    PostgreSQL, and on either store the one in the committing entry point's process."""
+    conn.info[WAKE_REQUESTED] = True
     if is_postgres(conn):
         conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": WAKE_CHANNEL})
 

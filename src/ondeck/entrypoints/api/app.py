@@ -16,7 +16,7 @@ from ondeck import __version__
 from ondeck.core.config import Settings
 from ondeck.entrypoints.api import errors
 from ondeck.entrypoints.api.body_limit import BodyLimit
-from ondeck.entrypoints.api.deps import Store
+from ondeck.entrypoints.store import Store
 
 log = logging.getLogger("ondeck.api")
 
@@ -24,19 +24,24 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) -> FastAPI:
+    store = Store(settings=settings, engine=engine)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        thread = None
-        if run_jobs:
-            from ondeck.entrypoints.jobs import Jobs
+        if not run_jobs:
+            yield
+            return
+        from ondeck.entrypoints.jobs import Jobs
 
-            jobs = Jobs(engine=engine, settings=settings)
-            app.state.jobs = jobs
-            thread = threading.Thread(target=jobs.run, name="ondeck-jobs", daemon=True)
-            thread.start()
-        yield
-        if thread is not None:
-            app.state.jobs.stop()
+        jobs = Jobs(engine=engine, settings=settings)
+        thread = threading.Thread(target=jobs.run, name="ondeck-jobs", daemon=True)
+        store.jobs = jobs  # every Call of this app wakes it after a "now" commits
+        thread.start()
+        try:
+            yield
+        finally:
+            store.jobs = None
+            jobs.stop()
             thread.join(timeout=30)
 
     app = FastAPI(
@@ -45,8 +50,7 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         description="What is on deck today: backlog, schedules, leases, session context.",
         lifespan=lifespan,
     )
-    app.state.store = Store(settings=settings, engine=engine)
-    app.state.jobs = None
+    app.state.store = store
     errors.install(app)
 
     @app.middleware("http")

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import PlainTextResponse
+from starlette.responses import Response
 
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
-from ondeck.entrypoints.hooks import hook_output
-from ondeck.services.context import context_for
-from ondeck.services.context_render import to_json, to_markdown
+from ondeck.services.context_render import Format
 
 router = APIRouter(tags=["context"])
 
-
-class Format(StrEnum):
-    json = "json"
-    markdown = "markdown"
-    hook = "hook"
+MEDIA_TYPES = {
+    Format.json: "application/json",
+    Format.markdown: "text/markdown",
+    Format.hook: "application/json",
+}
 
 
 @router.get(
@@ -36,12 +33,5 @@ def get_context(
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     format: Annotated[Format, Query()] = Format.json,
     budget: Annotated[int, Query(ge=1, le=500)] = 20,
-) -> Any:
-    settings = store.settings
-    with store.read() as conn:
-        ctx = context_for(conn, store.now(), settings, project, budget)
-    if format is Format.markdown:
-        return PlainTextResponse(to_markdown(ctx, settings.zone), media_type="text/markdown")
-    if format is Format.hook:
-        return hook_output(to_markdown(ctx, settings.zone))
-    return to_json(ctx, settings.zone)
+) -> Response:
+    return Response(store.context_text(format, project, budget), media_type=MEDIA_TYPES[format])

@@ -1,37 +1,21 @@
-"""What every route needs: the settings, the engine, the time."""
+"""What every route needs: its call on the store (settings, engine, one instant per request).
+
+A route's `store` is the request's `Call` (entrypoints/store.py), the same one the dashboard's
+pages get from `store_of`, so both read the clock once per request and open their
+transactions, wake the jobs loop and render the context the same way.
+"""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy import Connection, Engine
 
-from ondeck.core import clock
-from ondeck.core.config import Settings
-from ondeck.db.engine import reading, writing
+from ondeck.entrypoints.store import Call, call_of
 
 
-@dataclass
-class Store:
-    settings: Settings
-    engine: Engine
-
-    def read(self) -> AbstractContextManager[Connection]:
-        return reading(self.engine)
-
-    def write(self) -> AbstractContextManager[Connection]:
-        return writing(self.engine)
-
-    def now(self) -> datetime:
-        return clock.now()
+def _call(request: Request) -> Call:
+    return call_of(request)
 
 
-def _store(request: Request) -> Store:
-    return request.app.state.store
-
-
-StoreDep = Annotated[Store, Depends(_store)]
+StoreDep = Annotated[Call, Depends(_call)]

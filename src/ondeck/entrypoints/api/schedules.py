@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from ondeck.core.errors import InvalidInput
@@ -19,7 +19,7 @@ from ondeck.core.validation import (
     PRIORITY_DEFAULT,
     PROJECT_PATTERN,
 )
-from ondeck.entrypoints.api.deps import Store, StoreDep
+from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import (
     Body,
     Day,
@@ -32,6 +32,7 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
+from ondeck.entrypoints.store import Call
 from ondeck.services import schedules
 
 router = APIRouter(tags=["schedules"])
@@ -91,7 +92,7 @@ class SchedulePatch(StrictBody):
     missed: Missed | None = None
 
 
-def _out(store: Store, schedule: Schedule) -> dict[str, Any]:
+def _out(store: Call, schedule: Schedule) -> dict[str, Any]:
     return schedule.to_json(store.now(), store.settings.zone)
 
 
@@ -144,15 +145,12 @@ def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
 
 
 @router.post("/schedules/{schedule_id}/now", response_model=ScheduleOut, responses=ERRORS)
-def pull_now(store: StoreDep, schedule_id: ScheduleId, request: Request) -> dict[str, Any]:
+def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     """Due today; the next jobs tick fires it (woken at once when it runs in this server)."""
     with store.write() as conn:
         schedule = schedules.pull_now(
             conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
         )
-    jobs = getattr(request.app.state, "jobs", None)
-    if jobs is not None:
-        jobs.wake()
     return _out(store, schedule)
 
 

@@ -20,7 +20,7 @@ from ondeck.core.validation import (
     OWNER_MAX,
     PROJECT_PATTERN,
 )
-from ondeck.entrypoints.api.deps import Store, StoreDep
+from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import (
     Body,
     Day,
@@ -32,6 +32,7 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
+from ondeck.entrypoints.store import Call
 from ondeck.services import backlog
 
 router = APIRouter(tags=["tasks"])
@@ -131,7 +132,7 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-def _out(store: Store, task: Task, now: Any) -> dict[str, Any]:
+def _out(store: Call, task: Task, now: Any) -> dict[str, Any]:
     return task.to_json(now, store.settings.zone)
 
 

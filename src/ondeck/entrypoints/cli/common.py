@@ -1,11 +1,16 @@
-"""What every command shares: settings (with `--db`), the engine, output helpers."""
+"""What every command shares: settings (with `--db`), its call on the store, output helpers.
+
+A command is one call (entrypoints/store.py): it reads the clock once, at its first need of
+"now", and opens its transactions through the same `Call` as the API, the dashboard and the
+MCP server. The database is opened only by a command that uses it.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -14,7 +19,7 @@ from sqlalchemy import Connection, Engine
 
 from ondeck.core import clock
 from ondeck.core.config import Settings, load_settings
-from ondeck.db.engine import reading, writing
+from ondeck.entrypoints.store import Call, Store
 
 _engines: list[Engine] = []
 
@@ -28,10 +33,10 @@ def dispose_engines() -> None:
 @dataclass
 class Cli:
     db_url: str | None = None
-    _settings: Settings | None = None
-    _engine: Engine | None = None
     actor: str = "cli"
-    _now: datetime | None = field(default=None)
+    _settings: Settings | None = None
+    _instant: datetime | None = None
+    _call: Call | None = None
 
     @property
     def settings(self) -> Settings:
@@ -40,25 +45,35 @@ class Cli:
         return self._settings
 
     @property
-    def engine(self) -> Engine:
-        if self._engine is None:
+    def call(self) -> Call:
+        """This command's call on the store (opens the database the first time)."""
+        if self._call is None:
             from ondeck.db import open_database
 
-            self._engine = open_database(self.settings.url)
-            _engines.append(self._engine)
-        return self._engine
+            engine = open_database(self.settings.url)
+            _engines.append(engine)
+            self._call = Store(settings=self.settings, engine=engine).call(self.now())
+        return self._call
+
+    @property
+    def engine(self) -> Engine:
+        return self.call.engine
 
     def now(self) -> datetime:
-        return clock.now()
+        """The command's instant: the clock is read once, at the first need of it (a command
+        such as `rule check` needs "today" and no database)."""
+        if self._instant is None:
+            self._instant = clock.now()
+        return self._instant
 
     def today(self) -> date:
         return clock.today(self.now(), self.settings.zone)
 
     def read(self) -> AbstractContextManager[Connection]:
-        return reading(self.engine)
+        return self.call.read()
 
     def write(self) -> AbstractContextManager[Connection]:
-        return writing(self.engine)
+        return self.call.write()
 
     def local(self, instant: datetime | None) -> str | None:
         if instant is None:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from ondeck.entrypoints.cli.common import cli_of
-
-
-class Format(StrEnum):
-    markdown = "markdown"
-    json = "json"
-    hook = "hook"
+from ondeck.services.context_render import Format
 
 
 def register(app: typer.Typer) -> None:
@@ -33,12 +27,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What is on deck today: reminders, running and due tasks, top of the backlog, warnings."""
         from ondeck.core.validation import check_project
-        from ondeck.services.context import context_for
-        from ondeck.services.context_render import render
 
         cli = cli_of(ctx)
-        settings = cli.settings
         project = check_project(project)
-        with cli.read() as conn:
-            result = context_for(conn, cli.now(), settings, project, budget)
-        typer.echo(render(result, settings.zone, fmt.value), nl=False)
+        typer.echo(cli.call.context_text(fmt, project, budget), nl=False)

@@ -14,7 +14,7 @@ from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
 from ondeck.services import events, workers
 from ondeck.services.calendar_feed import build_calendar
-from ondeck.services.context import JOBS_SILENT_TICKS, context_for
+from ondeck.services.context import JOBS_SILENT_TICKS
 from ondeck.services.maintenance import list_backups
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
@@ -44,10 +44,9 @@ def today_page(
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
 ) -> Response:
     store = store_of(request)
-    settings = store.settings
     now = store.now()
     with store.read() as conn:
-        ctx = context_for(conn, now, settings, project, TODAY_BUDGET, char_budget=TODAY_CHARS)
+        ctx = store.context(project, TODAY_BUDGET, chars=TODAY_CHARS, conn=conn)
         projects = queries.task_projects(conn)
     template = "_today.html" if is_htmx(request) else "today.html"
     return render(request, template, {"ctx": ctx, "now": now, "projects": projects})

@@ -1,6 +1,7 @@
 """Read-only queries the dashboard needs and the services do not offer: pages of a list
-with their totals. Each keeps the order of the service it pages through
-(`backlog.list_tasks`, `schedules.list_schedules`) and names the index it reads.
+with their totals. Each pages through a service's list in that service's own order
+(`task_statements.TASK_ORDER`, `schedules.SCHEDULE_ORDER`: the order is written once) and names the
+index it reads.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, func, select
 
+from ondeck.core.models import Schedule, Task, TaskStatus
 from ondeck.core.validation import check_project
 from ondeck.db.tables import schedules, tasks
-from ondeck.services.backlog import Status, Task, task_from_row
-from ondeck.services.schedules import Schedule, schedule_from_row
+from ondeck.services.schedules import SCHEDULE_ORDER, schedule_from_row
+from ondeck.services.task_statements import TASK_ORDER, task_from_row
 
 T = TypeVar("T")
 
@@ -54,28 +56,24 @@ def _offset(page: int, size: int) -> int:
 def page_tasks(
     conn: Connection,
     *,
-    statuses: Iterable[Status] | None,
+    statuses: Iterable[TaskStatus] | None,
     project: str | None,
     page: int,
     size: int,
 ) -> Page[Task]:
-    """Tasks in `backlog.list_tasks` order (due date, undated last, priority, id).
+    """Tasks in `backlog.list_tasks` order.
 
     READY alone reads the partial index ix_tasks_ready; a project reads
     ix_tasks_project_status; the totals are counts over the same indexes.
     """
     where: list[Any] = []
     if statuses is not None:
-        where.append(tasks.c.status.in_([Status(s).value for s in statuses]))
+        where.append(tasks.c.status.in_([TaskStatus(s).value for s in statuses]))
     if project is not None:
         where.append(tasks.c.project == check_project(project))
     total = int(conn.execute(select(func.count()).select_from(tasks).where(*where)).scalar_one())
     rows = conn.execute(
-        select(tasks)
-        .where(*where)
-        .order_by(tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc())
-        .limit(size)
-        .offset(_offset(page, size))
+        select(tasks).where(*where).order_by(*TASK_ORDER).limit(size).offset(_offset(page, size))
     )
     return Page(items=[task_from_row(r) for r in rows], total=total, page=page, size=size)
 
@@ -93,7 +91,7 @@ def task_projects(conn: Connection, limit: int = 200) -> list[str]:
 
 
 def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) -> Page[Schedule]:
-    """Live schedules in `schedules.list_schedules` order (next due, none last, id)."""
+    """Live schedules in `schedules.list_schedules` order."""
     where: list[Any] = [schedules.c.deleted_at.is_(None)]
     if kind is not None:
         where.append(schedules.c.kind == kind)
@@ -103,7 +101,7 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
     rows = conn.execute(
         select(schedules)
         .where(*where)
-        .order_by(schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
+        .order_by(*SCHEDULE_ORDER)
         .limit(size)
         .offset(_offset(page, size))
     )

@@ -24,7 +24,7 @@ from ondeck.core.errors import OndeckError
 from ondeck.core.humanize import relative, span
 from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
-from ondeck.entrypoints.api.deps import Store
+from ondeck.entrypoints.store import Call, call_of
 from ondeck.entrypoints.web import auth
 from ondeck.services.context import Running
 from ondeck.services.context import running_state as running_view
@@ -45,9 +45,10 @@ SECURITY_HEADERS = {
 }
 
 
-def store_of(request: Request) -> Store:
-    store: Store = request.app.state.store
-    return store
+def store_of(request: Request) -> Call:
+    """The request's call on the store: one instant per request, shared by the route and
+    the page it renders (the same `Call` the API's routes get)."""
+    return call_of(request)
 
 
 def is_htmx(request: Request) -> bool:

@@ -1,0 +1,155 @@
+"""How every entry point reaches the services: the API, the dashboard, the CLI, the MCP
+server and the session hooks all go through here, so they cannot drift apart.
+
+    Store   what a process shares: the settings, the engine, and the jobs loop running in
+            this process (the server's), if any.
+    Call    one HTTP request, command or tool call. It reads the clock once, when it is made,
+            so everything it writes and shows is stamped with the same instant. It opens
+            read transactions (a deferred BEGIN on SQLite: a reader never queues behind a
+            writer's lock) and write transactions (BEGIN IMMEDIATE). After a write commits
+            a change that asked the jobs loop to tick now (`schedules.wake_jobs`: "now"), it
+            wakes this process's loop: on SQLite that is the only wake-up there is. And it
+            builds the session context, fitted to its size, in the format asked for.
+
+The jobs loop itself reads the clock once per tick and is not a Call. The services are
+imported where they are used: the CLI and the session hook import this module on every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, tzinfo
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy import Connection, Engine
+
+from ondeck.core import clock
+from ondeck.core.config import Settings
+from ondeck.db.engine import reading, writing
+from ondeck.services.context_render import DEFAULT_CHARS, Format, fit_markdown, render
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from ondeck.services.context import Context
+
+
+class Wakeable(Protocol):
+    def wake(self) -> None: ...
+
+
+@dataclass(eq=False)
+class Store:
+    settings: Settings
+    engine: Engine
+    # The jobs loop running in this process: set by the server while it runs one.
+    jobs: Wakeable | None = None
+
+    def call(self, now: datetime | None = None) -> Call:
+        """A new call, at `now` (default: the clock, read here and only here)."""
+        return Call(self, clock.aware(now) if now is not None else clock.now())
+
+    def wake_jobs(self) -> None:
+        """Make this process's jobs loop tick now (nothing when it runs none)."""
+        jobs = self.jobs
+        if jobs is not None:
+            jobs.wake()
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    store: Store
+    instant: datetime
+
+    @property
+    def settings(self) -> Settings:
+        return self.store.settings
+
+    @property
+    def engine(self) -> Engine:
+        return self.store.engine
+
+    @property
+    def zone(self) -> tzinfo:
+        return self.store.settings.zone
+
+    def now(self) -> datetime:
+        """The instant of this call: the same however often it is asked."""
+        return self.instant
+
+    def today(self) -> date:
+        return clock.today(self.instant, self.zone)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction: for every call that changes nothing."""
+        with reading(self.engine) as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction, committed at the end; then the jobs loop is woken if a change
+        asked for it (only once committed: a rolled-back "now" wakes nobody)."""
+        with writing(self.engine) as conn:
+            try:
+                yield conn
+            except BaseException:
+                _wake_requested(conn)
+                raise
+            wake = _wake_requested(conn)
+        if wake:
+            self.store.wake_jobs()
+
+    def context(
+        self,
+        project: str | None = None,
+        budget: int | None = None,
+        *,
+        chars: int = DEFAULT_CHARS,
+        conn: Connection | None = None,
+    ) -> Context:
+        """The session context at this call's instant, within `budget` items (default the
+        service's) and `chars` characters of Markdown, in `conn`'s transaction or a read
+        transaction of its own."""
+        from ondeck.services.context import DEFAULT_BUDGET, context_for
+
+        items = DEFAULT_BUDGET if budget is None else budget
+        if conn is None:
+            with self.read() as own:
+                ctx = context_for(own, self.instant, self.settings, project, items)
+        else:
+            ctx = context_for(conn, self.instant, self.settings, project, items)
+        fit_markdown(ctx, self.zone, chars)
+        return ctx
+
+    def context_text(
+        self, fmt: Format | str, project: str | None = None, budget: int | None = None
+    ) -> str:
+        """The session context rendered in `fmt` (markdown, json, hook)."""
+        return render(self.context(project, budget), self.zone, fmt)
+
+
+def _wake_requested(conn: Connection) -> bool:
+    """Whether a change in this transaction asked the jobs loop to tick now; forgets it.
+
+    The mark lives in the DBAPI connection's `info`, which the pool keeps for the next
+    checkout, so it is taken off whatever happens. An invalidated connection has lost it
+    already (and asking would try to reconnect inside a failed transaction)."""
+    from ondeck.services.schedules import WAKE_REQUESTED
+
+    if conn.invalidated:
+        return False
+    return bool(conn.info.pop(WAKE_REQUESTED, False))
+
+
+def call_of(request: Request) -> Call:
+    """The Call of an HTTP request: made at its first use and kept on the request, so the
+    route, its dependencies and the page it renders share one instant."""
+    call = getattr(request.state, "ondeck_call", None)
+    if call is None:
+        store: Store = request.app.state.store
+        call = store.call()
+        request.state.ondeck_call = call
+    return call

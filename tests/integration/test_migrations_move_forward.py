@@ -1,0 +1,483 @@
+"""Migrations only move forward, and keep every row: a database created at each revision,
+with rows in every table, upgraded to head on SQLite and PostgreSQL, still holds each row
+as it was, and ondeck works on it.
+
+Each revision brings its seed rows (`SEEDS`), written when the revision is: rows in every
+table that exists at that revision, with a value in every column. A new revision without
+one, or with a table or column its seed leaves empty, fails here. Released revisions are
+frozen (`RELEASED`): a schema change is a new revision, never an edit of an old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, MetaData, Table, create_engine, insert, select, text
+from sqlalchemy.engine import make_url
+
+from ondeck.core.config import Settings, load_settings
+from ondeck.db import tables
+from ondeck.db.engine import make_engine
+from ondeck.db.migrate import HEAD, read_revision, upgrade
+from ondeck.entrypoints.store import Store
+from ondeck.services import backlog, events, schedules
+
+# --- the revisions ------------------------------------------------------------------------
+
+
+def _config(location: str = "ondeck:migrations") -> Config:
+    config = Config()
+    config.set_main_option("script_location", location)
+    return config
+
+
+def _script(location: str = "ondeck:migrations") -> ScriptDirectory:
+    return ScriptDirectory.from_config(_config(location))
+
+
+def revisions(location: str = "ondeck:migrations") -> list[str]:
+    """Base first, head last."""
+    return [r.revision for r in reversed(list(_script(location).walk_revisions()))]
+
+
+REVISIONS = revisions()
+
+# Released revisions and the SHA-256 of their file, as released. Add each revision here when
+# it ships; from then on, change the schema with a new revision.
+RELEASED = {
+    "0001": "4fbd258bf6b4d26b843ae07418b756ab4fb1e651b25a847621e4061db48f3e5f",
+}
+
+
+# --- seed rows, one set per revision -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The id the database gave the `index`-th seeded row of `table` (a foreign key)."""
+
+    table: str
+    index: int
+
+
+T = datetime(2026, 6, 15, 9, 0, 0, 123456, tzinfo=UTC)  # microseconds: kept, not rounded
+DAY = date(2026, 6, 15)
+KOREAN = "배포 준비 — 한국어와 English"
+
+
+def _seed_0001() -> dict[str, list[dict[str, Any]]]:
+    later = T + timedelta(hours=1)
+    return {
+        "schedules": [
+            {
+                "title": "Pay rent",
+                "body": "the landlord's account",
+                "kind": "task",
+                "rule": "monthly:1",
+                "project": "home",
+                "start_on": DAY,
+                "next_due": date(2026, 7, 1),
+                "missed": "all",
+                "last_fired_on": date(2026, 6, 1),
+                "last_fired_at": T - timedelta(days=14),
+                "enabled": True,
+                "priority": 1,
+                "created_at": T - timedelta(days=30),
+                "updated_at": T,
+                "deleted_at": None,
+            },
+            {
+                "title": KOREAN,
+                "body": "",
+                "kind": "remind",
+                "rule": "weekly:MON,THU",
+                "project": None,
+                "start_on": DAY,
+                "next_due": DAY,
+                "missed": "latest",
+                "last_fired_on": None,
+                "last_fired_at": None,
+                "enabled": False,
+                "priority": 2,
+                "created_at": T,
+                "updated_at": T,
+                "deleted_at": None,
+            },
+            {
+                "title": "Back up the database",
+                "body": "",
+                "kind": "backup",
+                "rule": "daily",
+                "project": None,
+                "start_on": DAY,
+                "next_due": None,
+                "missed": "skip",
+                "last_fired_on": None,
+                "last_fired_at": None,
+                "enabled": True,
+                "priority": 9,
+                "created_at": T,
+                "updated_at": later,
+                "deleted_at": later,
+            },
+        ],
+        "tasks": [
+            {
+                "title": "Pay rent",
+                "body": "",
+                "status": "DONE",
+                "priority": 1,
+                "due_on": date(2026, 6, 1),
+                "project": "home",
+                "source": "sch:1:2026-06-01",
+                "lease_owner": None,
+                "lease_until": None,
+                "lease_token": 3,
+                "created_at": T - timedelta(days=14),
+                "updated_at": T,
+                "done_at": T,
+            },
+            {
+                "title": KOREAN,
+                "body": "여러 줄\nlines",
+                "status": "RUNNING",
+                "priority": 0,
+                "due_on": DAY,
+                "project": "site",
+                "source": None,
+                "lease_owner": "claude:7f1c2d3e",
+                "lease_until": later,
+                "lease_token": 9_000_000_000,  # past 32 bits
+                "created_at": T,
+                "updated_at": T,
+                "done_at": None,
+            },
+            {
+                "title": "someday",
+                "body": "",
+                "status": "READY",
+                "priority": 9,
+                "due_on": None,
+                "project": None,
+                "source": None,
+                "lease_owner": None,
+                "lease_until": None,
+                "lease_token": 0,
+                "created_at": T,
+                "updated_at": T,
+                "done_at": None,
+            },
+            {
+                "title": "dropped",
+                "body": "",
+                "status": "CANCELLED",
+                "priority": 2,
+                "due_on": None,
+                "project": None,
+                "source": None,
+                "lease_owner": None,
+                "lease_until": None,
+                "lease_token": 1,
+                "created_at": T,
+                "updated_at": T,
+                "done_at": None,
+            },
+        ],
+        "fires": [
+            {
+                "schedule_id": Ref("schedules", 0),
+                "fire_date": date(2026, 6, 1),
+                "fired_at": T - timedelta(days=14),
+                "task_id": Ref("tasks", 0),
+                "skipped": 2,
+            },
+        ],
+        "events": [
+            {
+                "at": T,
+                "actor": "mcp:claude-code",
+                "kind": "task.claimed",
+                "subject": "task:2",
+                "details": {"owner": "claude:7f1c2d3e", "note": KOREAN, "token": 9_000_000_000},
+            },
+        ],
+        "workers": [
+            {
+                "name": "jobs@host:41",
+                "started_at": T - timedelta(days=1),
+                "last_tick_at": T,
+                "tick_ms": 12.5,
+                "ticks": 1440,
+                "summary": {"fire": {"fired": 1, "tasks": 1}, "reap": {"released": 0}},
+                "stopped_at": later,
+            },
+        ],
+        "backups": [
+            {
+                "started_at": T,
+                "finished_at": later,
+                "status": "ok",
+                "worker": "jobs@host:41",
+                "file": "/var/backups/ondeck-2026-06-15.db",
+                "bytes": 5_000_000_000,
+                "error": "",
+                "schedule_id": Ref("schedules", 2),
+            },
+            {
+                "started_at": later,
+                "finished_at": later,
+                "status": "failed",
+                "worker": None,
+                "file": None,
+                "bytes": None,
+                "error": "pg_dump: server closed the connection",
+                "schedule_id": None,
+            },
+        ],
+    }
+
+
+# Revision -> its seed rows, table by table. A new revision adds its own entry, usually the
+# previous one's rows with the new columns filled, e.g. for a revision adding `workers.zone`:
+#
+#     def _seed_0002() -> dict[str, list[dict[str, Any]]]:
+#         seed = _seed_0001()
+#         for row in seed["workers"]:
+#             row["zone"] = "Asia/Seoul"
+#         return seed
+SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "0001": _seed_0001(),
+}
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database (no schema at all): SQLite or PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    admin_url = request.getfixturevalue("pg_admin_url")
+    name = f"m_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE template0"))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+def _reflect(engine: Engine) -> dict[str, Table]:
+    """The tables as they are in the database (at whatever revision it is)."""
+    reflected = MetaData()
+    reflected.reflect(bind=engine)
+    return {name: t for name, t in reflected.tables.items() if name != "alembic_version"}
+
+
+def _insert(engine: Engine, seed: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
+    """Insert the seed in the database's own (reflected) tables; the ids it gave, by table.
+
+    Ids are left to the database, so PostgreSQL's sequences move on as in real use."""
+    found = _reflect(engine)
+    ids: dict[str, list[Any]] = {}
+    with engine.begin() as conn:
+        for name, rows in seed.items():
+            table = found[name]
+            [key] = table.primary_key.columns
+            for row in rows:
+                values = {
+                    column: (ids[v.table][v.index] if isinstance(v, Ref) else v)
+                    for column, v in row.items()
+                }
+                given = conn.execute(insert(table).values(values).returning(key)).scalar_one()
+                ids.setdefault(name, []).append(given)
+    return ids
+
+
+def _resolved(value: Any, ids: dict[str, list[Any]]) -> Any:
+    return ids[value.table][value.index] if isinstance(value, Ref) else value
+
+
+# --- the tests ----------------------------------------------------------------------------
+
+
+def _check_each_revision_has_seed_rows(found: list[str]) -> None:
+    missing = [r for r in found if r not in SEEDS]
+    assert not missing, (
+        f"revision(s) {missing} have no seed rows: add SEEDS[...] in {Path(__file__).name}, "
+        "with rows in every table and a value in every column the revision leaves"
+    )
+    assert not set(SEEDS) - set(found), "seed rows for a revision that does not exist"
+
+
+def test_every_revision_brings_its_seed_rows() -> None:
+    _check_each_revision_has_seed_rows(REVISIONS)
+    assert REVISIONS[-1] == HEAD
+
+
+def test_released_revisions_are_never_edited() -> None:
+    versions = Path(_script().dir) / "versions"
+    for revision, digest in RELEASED.items():
+        [path] = [p for p in versions.glob("*.py") if p.name.startswith(f"{revision}_")]
+        # Line endings as git may check them out on another system do not count.
+        found = hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()
+        assert found == digest, (
+            f"{path.name} is released and was edited: databases made with it will not get "
+            "the change. Put it in a new revision instead."
+        )
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_database_at_each_revision_keeps_every_row_up_to_head(
+    empty_url: str, tmp_path: Path, revision: str
+) -> None:
+    engine = make_engine(empty_url)
+    try:
+        upgrade(engine, revision)
+        assert read_revision(engine) == revision
+        seed = SEEDS[revision]
+        _check_the_seed_fills_the_schema(engine, revision, seed)
+        ids = _insert(engine, seed)
+
+        upgrade(engine)
+        assert read_revision(engine) == HEAD
+
+        _check_every_row_is_kept(engine, seed, ids)
+        settings = load_settings(
+            database_url=empty_url, tz="Asia/Seoul", data_dir=tmp_path / "data"
+        )
+        _check_ondeck_works_on_it(engine, settings, seed)
+    finally:
+        engine.dispose()
+
+
+def _check_the_seed_fills_the_schema(
+    engine: Engine, revision: str, seed: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Rows in every table, and some row with a value in every column, at `revision`."""
+    for name, table in _reflect(engine).items():
+        rows = seed.get(name, [])
+        assert rows, f"SEEDS[{revision!r}] has no rows for table {name}"
+        for column in table.columns:
+            if column.primary_key and column.autoincrement:
+                continue
+            assert any(row.get(column.name) is not None for row in rows), (
+                f"SEEDS[{revision!r}]: no row of {name} has a value for {column.name}"
+            )
+
+
+def _check_every_row_is_kept(
+    engine: Engine, seed: dict[str, list[dict[str, Any]]], ids: dict[str, list[Any]]
+) -> None:
+    """Each seeded row, read back through ondeck's own tables at head, as it was written."""
+    with engine.connect() as conn:
+        for name, rows in seed.items():
+            table = tables.metadata.tables[name]
+            [key] = table.primary_key.columns
+            gone = [c for c in rows[0] if c not in table.c]
+            assert not gone, f"columns of {name} gone at head: {gone} (where did their data go?)"
+            for row, given in zip(rows, ids[name], strict=True):
+                columns = [table.c[c] for c in row]
+                stored = conn.execute(select(*columns).where(key == given)).first()
+                assert stored is not None, f"{name} row {given} is gone after the upgrade"
+                expected = tuple(_resolved(v, ids) for v in row.values())
+                assert tuple(stored) == expected, f"{name} row {given} changed"
+            count = conn.execute(select(text("count(*)")).select_from(table)).scalar_one()
+            assert count == len(rows), f"{name}: {count} rows after the upgrade, {len(rows)} before"
+
+
+def _check_ondeck_works_on_it(
+    engine: Engine, settings: Settings, seed: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Reading everything and writing anew, through the services, on the upgraded database."""
+    call = Store(settings=settings, engine=engine).call(T)
+    with call.read() as conn:
+        listed = backlog.list_tasks(conn, limit=1000)
+        assert len(listed) == len(seed["tasks"])
+        assert {t.title for t in listed} >= {KOREAN}
+        live = schedules.list_schedules(conn)
+        assert KOREAN in {s.title for s in live}
+        assert events.list_events(conn, limit=100)
+    ctx = call.context()
+    assert KOREAN in call.context_text("markdown")
+    assert [r.task.title for r in ctx.running] == [KOREAN]
+    with call.write() as conn:
+        made = backlog.create_task(conn, T, title="after the upgrade", actor="cli")
+        held = backlog.claim_task(conn, T, made.id, owner="me", actor="cli")
+        backlog.complete_task(conn, T, made.id, token=held.lease_token, actor="cli")
+        created = schedules.create_schedule(
+            conn, T, settings.zone, title="new", rule="daily", actor="cli"
+        )
+        schedules.pull_now(conn, T, settings.zone, created.id, actor="cli")
+    assert made.id not in {t.id for t in listed}
+
+
+# --- the checks, checked -------------------------------------------------------------------
+
+LOSSY = """
+import sqlalchemy as sa
+from alembic import op
+
+revision = "9001"
+down_revision = {down!r}
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("workers") as batch_op:
+        batch_op.add_column(sa.Column("zone", sa.String(64)))
+    op.execute("DELETE FROM events")
+
+
+def downgrade() -> None:
+    pass
+"""
+
+
+def test_a_new_revision_without_seed_rows_or_that_loses_rows_is_caught(tmp_path: Path) -> None:
+    """A copy of the migrations with one more revision: it adds a column (that the seeds do
+    not fill) and deletes every event. Each of the checks above says so."""
+    from alembic import command
+
+    location = tmp_path / "migrations"
+    shutil.copytree(Path(_script().dir), location, ignore=shutil.ignore_patterns("__pycache__"))
+    (location / "versions" / "9001_lossy.py").write_text(
+        LOSSY.format(down=REVISIONS[-1]), encoding="utf-8"
+    )
+    found = revisions(str(location))
+    assert found == [*REVISIONS, "9001"]
+    with pytest.raises(AssertionError, match=r"\['9001'\] have no seed rows"):
+        _check_each_revision_has_seed_rows(found)
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'lossy.db'}")
+    try:
+        upgrade(engine)  # head of the real migrations
+        ids = _insert(engine, SEEDS[REVISIONS[-1]])
+        with engine.begin() as conn:
+            config = _config(str(location))
+            config.attributes["connection"] = conn
+            command.upgrade(config, "9001")
+        with pytest.raises(AssertionError, match="no row of workers has a value for zone"):
+            _check_the_seed_fills_the_schema(engine, "9001", SEEDS[REVISIONS[-1]])
+        with pytest.raises(AssertionError, match="events row 1 is gone after the upgrade"):
+            _check_every_row_is_kept(engine, SEEDS[REVISIONS[-1]], ids)
+    finally:
+        engine.dispose()

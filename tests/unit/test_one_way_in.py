@@ -1,0 +1,77 @@
+"""Entry points reach transactions, the clock and the session context only through
+`entrypoints/store.py`, so a new route, page, command or tool cannot quietly do it its own
+way (a write transaction for a read, a second clock reading, a context format of its own).
+Read from the source with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import ondeck
+
+ENTRYPOINTS = Path(ondeck.__file__).parent / "entrypoints"
+
+# name -> the modules (relative to entrypoints/) that may use it, and why.
+ONLY_IN: dict[str, tuple[set[str], str]] = {
+    "reading": ({"store.py"}, "open transactions with Call.read()/write()"),
+    "writing": ({"store.py"}, "open transactions with Call.read()/write()"),
+    "context_for": ({"store.py"}, "build the context with Call.context()"),
+    "build_context": ({"store.py"}, "build the context with Call.context()"),
+    "fit_markdown": ({"store.py"}, "build the context with Call.context()"),
+    "to_markdown": ({"store.py"}, "render it with Call.context_text() or render()"),
+    "now": (
+        # The command's instant (a `rule check` needs "today" and no database) and the jobs
+        # loop's tick, which is no Call.
+        {"store.py", "cli/common.py", "jobs.py"},
+        "take the instant from the Call (store.now())",
+    ),
+}
+
+
+def _uses(tree: ast.AST) -> set[tuple[str, int]]:
+    """Names imported from ondeck modules, and `clock.now` (the clock module's name)."""
+    found: set[tuple[str, int]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ondeck"):
+            found.update((alias.name, node.lineno) for alias in node.names)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "clock"
+        ):
+            found.add((node.attr, node.lineno))
+    return found
+
+
+def misuses(root: Path) -> list[str]:
+    wrong = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for name, line in sorted(_uses(ast.parse(path.read_text(encoding="utf-8")))):
+            allowed = ONLY_IN.get(name)
+            if allowed is not None and where not in allowed[0]:
+                wrong.append(f"{where}:{line} uses {name}: {allowed[1]}")
+    return wrong
+
+
+def test_entry_points_go_through_the_store_module() -> None:
+    assert not misuses(ENTRYPOINTS), "\n".join(misuses(ENTRYPOINTS))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from ondeck.db.engine import writing",
+        "from ondeck.core import clock\nx = clock.now()",
+        "from ondeck.services.context import context_for",
+        "from ondeck.services.context_render import to_markdown",
+    ],
+)
+def test_a_route_that_goes_its_own_way_is_caught(tmp_path: Path, line: str) -> None:
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "new_route.py").write_text(line + "\n", encoding="utf-8")
+    [found] = misuses(tmp_path)
+    assert found.startswith("api/new_route.py:")
