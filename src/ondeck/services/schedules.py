@@ -20,7 +20,6 @@ from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.validation import check_body, check_priority, check_project, check_title
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import MISSED_POLICIES, SCHEDULE_KINDS, fires, schedules
-from ondeck.entrypoints.jobs import WAKE_CHANNEL
 from ondeck.services import events
 
 MAX_LIST = 1000
@@ -385,6 +384,10 @@ def delete_schedule(
         details={"title": current.title},
     )
     return current
+
+
+# The jobs loop LISTENs on this channel (entrypoints/jobs.py); "now" NOTIFYs it.
+WAKE_CHANNEL = "ondeck_jobs"
 
 
 def wake_jobs(conn: Connection) -> None:
