@@ -14,8 +14,10 @@ Failures are `BackupFailed` with one line saying why; a stopped copy is `Cancell
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -40,9 +42,10 @@ _PROGRESS_STEPS = 10_000
 # How often a wait on pg_dump looks at `stop`.
 _POLL_S = 0.25
 
-# Called from the SQLite copy's progress handler; None in production. The tests' slow copy
-# (tests/support/slow_backup.py) sets it, to show that a long backup holds nothing back.
-PACE: Callable[[], None] | None = None
+# Called from the SQLite copy's progress handler with the copy's `stop`; None in production.
+# The tests' slow copy (tests/support/slow_backup.py) sets it, to show that a long backup
+# holds nothing back and can still be stopped.
+PACE: Callable[[threading.Event | None], None] | None = None
 
 
 class BackupFailed(OndeckError):
@@ -81,7 +84,7 @@ def copy_sqlite(source: Path, target: Path, *, stop: threading.Event | None = No
 
     def progress() -> int:
         if PACE is not None:
-            PACE()
+            PACE(stop)
         if _stopped(stop):
             reason.append("stop")
         elif time.monotonic() > deadline:
@@ -93,7 +96,8 @@ def copy_sqlite(source: Path, target: Path, *, stop: threading.Event | None = No
     except sqlite3.Error as exc:
         raise BackupFailed(f"SQLite backup: cannot open {source}: {exc}") from None
     try:
-        conn.set_progress_handler(progress, _PROGRESS_STEPS)
+        # With PACE set, often enough that even a tiny database's copy is paced.
+        conn.set_progress_handler(progress, 100 if PACE else _PROGRESS_STEPS)
         conn.execute("VACUUM INTO ?", (str(target),))
     except sqlite3.Error as exc:
         if reason == ["stop"]:
@@ -164,8 +168,15 @@ def run_tool(
     """Run a PostgreSQL client tool to its end; its stdout, or `BackupFailed` with the
     last line it wrote on stderr. `stop` ends it early (`Cancelled`)."""
     try:
+        # Its own process group: stopping it stops whatever it started too (a wrapper
+        # script's children would otherwise hold its output open after it was killed).
         proc = subprocess.Popen(
-            args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            args,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
     except OSError as exc:
         raise BackupFailed(f"{what} could not start: {exc.strerror or exc}") from None
@@ -177,8 +188,7 @@ def run_tool(
             break
         except subprocess.TimeoutExpired:
             if _stopped(stop) or time.monotonic() > deadline:
-                proc.kill()
-                proc.communicate()
+                _kill_group(proc)
                 if _stopped(stop):
                     raise Cancelled(f"stopped while {what} was running") from None
                 raise BackupFailed(f"{what} did not finish within {timeout} s") from None
@@ -187,6 +197,13 @@ def run_tool(
         reason = lines[-1] if lines else f"exit status {proc.returncode}"
         raise BackupFailed(f"{what} failed: {reason[:500]}")
     return out
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=30)
 
 
 def dump_postgres(engine: Engine, target: Path, *, stop: threading.Event | None = None) -> None:
