@@ -354,3 +354,29 @@ def test_a_backup_written_under_a_stamp_no_running_row_has_names_no_run(
     assert result.taken_at is None
     with engine.connect() as conn:
         assert {r.status for r in backup_runs.list_backups(conn)} == {"abandoned"}
+
+
+def test_a_current_database_that_cannot_be_read_is_refused_with_the_way_out(
+    engine: Engine, settings: Settings, tmp_path: Path
+) -> None:
+    """The safety copy cannot be taken: nothing is replaced, and the message says how to go
+    on (move the broken file away; the restore then fills an empty database)."""
+    if engine.dialect.name == "postgresql":
+        pytest.skip("corrupting a PostgreSQL cluster's files is not this test's business")
+    file = _backup(engine, settings)
+    _add(engine, "after the backup")
+    engine.dispose()
+    live = Path(engine.url.database or "")
+    data = bytearray(live.read_bytes())
+    data[4096:8192] = b"\xff" * 4096
+    live.write_bytes(bytes(data))
+    broken = live.read_bytes()
+    with pytest.raises(OndeckError) as caught:
+        restore(engine, settings, file, NOW)
+    assert caught.value.code == "safety_copy_failed"
+    assert f"move {live} away, then restore again" in str(caught.value)
+    assert live.read_bytes() == broken
+    live.rename(tmp_path / "broken.db")
+    result = restore(engine, settings, file, NOW)
+    assert result.replaced == {"empty": True}
+    assert _titles(engine) == []

@@ -24,6 +24,7 @@ and is retried at most once an hour, never hidden.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -97,8 +98,6 @@ def get_backup(conn: Connection, backup_id: int) -> Backup:
 
 def runner_name(kind: str = "cli") -> str:
     """`cli@host:pid`: a run's runner when no jobs process (with a heartbeat) runs it."""
-    import os
-
     return f"{kind}@{socket.gethostname()}:{os.getpid()}"
 
 
@@ -357,16 +356,25 @@ def tidy(engine: Engine, settings: Settings, now: datetime, *, keep: Path) -> li
     """Prune old files beyond ONDECK_BACKUP_KEEP (never `keep`), remove runs' leftovers;
     what could not be deleted, one line each."""
     folder = settings.backups_path
+    warnings: list[str] = []
     try:
         with engine.connect().execution_options(readonly=True) as conn, conn.begin():
             recorded = _recorded_times(conn)
+    except Exception as exc:  # the backup is written: tidying must not undo that
+        recorded = {}
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        warnings.append(
+            f"could not read the runs' times ({reason[0] if reason else type(exc).__name__}): "
+            "old backups ordered by the times in their names"
+        )
+    try:
         pruned = backup_files.prune(folder, settings.backup_keep, recorded=recorded, protect=keep)
         leftovers = backup_files.remove_stale_temps(
             folder, now, backup_copies.MAX_RUN.total_seconds()
         )
     except OSError as exc:  # the directory itself cannot be listed any more
-        return [f"could not prune old backups in {folder}: {exc.strerror or exc}"]
-    return pruned.failed + leftovers.failed
+        return [*warnings, f"could not prune old backups in {folder}: {exc.strerror or exc}"]
+    return warnings + pruned.failed + leftovers.failed
 
 
 def _recorded_times(conn: Connection) -> dict[str, datetime]:

@@ -176,14 +176,21 @@ def describe(engine: Engine) -> dict[str, Any]:
             }
             last = conn.execute(select(func.max(events.c.at))).scalar()
     except Exception as exc:  # no schema (empty), or a database that cannot be read
+        engine.dispose()  # nothing pooled keeps the file open: the user may move it away
         message = str(getattr(exc, "orig", None) or exc)
         if is_unavailable(exc):
             raise Unavailable(f"database unavailable: {message.strip()[:300]}") from None
         if "no such table" in message or "does not exist" in message:
             return {"empty": True}
+        reason = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+        if engine.dialect.name == "postgresql":
+            way = "repair it, or drop and create it empty, then restore again"
+        else:
+            way = f"move {backup_copies.sqlite_path(engine)} away, then restore again"
         raise OndeckError(
-            f"cannot read the current database to keep a safety copy of it: "
-            f"{message.strip().splitlines()[0] if message.strip() else type(exc).__name__}"
+            f"cannot read the current database to keep a safety copy of it ({reason}); "
+            f"nothing was changed: {way}",
+            code="safety_copy_failed",
         ) from None
     return {
         "empty": False,
