@@ -241,7 +241,11 @@ def test_old_files_beyond_keep_are_deleted(engine: Engine, settings: Settings) -
     names = sorted(p.name for p in folder.iterdir())
     ext = _ext(engine)
     assert names == ["notes.txt", f"ondeck-20260617-090100.{ext}", f"ondeck-20260617-090200.{ext}"]
-    assert [r.status for r in _runs(engine)] == ["ok", "ok", "ok"]
+    runs = _runs(engine)
+    assert [r.status for r in runs] == ["ok", "ok", "ok"]
+    with engine.connect() as conn:
+        [done] = events.list_events(conn, subject=f"backup:{runs[0].id}")
+    assert done.details["pruned"] == [f"ondeck-20260617-090000.{ext}"]
 
 
 def test_two_backups_in_one_second_keep_the_newer_one(engine: Engine, settings: Settings) -> None:

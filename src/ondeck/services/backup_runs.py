@@ -203,6 +203,7 @@ def _finish(
     size: int | None = None,
     error: str | None = None,
     warnings: list[str] | None = None,
+    pruned: list[str] | None = None,
 ) -> bool:
     """Record the outcome. A run another process took for dead (`abandoned`) that did end
     gets its real outcome: that was a guess, this is what happened."""
@@ -221,6 +222,8 @@ def _finish(
     if not changed:
         return False  # not a run of this database any more (it was restored meanwhile)
     details: dict[str, Any] = {"file": str(file), "bytes": size} if file else {"error": error}
+    if pruned:
+        details["pruned"] = pruned  # their runs' rows still name them: this says where they went
     if warnings:
         details["warnings"] = warnings
     if was == "abandoned":
@@ -249,12 +252,14 @@ def complete(
     failed backup. `stop` set: the copy is abandoned, and so recorded."""
     began = time.perf_counter()
     warnings: list[str] = []
+    pruned: list[str] = []
     file: Path | None = None
     size: int | None = None
     error: str | None = None
     status = "ok"
     try:
-        file, size, warnings = write_backup(engine, settings, claim.started_at, stop=stop)
+        written = write_backup(engine, settings, claim.started_at, stop=stop)
+        file, size, pruned, warnings = written.file, written.size, written.pruned, written.warnings
     except Cancelled as exc:
         status, error = "abandoned", f"{exc}: the process running it was stopping"
     except BackupFailed as exc:
@@ -275,6 +280,7 @@ def complete(
             size=size,
             error=error,
             warnings=warnings,
+            pruned=pruned,
         )
         if recorded and status == "ok" and claim.schedule_id is not None:
             from ondeck.services.firing import record_fire
@@ -323,13 +329,21 @@ def run_backup(
 # --- writing --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Written:
+    file: Path
+    size: int
+    pruned: list[str]  # the old files deleted to make room
+    warnings: list[str]  # what could not be tidied, one line each
+
+
 def write_backup(
     engine: Engine, settings: Settings, now: datetime, *, stop: threading.Event | None = None
-) -> tuple[Path, int, list[str]]:
+) -> Written:
     """Write, verify and publish one backup file, then prune old ones.
 
-    Returns (path, bytes, warnings); raises `BackupFailed` with one line saying what went
-    wrong with the backup itself.
+    Raises `BackupFailed` with one line saying what went wrong with the backup itself;
+    what goes wrong after it is written is a warning.
     """
     folder = settings.backups_path
     try:
@@ -349,12 +363,15 @@ def write_backup(
     finally:
         backup_files.discard(temp)
     size = final.stat().st_size
-    return final, size, tidy(engine, settings, now, keep=final)
+    pruned, warnings = tidy(engine, settings, now, keep=final)
+    return Written(file=final, size=size, pruned=pruned, warnings=warnings)
 
 
-def tidy(engine: Engine, settings: Settings, now: datetime, *, keep: Path) -> list[str]:
+def tidy(
+    engine: Engine, settings: Settings, now: datetime, *, keep: Path
+) -> tuple[list[str], list[str]]:
     """Prune old files beyond ONDECK_BACKUP_KEEP (never `keep`), remove runs' leftovers;
-    what could not be deleted, one line each."""
+    the names of the files pruned, and what could not be deleted, one line each."""
     folder = settings.backups_path
     warnings: list[str] = []
     try:
@@ -373,8 +390,8 @@ def tidy(engine: Engine, settings: Settings, now: datetime, *, keep: Path) -> li
             folder, now, backup_copies.MAX_RUN.total_seconds()
         )
     except OSError as exc:  # the directory itself cannot be listed any more
-        return [*warnings, f"could not prune old backups in {folder}: {exc.strerror or exc}"]
-    return warnings + pruned.failed + leftovers.failed
+        return [], [*warnings, f"could not prune old backups in {folder}: {exc.strerror or exc}"]
+    return [p.name for p in pruned.deleted], warnings + pruned.failed + leftovers.failed
 
 
 def _recorded_times(conn: Connection) -> dict[str, datetime]:
