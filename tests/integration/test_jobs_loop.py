@@ -174,3 +174,24 @@ def test_a_step_that_cannot_be_imported_stops_the_jobs_loop_loudly(module: str) 
     )
     assert result.returncode != 0
     assert "ImportError" in result.stderr or "ModuleNotFoundError" in result.stderr
+
+
+def test_schedules_do_not_import_the_jobs_loop() -> None:
+    """ "now" wakes the loop through the channel that lives beside `wake_jobs`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ondeck.services import schedules\n"
+        "assert schedules.WAKE_CHANNEL == 'ondeck_jobs'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ondeck.entrypoints')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    from ondeck.entrypoints import jobs
+    from ondeck.services import schedules
+
+    assert jobs.WAKE_CHANNEL is schedules.WAKE_CHANNEL
