@@ -378,3 +378,33 @@ def test_a_backup_schedule_removed_while_due_starts_no_run(
         )
     assert _step(engine, settings, NOW) == {}
     assert _runs(engine) == []
+
+
+def test_the_next_backups_step_reports_how_the_runs_it_started_ended(
+    engine: Engine, settings: Settings
+) -> None:
+    _backup_schedule(engine)
+    threads = BackupThreads(name=RUNNER)
+    [started] = threads.step(engine, NOW, settings)["started"]
+    threads.join()
+    assert threads.step(engine, NOW + timedelta(minutes=1), settings) == {"ok": 1}
+    assert threads.step(engine, NOW + timedelta(minutes=2), settings) == {}
+    assert [r.id for r in _runs(engine)] == [started]
+
+
+def test_now_on_a_backup_schedule_backs_up_again_with_one_fire_per_date(
+    engine: Engine, settings: Settings
+) -> None:
+    schedule = _backup_schedule(engine)
+    _step(engine, settings, NOW)
+    with engine.begin() as conn:
+        schedules.pull_now(conn, NOW + timedelta(hours=1), UTC_ZONE, schedule.id)
+    _step(engine, settings, NOW + timedelta(hours=1))
+    assert [r.status for r in _runs(engine)] == ["ok", "ok"]
+    with engine.connect() as conn:
+        after = schedules.get_schedule(conn, schedule.id)
+        fires = schedules.list_fires(conn, schedule.id)
+    assert [f.fire_date for f in fires] == [NOW.date()]
+    assert after.next_due == NOW.date() + timedelta(days=1)
+    # The schedule keeps saying when it really fired.
+    assert after.last_fired_at == fires[0].fired_at
