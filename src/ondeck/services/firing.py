@@ -369,8 +369,9 @@ def record_fire(
     """Fire one schedule that is due on `day`, in the caller's transaction: how a backup
     schedule's fire is recorded once its backup succeeded (`fired_at`).
 
-    False when it is no longer due on `day` (edited, paused, removed, or its fire already
-    recorded by another run): nothing is changed then.
+    False when nothing fired: it is no longer due on `day` (edited, paused, removed,
+    advanced by another run), and nothing changes; or that date's fire was recorded before
+    ("now" pressed after the day's backup), and `next_due` advances as for any fire.
     """
     row = conn.execute(
         select(schedules).where(
