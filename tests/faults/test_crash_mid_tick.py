@@ -106,8 +106,12 @@ def test_kill_9_at_random_moments_loses_and_doubles_nothing(
         assert _fired(engine, last_id) == expected_total, f"day {day} not complete"
 
     counts = check_exactly_once(engine, planned, days)
-    # The backup schedule: at most one fire a day, each after a backup that succeeded; a
-    # run killed half-way is marked abandoned by the next run, never left "running".
+    # A run killed half-way is abandoned once its process's heartbeat has been silent long
+    # enough (backup_liveness): by the next day's runs, or by this one an hour later.
+    late = at_time(env, datetime.combine(days[-1], clock_time(10), tzinfo=UTC))
+    assert procs.ondeck("jobs-late", "jobs", "--once", env=late).wait() == 0
+    # The backup schedule: at most one fire a day, each after a backup that succeeded; no
+    # run is left "running".
     backups = backup_record(engine)
     ok_days = {day for status, day, _ in backups["runs"] if status == "ok"}
     assert len(set(backups["fires"])) == len(backups["fires"])

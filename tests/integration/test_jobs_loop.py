@@ -115,3 +115,83 @@ def test_wake_makes_the_loop_tick_before_the_interval(engine: Engine) -> None:
     assert len(calls) >= 2
     with engine.connect() as conn:
         assert workers.list_workers(conn)[0].stopped_at is not None
+
+
+def _broken(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
+    raise RuntimeError("disk on fire")
+
+
+def test_a_failing_step_is_counted_in_the_heartbeat_and_fails_once(
+    engine: Engine, settings: Settings
+) -> None:
+    calls: list[datetime] = []
+    steps = [("broken", _broken), ("count", _count(calls))]
+    jobs = Jobs(engine=engine, settings=settings, steps=steps, name="jobs@t:1")
+    assert jobs.run(once=True) == 1
+    with engine.connect() as conn:
+        [row] = workers.list_workers(conn)
+    assert row.summary is not None
+    assert row.summary["failed_steps"] == ["broken"]
+    assert row.summary["broken"] == {"error": "RuntimeError: disk on fire"}
+    assert row.summary["count"] == {"done": 1}
+    assert row.stopped_at is not None
+    healthy = Jobs(engine=engine, settings=settings, steps=[("count", _count(calls))])
+    assert healthy.run(once=True) == 0
+
+
+def test_the_loop_goes_on_past_a_failing_step(engine: Engine) -> None:
+    settings = load_settings(tz="UTC", tick_seconds=0.05)
+    calls: list[datetime] = []
+    jobs = Jobs(
+        engine=engine, settings=settings, steps=[("broken", _broken), ("count", _count(calls))]
+    )
+    thread = threading.Thread(target=jobs.run)
+    thread.start()
+    for _ in range(200):
+        if len(calls) >= 3:
+            break
+        threading.Event().wait(0.05)
+    jobs.stop()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert len(calls) >= 3
+
+
+@pytest.mark.parametrize("module", ["firing", "reaper", "backup_runs", "backup_liveness"])
+def test_a_step_that_cannot_be_imported_stops_the_jobs_loop_loudly(module: str) -> None:
+    """No step is registered by catching ImportError: a broken step module is an error at
+    start, not a tick that silently lacks it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        f"sys.modules['ondeck.services.{module}'] = None  # importing it raises ImportError\n"
+        "from ondeck.entrypoints.jobs import Jobs\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr or "ModuleNotFoundError" in result.stderr
+
+
+def test_schedules_do_not_import_the_jobs_loop() -> None:
+    """ "now" wakes the loop through the channel that lives beside `wake_jobs`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ondeck.services import schedules\n"
+        "assert schedules.WAKE_CHANNEL == 'ondeck_jobs'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ondeck.entrypoints')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    from ondeck.entrypoints import jobs
+    from ondeck.services import schedules
+
+    assert jobs.WAKE_CHANNEL is schedules.WAKE_CHANNEL

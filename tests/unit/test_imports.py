@@ -26,12 +26,7 @@ ORDER = ("core", "db", "services", "entrypoints")
 
 # Cycles that another branch of the same issue removes, each with who removes it. An entry
 # fails the test once its cycle is gone, so the list cannot outlive its reason.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"ondeck.services.firing", "ondeck.services.maintenance"}): (
-        "the tick's backup step (issue 13, 'Untie the tick') takes backups out of "
-        "firing.fire_step; the backups branch removes this cycle"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def layer(module: str) -> str:

@@ -284,6 +284,43 @@ class Fire:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Backup:
+    """One backup run, as its `backups` row says (services/backup_runs.py runs them)."""
+
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    status: BackupStatus
+    worker: str | None
+    file: str | None
+    bytes: int | None
+    error: str | None
+    schedule_id: int | None
+
+    @classmethod
+    def from_values(cls, values: Mapping[Any, Any]) -> Backup:
+        found = {name: values[name] for name in _BACKUP_COLUMNS}
+        found["status"] = BackupStatus(values["status"])
+        return cls(**found)
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "started_at": iso(self.started_at, zone),
+            "finished_at": iso(self.finished_at, zone),
+            "status": self.status.value,
+            "worker": self.worker,
+            "file": self.file,
+            "bytes": self.bytes,
+            "error": self.error,
+            "schedule_id": self.schedule_id,
+        }
+
+
+_BACKUP_COLUMNS = tuple(f.name for f in fields(Backup))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Event:
     """One change: when, who (`cli`, `api`, `jobs`, `mcp:<client>` …), what (`task:12`)."""
 

@@ -82,3 +82,11 @@ def alembic_head() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(_alembic_config(None)).get_current_head()
+
+
+def known_revisions() -> set[str]:
+    """Every schema revision this ondeck has a migration for."""
+    from alembic.script import ScriptDirectory
+
+    directory = ScriptDirectory.from_config(_alembic_config(None))
+    return {script.revision for script in directory.walk_revisions()}

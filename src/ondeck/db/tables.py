@@ -125,6 +125,8 @@ tasks = Table(
     Index("ix_tasks_project_status", "project", "status"),
 )
 
+SCHEDULES_LIVE = text("enabled AND deleted_at IS NULL")
+
 schedules = Table(
     "schedules",
     metadata,

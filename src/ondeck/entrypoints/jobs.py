@@ -2,14 +2,22 @@
 
 A tick runs its steps in order, each a function returning a summary (how much it did):
 
-    1. fire       due schedules become tasks, reminders and backups      (firing.py)
-    2. reap       leases whose holder went silent past the grace period  (reaper.py)
-    3. maintain   abandoned backup runs                                  (maintenance.py)
-    4. heartbeat  this process's row in `workers`, with the tick summary (workers.py)
+    1. fire       due task and remind schedules become tasks and fires   (firing.py)
+    2. backups    due backup schedules start a run, written in a thread of this process
+                  so that nothing below waits for it                     (backup_threads.py)
+    3. reap       leases whose holder went silent past the grace period  (reaper.py)
+    4. maintain   backup runs whose runner went away become abandoned    (backup_liveness.py)
+    5. heartbeat  this process's row in `workers`, with the tick summary (workers.py)
 
-A failing step is logged with its traceback and the tick goes on to the next step. A
-database that cannot be reached is retried with growing pauses, never a crash loop.
-SIGTERM and SIGINT let the current tick finish, then the loop exits.
+A step that raises is logged with its traceback, named in the summary's `failed_steps`,
+and makes `ondeck jobs --once` exit 1; the tick goes on to the next step and the loop to
+the next tick. A database that cannot be reached is retried with growing pauses, never a
+crash loop. SIGTERM and SIGINT let the current tick finish, cancel the backups being
+written (recorded `abandoned`), then the loop exits.
+
+`--once` runs one tick, then, if that tick started a backup, goes on ticking until the
+backup has ended: it never leaves a half-written run, and its heartbeat keeps saying it is
+alive meanwhile (other processes judge its run by that heartbeat).
 """
 
 from __future__ import annotations
@@ -29,48 +37,43 @@ from ondeck.core import clock
 from ondeck.core.config import Settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
-from ondeck.services import workers
+from ondeck.entrypoints.backup_threads import BackupThreads
+from ondeck.services import firing, reaper, workers
 from ondeck.services.schedules import WAKE_CHANNEL
 
 log = logging.getLogger("ondeck.jobs")
 
 Step = Callable[[Engine, datetime, Settings], dict[str, Any]]
 MAX_BACKOFF_SECONDS = 60.0
+# How often `--once` looks whether its backups have ended (time.sleep, see _drain).
+_DRAIN_POLL_SECONDS = 0.1
 
 
-def default_steps() -> list[tuple[str, Step]]:
-    """The steps of a tick, in order. Modules register here as they land."""
-    steps: list[tuple[str, Step]] = []
-    try:
-        from ondeck.services.firing import fire_step
-
-        steps.append(("fire", fire_step))
-    except ImportError:
-        pass
-    try:
-        from ondeck.services.reaper import reap_step
-
-        steps.append(("reap", reap_step))
-    except ImportError:
-        pass
-    try:
-        from ondeck.services.maintenance import maintain_step
-
-        steps.append(("maintain", maintain_step))
-    except ImportError:
-        pass
-    return steps
+def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
+    """The steps of a tick, in order."""
+    return [
+        ("fire", firing.fire_step),
+        ("backups", backups.step),
+        ("reap", reaper.reap_step),
+        ("maintain", backups.maintain),
+    ]
 
 
 @dataclass
 class Jobs:
     engine: Engine
     settings: Settings
-    steps: list[tuple[str, Step]] = field(default_factory=default_steps)
+    steps: list[tuple[str, Step]] | None = None  # default_steps(self.backups)
     name: str = field(default_factory=workers.worker_name)
     started_at: datetime = field(default_factory=clock.now)
     stop_event: threading.Event = field(default_factory=threading.Event)
     wake_event: threading.Event = field(default_factory=threading.Event)
+    backups: BackupThreads = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.backups = BackupThreads(name=self.name)
+        if self.steps is None:
+            self.steps = default_steps(self.backups)
 
     def tick(self, now: datetime | None = None) -> dict[str, Any]:
         """Run every step once and write the heartbeat; returns the summary.
@@ -80,8 +83,9 @@ class Jobs:
         now = now or clock.now()
         began = time.perf_counter()
         summary: dict[str, Any] = {}
+        failed: list[str] = []
         unavailable: BaseException | None = None
-        for name, step in self.steps:
+        for name, step in self.steps or []:
             try:
                 summary[name] = step(self.engine, now, self.settings)
             except Exception as exc:
@@ -91,6 +95,9 @@ class Jobs:
                     break
                 log.exception("step %s failed", name)
                 summary[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                failed.append(name)
+        if failed:
+            summary["failed_steps"] = failed
         if unavailable is not None:
             raise Unavailable(f"database unavailable: {_first_line(unavailable)}") from unavailable
         tick_ms = round((time.perf_counter() - began) * 1000, 2)
@@ -112,35 +119,72 @@ class Jobs:
         return summary
 
     def run(self, *, once: bool = False) -> int:
-        """Tick until stopped; returns the exit code."""
+        """Tick until stopped; returns the exit code.
+
+        `once`: 0, or 1 when a step failed, 5 when the database could not be reached.
+        """
         log.info("jobs %s started, ticking every %gs", self.name, self.settings.tick_seconds)
         if not once:
             listen_for_wakeups(self)
-        backoff = 1.0
-        while not self.stop_event.is_set():
-            try:
-                self.tick()
-                backoff = 1.0
-                pause = self.settings.tick_seconds
-            except Unavailable as exc:
+        code = 0
+        try:
+            backoff = 1.0
+            while not self.stop_event.is_set():
+                try:
+                    if self.tick().get("failed_steps"):
+                        code = 1
+                    backoff = 1.0
+                    pause = self.settings.tick_seconds
+                except Unavailable as exc:
+                    if once:
+                        log.error("%s", exc)
+                        code = 5
+                        break
+                    pause = min(backoff, MAX_BACKOFF_SECONDS, max(self.settings.tick_seconds, 1.0))
+                    log.warning("%s; retrying in %.0fs", exc, pause)
+                    backoff *= 2
+                except Exception:
+                    if once:
+                        log.exception("tick failed")
+                        code = 1
+                        break
+                    log.exception("tick failed; the loop goes on")
+                    pause = self.settings.tick_seconds
                 if once:
-                    log.error("%s", exc)
-                    return 5
-                pause = min(backoff, MAX_BACKOFF_SECONDS, max(self.settings.tick_seconds, 1.0))
-                log.warning("%s; retrying in %.0fs", exc, pause)
-                backoff *= 2
-            except Exception:
-                if once:
-                    log.exception("tick failed")
-                    return 1
-                log.exception("tick failed; the loop goes on")
-                pause = self.settings.tick_seconds
-            if once:
-                break
-            self._sleep(pause)
-        self._mark_stopped()
+                    if self._drain():
+                        code = code or 1
+                    break
+                self._sleep(pause)
+        finally:
+            if not once:
+                self.backups.stop()
+            self.backups.join()
+        if code != 5:
+            self._mark_stopped()
         log.info("jobs %s stopped", self.name)
-        return 0
+        return code
+
+    def _drain(self) -> bool:
+        """`--once`: tick on while the backups this process started are being written;
+        True if a step failed meanwhile.
+
+        Waits with `time.sleep`, not an Event's timed wait: under libfaketime (the tests'
+        moved clock) a timed wait on a lock never returns.
+        """
+        failed = False
+        next_tick = time.monotonic() + self.settings.tick_seconds
+        while self.backups.busy():
+            if self.stop_event.is_set():
+                self.backups.stop()
+            time.sleep(_DRAIN_POLL_SECONDS)
+            if time.monotonic() < next_tick or not self.backups.busy():
+                continue
+            next_tick = time.monotonic() + self.settings.tick_seconds
+            try:
+                failed |= bool(self.tick().get("failed_steps"))
+            except Exception as exc:  # the backup goes on; its record is what matters
+                log.warning("tick while waiting for a backup failed: %s", _first_line(exc))
+        return failed
 
     def wake(self) -> None:
         """Tick now instead of at the next interval ("now" pressed, NOTIFY received)."""

@@ -19,8 +19,9 @@ Missed days (the jobs process was down) follow the schedule's `missed` policy:
     all     one fire per missed date (the last 31; the first kept one counts the rest);
     skip    no fire for past dates (today still fires); an event says what was skipped.
 
-Backup schedules run the backup itself, which takes time: `maintenance.run_due_backups`
-does that outside these transactions and records the fire only after success.
+Backup schedules are not fired here: their backup takes time, so the jobs tick's backups
+step starts it (`backup_runs.claim_due`) and, once it succeeded, records the fire through
+`record_fire`: the same guarded advance, `fires` row and event as every other fire.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ondeck.core.errors import InvalidInput
 from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.core.rules import parse as parse_rule
 from ondeck.db.dialect import insert_for, is_postgres
-from ondeck.db.tables import fires, schedules, tasks
+from ondeck.db.tables import SCHEDULES_LIVE, fires, schedules, tasks
 from ondeck.services import backlog, events
 
 log = logging.getLogger("ondeck.firing")
@@ -363,11 +364,32 @@ def fire_due(
             return total
 
 
-def fire_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
-    """The jobs tick's first step: the default schedules, due fires, due backups."""
-    from ondeck.services import maintenance
+def record_fire(
+    conn: Connection, day: date, fired_at: datetime, schedule_id: int, *, actor: str
+) -> bool:
+    """Fire one schedule that is due on `day`, in the caller's transaction: how a backup
+    schedule's fire is recorded once its backup succeeded (`fired_at`).
 
-    maintenance.ensure_defaults_once(engine, now, settings.zone)
+    False when nothing fired: it is no longer due on `day` (edited, paused, removed,
+    advanced by another run), and nothing changes; or that date's fire was recorded before
+    ("now" pressed after the day's backup), and `next_due` advances as for any fire.
+    """
+    row = conn.execute(
+        select(schedules).where(
+            schedules.c.id == schedule_id, SCHEDULES_LIVE, schedules.c.next_due <= day
+        )
+    ).first()
+    if row is None:
+        return False
+    fired_at = aware(fired_at)
+    moved = _advance(conn, fired_at, [plan(row, day)], careful=True)
+    if not moved:
+        return False
+    return _record(conn, fired_at, moved, actor).fired > 0
+
+
+def fire_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
+    """The jobs tick's first step: due task and remind schedules."""
     result = fire_due(engine, now, settings.zone)
     if result.fired or result.skipped or result.errors:
         log.info(
@@ -387,7 +409,4 @@ def fire_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, An
     }
     if result.errors:
         summary["errors"] = result.errors
-    backups = maintenance.run_due_backups(engine, now, settings)
-    if backups:
-        summary["backups"] = backups
     return summary

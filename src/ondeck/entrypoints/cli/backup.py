@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,16 +19,20 @@ def register(app: typer.Typer) -> None:
         """Back up the database now (into ONDECK_BACKUP_DIR), verified, old files pruned."""
         from ondeck.core.errors import OndeckError
         from ondeck.core.models import BackupStatus
-        from ondeck.services import maintenance
+        from ondeck.services import backup_runs
 
         cli = cli_of(ctx)
-        result = maintenance.run_backup(cli.engine, cli.settings, cli.now(), actor=cli.actor)
+        ran = backup_runs.run_backup(cli.engine, cli.settings, cli.now(), actor=cli.actor)
+        result = ran.backup
         if as_json:
-            print_json(result.to_json(cli.settings.zone))
+            print_json({**result.to_json(cli.settings.zone), "warnings": ran.warnings})
         if result.status != BackupStatus.OK:
             raise OndeckError(f"backup {result.id} failed: {result.error}", code="backup_failed")
         if not as_json:
             typer.echo(f"backup {result.id}: {result.file} ({result.bytes} bytes)")
+        for warning in ran.warnings:
+            # The backup is good (exit 0); what it could not tidy is said, one line each.
+            sys.stderr.write(f"ondeck: warning: {' '.join(warning.split())}\n")
 
     @app.command("restore")
     def restore(
@@ -38,10 +43,14 @@ def register(app: typer.Typer) -> None:
         ] = False,
         as_json: JsonOpt = False,
     ) -> None:
-        """Replace the configured database's contents with a backup (stop the server first)."""
+        """Replace the configured database's contents with a backup (stop the server first).
+
+        The current database is kept first as a safety copy in ONDECK_BACKUP_DIR.
+        """
+        from ondeck.core.clock import iso
         from ondeck.core.errors import InvalidInput
-        from ondeck.db.engine import describe, make_engine
-        from ondeck.services import maintenance
+        from ondeck.db.engine import describe, make_engine, translate_errors
+        from ondeck.services import restore as restoring
 
         cli = cli_of(ctx)
         engine = make_engine(cli.settings.url)
@@ -49,9 +58,30 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(
                 f"restore replaces every row in {describe(engine)}: run it again with --yes"
             )
-        result = maintenance.restore(engine, file, cli.now(), actor=cli.actor)
-        engine.dispose()
+        zone = cli.settings.zone
+        try:
+            with translate_errors():
+                result = restoring.restore(engine, cli.settings, file, cli.now(), actor=cli.actor)
+        finally:
+            engine.dispose()
         if as_json:
-            print_json(result)
+            print_json(result.to_json(zone))
+            return
+        if result.taken_at is not None:
+            when = f"a backup taken {iso(result.taken_at, zone)}"
+        elif result.last_event_at is not None:
+            when = f"a backup whose last change was {iso(result.last_event_at, zone)}"
         else:
-            typer.echo(f"restored {describe(engine)} from {result['file']}")
+            when = "a backup with no recorded change"
+        typer.echo(f"restored {describe(engine)} from {result.file} ({when})")
+        replaced = result.replaced
+        if result.safety_copy is None:
+            typer.echo("the database it replaced was empty: no safety copy was needed")
+        else:
+            last = replaced.get("last_event_at")
+            typer.echo(
+                f"the database it replaced ({replaced['tasks']} tasks, {replaced['schedules']} "
+                f"schedules, {replaced['events']} events, last change "
+                f"{iso(last, zone) if last else 'none'}) is kept in {result.safety_copy}: "
+                f"`ondeck restore {result.safety_copy} --yes` undoes this"
+            )

@@ -13,9 +13,9 @@ from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
 from ondeck.services import events, workers
+from ondeck.services.backup_runs import list_backups
 from ondeck.services.calendar_feed import build_calendar
 from ondeck.services.context import JOBS_SILENT_TICKS
-from ondeck.services.maintenance import list_backups
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
 public = APIRouter(include_in_schema=False)

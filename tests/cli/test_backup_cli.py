@@ -1,0 +1,157 @@
+"""`ondeck backup` and `ondeck restore` as a user runs them (real processes, both stores):
+one line per failure, a good backup never reported as failed, a restore that checks first
+and says what it replaced and where that is kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from ondeck.core import clock
+from ondeck.core.config import load_settings
+from ondeck.db.migrate import HEAD
+from ondeck.services import backup_runs
+from support.procs import ondeck_env, run_ondeck
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def env(db_url: str, tmp_path: Path) -> dict[str, str]:
+    return ondeck_env(db_url, tmp_path, ONDECK_TZ="Asia/Seoul")
+
+
+def _ok(env: dict[str, str], *args: str) -> str:
+    result = run_ondeck(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _json(env: dict[str, str], *args: str) -> Any:
+    return json.loads(_ok(env, *args, "--json"))
+
+
+def _titles(env: dict[str, str]) -> list[str]:
+    return [t["title"] for t in _json(env, "task", "list")]
+
+
+def test_a_failed_backup_is_one_line_on_stderr(
+    env: dict[str, str], db_url: str, tmp_path: Path
+) -> None:
+    folder = Path(env["ONDECK_BACKUP_DIR"])
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the directory should be")
+    if db_url.startswith("postgresql"):
+        env = {**env, "PATH": str(tmp_path / "no-tools-here")}
+    result = run_ondeck("backup", env=env)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("ondeck: error: backup 1 failed: ")
+    assert result.stdout == ""
+
+
+def test_a_backup_whose_pruning_fails_is_good_and_says_so_once(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a file undeletable (chattr +i) needs root")
+    keep1 = {**env, "ONDECK_BACKUP_KEEP": "1"}
+    stuck = Path(_json(keep1, "backup")["file"])
+    locked = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, check=False)
+    if locked.returncode != 0:
+        pytest.skip(f"chattr +i not supported here: {locked.stderr.decode().strip()}")
+    try:
+        result = run_ondeck("backup", env=keep1)
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("backup 2: ")
+    assert result.stderr == (
+        f"ondeck: warning: could not delete the old backup {stuck}: Operation not permitted\n"
+    )
+
+
+def test_restore_of_a_directory_says_what_it_is_and_what_is_expected(
+    env: dict[str, str],
+) -> None:
+    made = Path(_json(env, "backup")["file"])
+    result = run_ondeck("restore", str(made.parent), "--yes", env=env)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "is a directory: give a backup file written by `ondeck backup`" in result.stderr
+    assert made.name in result.stderr
+
+
+def test_restore_of_a_newer_schema_refuses_and_everything_still_works(
+    env: dict[str, str], engine: Engine
+) -> None:
+    _ok(env, "task", "add", "before ✓")
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    # What a newer ondeck's backup is: this schema at a revision this ondeck does not have.
+    settings = load_settings(database_url=env["ONDECK_DATABASE_URL"], tz="UTC",
+                             backup_dir=Path(env["ONDECK_BACKUP_DIR"]))  # fmt: skip
+    newer = Path(backup_runs.run_backup(engine, settings, clock.now()).backup.file or "")
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE alembic_version SET version_num = '{HEAD}'"))
+    _ok(env, "task", "add", "after 한국어")
+    result = run_ondeck("restore", str(newer), "--yes", env=env)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "schema version 9999" in result.stderr and "upgrade ondeck" in result.stderr
+    # Nothing changed: every later command still works on the same rows.
+    assert _titles(env) == ["before ✓", "after 한국어"]
+    assert _json(env, "db", "status")["schema_version"] == HEAD
+
+
+def test_restore_names_the_backup_time_what_it_replaced_and_the_safety_copy(
+    env: dict[str, str],
+) -> None:
+    _ok(env, "task", "add", "in the backup")
+    made = _json(env, "backup")
+    _ok(env, "task", "add", "after the backup")
+    out = _ok(env, "restore", made["file"], "--yes")
+    first, second = out.splitlines()
+    assert first.startswith("restored ")
+    assert f"from {made['file']} (a backup taken {made['started_at']})" in first
+    assert "+09:00" in first  # shown in the configured zone
+    assert "the database it replaced (2 tasks, 0 schedules, 3 events, last change" in second
+    safety = second.split(" is kept in ")[1].split(":")[0]
+    assert Path(safety).name.startswith("pre-restore-")
+    assert f"`ondeck restore {safety} --yes` undoes this" in second
+    assert _titles(env) == ["in the backup"]
+    again = _json(env, "restore", safety, "--yes")
+    assert again["safety_copy"] and again["taken_at"] is None
+    assert _titles(env) == ["in the backup", "after the backup"]
+
+
+def test_a_restored_scheduled_backup_is_not_reported_as_failed(
+    env: dict[str, str],
+) -> None:
+    """The issue's repro: restore the jobs loop's own backup; the context must not say
+    `backup_failed`, the run is `ok`, and that day's fire is there."""
+    _ok(env, "jobs", "--once")
+    [schedule] = _json(env, "schedule", "list")
+    [fire] = _json(env, "schedule", "show", str(schedule["id"]))["fires"]
+    backups_dir = Path(env["ONDECK_BACKUP_DIR"])
+    [file] = [p for p in backups_dir.iterdir() if p.name.startswith("ondeck-")]
+    _ok(env, "restore", str(file), "--yes")
+    _ok(env, "jobs", "--once")
+    result = run_ondeck("context", "--format", "json", env=env)
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)
+    assert "backup_failed" not in {w["code"] for w in context["warnings"]}
+    [restored] = _json(env, "schedule", "show", str(schedule["id"]))["fires"]
+    # Its time is the file's (when the run published it), within moments of the original.
+    gap = datetime.fromisoformat(restored.pop("fired_at")) - datetime.fromisoformat(
+        fire.pop("fired_at")
+    )
+    assert abs(gap.total_seconds()) < 5
+    assert restored == fire
