@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,14 +19,16 @@ from sqlalchemy import Connection, Engine
 
 from ondeck import __version__
 from ondeck.core import clock
+from ondeck.core.clock import today
 from ondeck.core.config import Settings
 from ondeck.core.errors import OndeckError
 from ondeck.core.validation import parse_date
 from ondeck.db.engine import writing
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
-from ondeck.services import backlog, schedules
+from ondeck.services import backlog, schedules, workers
 from ondeck.services.context import context_for
 from ondeck.services.context_render import to_json, to_markdown
+from ondeck.services.lease_state import task_json
 
 T = TypeVar("T")
 
@@ -69,8 +72,24 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def task_out(task: backlog.Task) -> TaskOut:
-        return TaskOut(**task.to_json(clock.now(), zone))
+    def task_out(
+        task: backlog.Task, jobs: Callable[[], workers.JobsHealth] | None = None
+    ) -> TaskOut:
+        now = clock.now()
+        return TaskOut(**task_json(task, now, zone, settings.lease_grace, jobs or jobs_now(now)))
+
+    def jobs_now(now: datetime) -> Callable[[], workers.JobsHealth]:
+        """The jobs heartbeat for a lease past its end (read once per call, if ever)."""
+        found: list[workers.JobsHealth] = []
+
+        def read() -> workers.JobsHealth:
+            if not found:
+                with engine.connect() as conn:
+                    tick = settings.tick_seconds
+                    found.append(workers.jobs_health(conn, now, tick_seconds=tick))
+            return found[0]
+
+        return read
 
     def schedule_out(schedule: schedules.Schedule) -> ScheduleOut:
         return ScheduleOut(**schedule.to_json(clock.now(), zone))
@@ -111,7 +130,8 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                 found = backlog.list_tasks(
                     conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
                 )
-            return TaskList(tasks=[task_out(t) for t in found])
+            jobs = jobs_now(clock.now())
+            return TaskList(tasks=[task_out(t, jobs) for t in found])
 
         return call(run)
 
@@ -314,14 +334,12 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
         """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
 
         def run() -> PulledNow:
+            now = clock.now()
             with write() as conn:
-                schedule = schedules.pull_now(
-                    conn, clock.now(), zone, schedule_id, actor=actor(ctx)
-                )
-            return PulledNow(
-                schedule=schedule_out(schedule),
-                note="due today; the jobs loop creates it at its next tick (within a minute)",
-            )
+                schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=actor(ctx))
+                jobs = workers.jobs_health(conn, now, tick_seconds=settings.tick_seconds)
+            note = schedules.pulled_state(schedule, today(now, zone), jobs, zone)
+            return PulledNow(schedule=schedule_out(schedule), note=note)
 
         return call(run)
 

@@ -36,7 +36,7 @@ from ondeck.core.clock import aware, iso, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput, OndeckError
 from ondeck.db.dialect import insert_for, is_postgres
-from ondeck.db.tables import backups, fires, schedules
+from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules
 from ondeck.services import events, workers
 
 log = logging.getLogger("ondeck.maintenance")
@@ -319,7 +319,7 @@ def run_due_backups(engine: Engine, now: datetime, settings: Settings) -> dict[s
             conn.execute(
                 select(schedules.c.id)
                 .where(
-                    text("enabled AND deleted_at IS NULL"),
+                    SCHEDULES_LIVE,
                     schedules.c.next_due <= day,
                     schedules.c.kind == "backup",
                 )

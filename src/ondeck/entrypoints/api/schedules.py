@@ -61,10 +61,21 @@ class FireOut(BaseModel):
     skipped: int = Field(description="Missed dates folded into this fire.")
 
 
+class SkippedOut(BaseModel):
+    at: str = Field(description="When the dates were dropped.")
+    reason: str = Field(description="missed=skip, paused, or now, missed=skip.")
+    dates: int = Field(description="How many dates never fired.")
+    first: str | None
+    last: str | None
+
+
 class ScheduleDetail(BaseModel):
     schedule: ScheduleOut
     fires: list[FireOut] = Field(description="The last fires, newest first.")
     next: list[str] = Field(description="The next 5 dates, YYYY-MM-DD.")
+    skipped: list[SkippedOut] = Field(
+        default_factory=list, description="Dates dropped without a fire, newest first."
+    )
 
 
 class ScheduleIn(StrictBody):

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, func, select
 
 from ondeck.core.validation import check_project
-from ondeck.db.tables import schedules, tasks
+from ondeck.db.tables import SCHEDULES_LIVE, schedules, tasks
 from ondeck.services.backlog import Status, Task, task_from_row
 from ondeck.services.schedules import Schedule, schedule_from_row
 
@@ -112,9 +112,5 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
 
 def enabled_schedules(conn: Connection) -> list[Schedule]:
     """Every enabled live schedule, for the calendar feed (no page: a calendar wants all)."""
-    rows = conn.execute(
-        select(schedules)
-        .where(schedules.c.enabled, schedules.c.deleted_at.is_(None))
-        .order_by(schedules.c.id)
-    )
+    rows = conn.execute(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id))
     return [schedule_from_row(r) for r in rows]
