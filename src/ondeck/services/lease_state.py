@@ -83,13 +83,28 @@ class Lease:
             )
         return f"{past}: due for release at the next jobs tick"
 
+    def brief(self, zone: tzinfo) -> str:
+        """The same judgement in a few words, for a table cell."""
+        t = self.task
+        assert t.lease_until is not None
+        if self.state is LeaseState.RUNNING:
+            return f"until {_hm(t.lease_until, zone)}"
+        head = f"EXPIRED {span(self.expired_for or timedelta(0))} ago"
+        if self.nothing_releases:
+            return f"{head}; nothing releases it (jobs loop not running)"
+        if self.state is LeaseState.RELEASE_DUE:
+            return f"{head}; released at the next jobs tick"
+        when = relative(self.releases_at, self.now)
+        return f"{head}; released {_hm(self.releases_at, zone)} ({when})"
+
     def to_json(self, zone: tzinfo) -> dict[str, Any]:
         return {
             "state": self.state.value,
             "lease_until": iso(self.task.lease_until, zone),
             "expired_seconds": int(self.expired_for.total_seconds()) if self.expired_for else None,
             "releases_at": iso(self.releases_at, zone),
-            "jobs_ticking": None if self.jobs is None else self.jobs.alive,
+            # Only a lease past its end waits for the loop; a running one does not ask.
+            "jobs_ticking": self.jobs.alive if self.expired and self.jobs else None,
             "summary": self.describe(zone),
         }
 

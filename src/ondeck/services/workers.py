@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, select, update
 
-from ondeck.core.clock import aware, iso
+from ondeck.core.clock import aware, iso, local
 from ondeck.core.humanize import span
 from ondeck.db.dialect import insert_for
 from ondeck.db.tables import workers
@@ -144,7 +144,7 @@ class JobsHealth:
     def _has_not_ticked(self, zone: tzinfo) -> str:
         last = self.last_tick
         if last is not None:
-            return f"has not ticked since {iso(last, zone)} ({span(self.now - last)} ago)"
+            return f"has not ticked since {_at(last, zone)} ({span(self.now - last)} ago)"
         if self.ahead is not None:
             return "has not ticked before now: its only heartbeat is dated in the future"
         return "has never ticked"
@@ -155,8 +155,8 @@ class JobsHealth:
             return None
         at = self.ahead.last_tick_at
         return (
-            f"jobs process {self.ahead.name} wrote a heartbeat dated {iso(at, zone)}, "
-            f"{span(at - self.now)} after this clock's now ({iso(self.now, zone)}): one of the "
+            f"jobs process {self.ahead.name} wrote a heartbeat dated {_at(at, zone)}, "
+            f"{span(at - self.now)} after this clock's now ({_at(self.now, zone)}): one of the "
             "two clocks is wrong; a tick from the future fires dates early and is no sign "
             "that the loop runs now"
         )
@@ -191,6 +191,11 @@ class JobsHealth:
             "ahead_tick_at": iso(ahead, zone),
             "ahead_worker": self.ahead.name if self.ahead else None,
         }
+
+
+def _at(instant: datetime, zone: tzinfo) -> str:
+    """An instant in a sentence: ISO-8601 in the zone, to the second."""
+    return local(instant, zone).isoformat(timespec="seconds")
 
 
 def jobs_health(conn: Connection, now: datetime, *, tick_seconds: float) -> JobsHealth:

@@ -51,18 +51,27 @@ def _status(task: Task, lease: Lease | None) -> str:
 def _holder(cli: Cli, task: Task, lease: Lease | None) -> str:
     if task.lease_owner is None or lease is None:
         return ""
-    from ondeck.core.clock import local
-
-    if lease.expired:
-        return f"{task.lease_owner}: {lease.describe(cli.settings.zone)}"
-    assert task.lease_until is not None
-    return f"{task.lease_owner} until {local(task.lease_until, cli.settings.zone):%Y-%m-%d %H:%M}"
+    brief = lease.brief(cli.settings.zone)
+    return f"{task.lease_owner}: {brief}" if lease.expired else f"{task.lease_owner} {brief}"
 
 
 def _json(cli: Cli, task: Task, now: datetime, jobs: Any = None) -> dict[str, Any]:
     from ondeck.services.lease_state import task_json
 
-    return task_json(task, now, cli.settings.zone, cli.settings.lease_grace, jobs)
+    settings = cli.settings
+    return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(cli, now))
+
+
+def _jobs(cli: Cli, now: datetime) -> Any:
+    """The jobs heartbeat, read only for a lease past its end (after the command's write)."""
+
+    def read() -> Any:
+        from ondeck.services.workers import jobs_health
+
+        with cli.read() as conn:
+            return jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
+
+    return read
 
 
 def _show_task(cli: Cli, task: Task, now: datetime, as_json: bool, line: str) -> None:
