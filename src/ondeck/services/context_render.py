@@ -75,22 +75,21 @@ def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
     if not any(items.values()):
         lines += ["", "Nothing on deck."]
     if ctx.omitted:
-        left = ", ".join(f"{n} {name} ({_SHOWS_ALL[name](ctx)})" for name, n in ctx.omitted.items())
+        left = ", ".join(f"{n} {name} ({_shows_all(name, ctx)})" for name, n in ctx.omitted.items())
         lines += ["", f"Left out to fit the budget: {left}."]
     return lines
 
 
-# The command that lists each part in full (a reminder is a schedule, not a task).
-_SHOWS_ALL = {
-    "reminders": lambda ctx: "ondeck schedule list --kind remind",
-    "running": lambda ctx: "ondeck task list --status RUNNING",
-    "due": lambda ctx: f"ondeck task list --status READY --due-before {_tomorrow(ctx)}",
-    "backlog": lambda ctx: "ondeck task list --status READY",
-}
-
-
-def _tomorrow(ctx: Context) -> str:
-    return (ctx.date + timedelta(days=1)).isoformat()
+def _shows_all(name: str, ctx: Context) -> str:
+    """The command that lists a part in full (a reminder is a schedule, not a task)."""
+    if name == "reminders":
+        return "ondeck schedule list --kind remind"
+    if name == "running":
+        return "ondeck task list --status RUNNING"
+    if name == "due":
+        tomorrow = (ctx.date + timedelta(days=1)).isoformat()
+        return f"ondeck task list --status READY --due-before {tomorrow}"
+    return "ondeck task list --status READY"
 
 
 def to_markdown(ctx: Context, zone: tzinfo) -> str:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlalchemy import Connection
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 
 from ondeck.core.clock import today
 from ondeck.core.errors import InvalidInput
@@ -353,7 +353,7 @@ def _row_action(
         return or_error_page(request, _schedule_page, schedule_id, error=exc)
     back = safe_next(next_url, "/schedules")
 
-    def row() -> Response:
+    def row() -> HTMLResponse:
         state = due_state(schedule, day, jobs, settings.zone)
         return render(
             request, "_schedule_row.html", {"now": now, "s": schedule, "state": state, "back": back}
