@@ -196,3 +196,22 @@ def test_the_overdue_and_pending_readers_share_the_index_predicate(engine: Engin
     assert index.dialect_options[dialect]["where"] is SCHEDULES_LIVE
     names = {ix["name"] for ix in inspect(engine).get_indexes("schedules")}
     assert "ix_schedules_due" in names
+
+
+@pytest.mark.parametrize(("theirs", "warned"), [("Etc/UTC", False), ("Asia/Tokyo", True)])
+def test_a_zone_is_judged_by_the_dates_it_gives_not_its_name(
+    engine: Engine, settings: Settings, theirs: str, warned: bool
+) -> None:
+    _beat(engine, NOW - timedelta(seconds=5), tz=theirs, tick_seconds=60.0)
+    assert ("jobs_settings_differ" in _codes(engine, settings, NOW)) is warned
+
+
+def test_a_loop_whose_ticks_take_long_is_slow_not_dead(engine: Engine, settings: Settings) -> None:
+    """Interval 60 s, last tick took 5 min: it beats every 6 min, silent only after 18."""
+    with engine.begin() as conn:
+        workers.beat(
+            conn, NOW, name="jobs@slow:1", started_at=NOW, tick_ms=300_000.0, summary={},
+            tick_seconds=60.0,
+        )  # fmt: skip
+    assert "jobs_not_running" not in _codes(engine, settings, NOW + timedelta(minutes=17))
+    assert "jobs_not_running" in _codes(engine, settings, NOW + timedelta(minutes=19))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Connection, Select, select, update
 
@@ -72,11 +73,14 @@ class Worker:
     def silent_after(self, fallback_tick_seconds: float) -> timedelta:
         """How long without a tick means this process is not running: its own interval
         when it recorded one, else the reader's."""
-        return silent_after(self.tick_seconds or fallback_tick_seconds)
+        return silent_after(self.tick_seconds or fallback_tick_seconds, self.tick_ms)
 
 
-def silent_after(tick_seconds: float) -> timedelta:
-    return timedelta(seconds=JOBS_SILENT_TICKS * tick_seconds)
+def silent_after(tick_seconds: float, tick_ms: float | None = None) -> timedelta:
+    """JOBS_SILENT_TICKS of the loop's period: its pause between ticks plus the time its
+    last tick took (a loop whose ticks take longer than its interval is slow, not dead)."""
+    period = tick_seconds + max(tick_ms or 0.0, 0.0) / 1000
+    return timedelta(seconds=JOBS_SILENT_TICKS * period)
 
 
 def beat_state(worker: Worker, now: datetime, fallback_tick_seconds: float) -> Beat:
@@ -115,7 +119,7 @@ class JobsHealth:
 
     @property
     def silent_after(self) -> timedelta:
-        return silent_after(self.interval)
+        return silent_after(self.interval, self.latest.tick_ms if self.latest else None)
 
     @property
     def alive(self) -> bool:
@@ -164,19 +168,9 @@ class JobsHealth:
     def differences(self, tz: str, lease_grace: timedelta) -> list[str]:
         """Settings of the live loop that differ from the reader's: dates and release times
         shown here would not be the ones the loop acts on."""
-        worker = self.latest
-        if worker is None or not self.alive:
+        if self.latest is None or not self.alive:
             return []
-        found = []
-        if worker.tz and worker.tz != tz:
-            found.append(f"it fires dates in {worker.tz}, this process shows them in {tz}")
-        grace = worker.lease_grace
-        if grace is not None and grace != lease_grace:
-            found.append(
-                f"its reaper releases leases {span(grace)} after they end, "
-                f"this process assumes {span(lease_grace)}"
-            )
-        return found
+        return list(differences(self.latest, self.now, tz, lease_grace).values())
 
     def to_json(self, zone: tzinfo) -> dict[str, Any]:
         last = self.last_tick
@@ -191,6 +185,35 @@ class JobsHealth:
             "ahead_tick_at": iso(ahead, zone),
             "ahead_worker": self.ahead.name if self.ahead else None,
         }
+
+
+def differences(worker: Worker, now: datetime, tz: str, lease_grace: timedelta) -> dict[str, str]:
+    """Where a jobs process's recorded settings differ from the reader's, by setting
+    (`tz`, `lease_grace`), each in words. Unrecorded settings (before 0002) are not judged."""
+    found: dict[str, str] = {}
+    if worker.tz and _other_dates(worker.tz, tz, now):
+        found["tz"] = f"it fires dates in {worker.tz}, this process shows them in {tz}"
+    grace = worker.lease_grace
+    if grace is not None and grace != lease_grace:
+        found["lease_grace"] = (
+            f"its reaper releases leases {span(grace)} after they end, "
+            f"this process assumes {span(lease_grace)}"
+        )
+    return found
+
+
+def _other_dates(theirs: str, ours: str, now: datetime) -> bool:
+    """Whether two zone names give other dates at `now`: `UTC` and `Etc/UTC`, or Seoul and
+    Tokyo, are the same clock; a name this machine does not know counts as different."""
+    if theirs == ours:
+        return False
+    try:
+        return (
+            aware(now).astimezone(ZoneInfo(theirs)).utcoffset()
+            != aware(now).astimezone(ZoneInfo(ours)).utcoffset()
+        )
+    except (ZoneInfoNotFoundError, ValueError):
+        return True
 
 
 def _at(instant: datetime, zone: tzinfo) -> str:

@@ -96,7 +96,14 @@ def system_page(request: Request) -> Response:
         jobs = workers.jobs_health(conn, now, tick_seconds=settings.tick_seconds)
         backups = list_backups(conn, limit=20)
         revision = revision_of(conn)
-    beats = [(w, workers.beat_state(w, now, settings.tick_seconds)) for w in found]
+    beats = [
+        (
+            w,
+            workers.beat_state(w, now, settings.tick_seconds),
+            workers.differences(w, now, settings.tz, settings.lease_grace),
+        )
+        for w in found
+    ]
     url = make_url(settings.url).render_as_string(hide_password=True)
     return render(
         request,
