@@ -331,7 +331,9 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
     @server.tool()
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
-        """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
+        """Make a schedule due today at the latest; the jobs loop fires it at its next tick.
+        The note says what will come of it (nothing, if today already fired; nothing yet,
+        if the jobs loop is not running)."""
 
         def run() -> PulledNow:
             now = clock.now()

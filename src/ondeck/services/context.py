@@ -15,7 +15,18 @@ from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Row, Select, and_, desc, func, literal_column, or_, select
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    and_,
+    case,
+    desc,
+    func,
+    literal_column,
+    or_,
+    select,
+)
 
 from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules, tasks
@@ -286,13 +297,13 @@ def _backup_warnings(conn: Connection, now: datetime, zone: tzinfo) -> list[Warn
     # A backup dated after now (a clock ahead wrote it) proves nothing about the last two
     # days: only those at or before now count, and the one from the future is named.
     edge = now + CLOCK_SKEW_TOLERANCE
-    ok = backups.c.status == "ok"
-    last_ok = conn.execute(
-        select(func.max(backups.c.finished_at)).where(ok, backups.c.finished_at <= edge)
-    ).scalar()
-    ahead = conn.execute(
-        select(func.max(backups.c.finished_at)).where(ok, backups.c.finished_at > edge)
-    ).scalar()
+    finished = backups.c.finished_at
+    last_ok, ahead = conn.execute(
+        select(
+            func.max(case((finished <= edge, finished))),
+            func.max(case((finished > edge, finished))),
+        ).where(backups.c.status == "ok")
+    ).one()
     if last_backup is not None and last_backup.status in ("failed", "abandoned"):
         error = _clip((last_backup.error or last_backup.status).splitlines()[0], 200)
         found.append(
@@ -319,31 +330,35 @@ def _backup_warnings(conn: Connection, now: datetime, zone: tzinfo) -> list[Warn
 
 
 def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warning]:
+    """Overdue schedules, and due ones whose stored rule no longer parses: the tick skips
+    those every time, so they would stay due and silent for ever. One read of the due
+    schedules by rule (ix_schedules_due): a handful of distinct rules to parse, and a rule
+    that breaks is caught the day it should fire."""
     found: list[Warning] = []
-    overdue = conn.execute(
-        select(func.count(), func.min(schedules.c.next_due)).where(
-            SCHEDULES_LIVE, schedules.c.next_due < day
+    due = (SCHEDULES_LIVE, schedules.c.next_due <= day)
+    late = schedules.c.next_due < day
+    by_rule = conn.execute(
+        select(
+            schedules.c.rule,
+            func.count(case((late, 1))),
+            func.min(case((late, schedules.c.next_due))),
         )
-    ).one()
-    if overdue[0]:
+        .where(*due)
+        .group_by(schedules.c.rule)
+    ).all()
+    overdue = sum(int(n) for _, n, _ in by_rule)
+    if overdue:
+        since = min(first for _, n, first in by_rule if n)
         found.append(
             Warning(
                 code="schedules_overdue",
-                message=f"{overdue[0]} schedule(s) due since {overdue[1].isoformat()} "
+                message=f"{overdue} schedule(s) due since {since.isoformat()} "
                 "not processed: the jobs loop is behind",
             )
         )
-    # A due schedule whose stored rule no longer parses is skipped by every tick: it would
-    # stay due and silent for ever. Distinct rules of the due ones only (ix_schedules_due):
-    # a handful to parse, and a rule that breaks is caught the day it should fire.
-    due_rules = conn.execute(
-        select(schedules.c.rule)
-        .where(SCHEDULES_LIVE, schedules.c.next_due <= day)
-        .group_by(schedules.c.rule)
-    ).scalars()
-    broken = {rule: problem for rule in due_rules if (problem := _rule_problem(rule))}
+    broken = {rule: problem for rule, _, _ in by_rule if (problem := _rule_problem(rule))}
     if broken:
-        where = (SCHEDULES_LIVE, schedules.c.next_due <= day, schedules.c.rule.in_(broken))
+        where = (*due, schedules.c.rule.in_(broken))
         named = conn.execute(
             select(schedules.c.id, schedules.c.rule).where(*where).order_by(schedules.c.id).limit(5)
         ).all()

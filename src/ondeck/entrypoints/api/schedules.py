@@ -155,7 +155,9 @@ def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
 
 @router.post("/schedules/{schedule_id}/now", response_model=ScheduleOut, responses=ERRORS)
 def pull_now(store: StoreDep, schedule_id: ScheduleId, request: Request) -> dict[str, Any]:
-    """Due today; the next jobs tick fires it (woken at once when it runs in this server)."""
+    """Due today at the latest (an overdue schedule keeps the dates it owes); the next jobs
+    tick fires it, woken at once when it runs in this server. A schedule whose date today
+    was already processed is left as it is: nothing fires twice."""
     with store.write() as conn:
         schedule = schedules.pull_now(
             conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
