@@ -61,7 +61,9 @@ def test_a_reminder_that_fired_today_stays_after_its_schedule_is_removed(
         time_machine.travel(MONDAY_9 + timedelta(hours=2), tick=False),
         TestClient(create_app(settings, engine)) as client,
     ):
-        assert "주간 회의 notes" in client.get("/").text
+        page = client.get("/").text
+    assert "주간 회의 notes" in page and "(schedule removed <time" in page
+    assert f'href="/schedules/{schedule_id}"' not in page, "no link to a page that is gone"
     assert _ctx(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
 
 
