@@ -45,7 +45,7 @@ def test_create_list_show_and_fires(client: TestClient, engine: Engine, settings
     daily = _add(client)
     firing.fire_due(engine, clock.now(), settings.zone)
     shown = client.get(f"{API}/{daily['id']}").json()
-    assert set(shown) == {"schedule", "fires", "next"}
+    assert set(shown) == {"schedule", "fires", "next", "skipped"}
     assert shown["schedule"]["last_fired_on"] == clock.today(clock.now(), settings.zone).isoformat()
     assert len(shown["next"]) == 5
     [fire] = client.get(f"{API}/{daily['id']}/fires").json()

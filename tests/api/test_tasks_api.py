@@ -45,7 +45,7 @@ def counts(engine: Engine) -> tuple[int, int, list[Any]]:
 
 def test_claim_renew_complete_over_http(client: TestClient) -> None:
     task = add(client, title="write it", priority=1, due_on="2026-06-16", project="ondeck")
-    assert list(task) == list(TASK_JSON_FIELDS)
+    assert list(task) == [*TASK_JSON_FIELDS, "lease"]  # the lease as it stands, last
     assert task["status"] == "READY" and task["due_on"] == "2026-06-16"
 
     claimed = client.post(f"{API}/tasks/{task['id']}/claim", json={"owner": "api:x", "for": "2h"})

@@ -57,7 +57,7 @@ def test_add_claim_renew_done_and_show(ondeck: Any) -> None:
         ondeck, "task", "add", "write it", "--due", "2026-06-16", "--priority", "1",
         "--project", "ondeck", "--body", "details",
     )  # fmt: skip
-    assert list(task) == list(TASK_JSON_FIELDS)
+    assert list(task) == [*TASK_JSON_FIELDS, "lease"]  # the lease as it stands, last
     assert (task["title"], task["due_on"], task["priority"]) == ("write it", "2026-06-16", 1)
 
     held = ok_json(ondeck, "task", "claim", "--owner", "cli:alice", "--for", "2h")

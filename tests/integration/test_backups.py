@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine, insert, update
 
 from ondeck.core.config import Settings
+from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.backup_threads import BackupThreads
@@ -106,7 +107,7 @@ def test_a_due_backup_runs_and_records_the_fire_after_success(
     assert not [p for p in settings.backups_path.iterdir() if ".tmp" in p.name]
     from ondeck.services.restore import check_file
 
-    assert check_file(file, postgres=engine.dialect.name == "postgresql") == "0001"
+    assert check_file(file, postgres=engine.dialect.name == "postgresql") == HEAD
     with engine.connect() as conn:
         after = schedules.get_schedule(conn, schedule.id)
         [fire] = schedules.list_fires(conn, schedule.id)
@@ -392,19 +393,22 @@ def test_the_next_backups_step_reports_how_the_runs_it_started_ended(
     assert [r.id for r in _runs(engine)] == [started]
 
 
-def test_now_on_a_backup_schedule_backs_up_again_with_one_fire_per_date(
+def test_now_on_a_backup_schedule_that_backed_up_today_changes_nothing(
     engine: Engine, settings: Settings
 ) -> None:
+    """Today's date is processed: "now" cannot fire it twice and says so (schedules'
+    `pulled_state`); a second copy the same day is `ondeck backup`."""
     schedule = _backup_schedule(engine)
     _step(engine, settings, NOW)
     with engine.begin() as conn:
-        schedules.pull_now(conn, NOW + timedelta(hours=1), UTC_ZONE, schedule.id)
+        before = schedules.get_schedule(conn, schedule.id)
+        pulled = schedules.pull_now(conn, NOW + timedelta(hours=1), UTC_ZONE, schedule.id)
+    assert pulled == before
     _step(engine, settings, NOW + timedelta(hours=1))
-    assert [r.status for r in _runs(engine)] == ["ok", "ok"]
+    assert [r.status for r in _runs(engine)] == ["ok"]
     with engine.connect() as conn:
         after = schedules.get_schedule(conn, schedule.id)
         fires = schedules.list_fires(conn, schedule.id)
     assert [f.fire_date for f in fires] == [NOW.date()]
     assert after.next_due == NOW.date() + timedelta(days=1)
-    # The schedule keeps saying when it really fired.
     assert after.last_fired_at == fires[0].fired_at

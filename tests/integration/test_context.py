@@ -11,7 +11,7 @@ from sqlalchemy import Engine, insert, select
 from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, schedules
+from ondeck.services import backlog, schedules, workers
 from ondeck.services.context import build_context
 from ondeck.services.context_render import (
     DEFAULT_CHARS,
@@ -25,6 +25,7 @@ from ondeck.services.firing import fire_due
 UTCZ = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")
 MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+BEAT = {"name": "jobs@test:1", "started_at": MONDAY_9, "tick_ms": 1.0, "summary": {}}
 
 
 def _ctx(engine: Engine, now: datetime, zone=UTCZ, char_budget=DEFAULT_CHARS, **kwargs):  # type: ignore[no-untyped-def]
@@ -119,7 +120,13 @@ def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
     [warning] = [w for w in late.warnings if w.code == "stale_leases"]
     assert "claude:s1" in warning.message
     markdown = to_markdown(late, UTCZ)
-    assert "EXPIRED 2 h ago" in markdown and "released in 4 h" in markdown
+    assert "EXPIRED 2 h ago" in markdown and "nothing will release it" in markdown
+    with engine.begin() as conn:  # a live jobs loop: its reaper will come
+        workers.beat(conn, MONDAY_9 + timedelta(hours=3), **BEAT)
+    markdown = to_markdown(_ctx(engine, MONDAY_9 + timedelta(hours=3)), UTCZ)
+    assert "the jobs loop releases it at 2026-06-15 16:00 (in 4 h) unless the holder renews" in (
+        markdown
+    )
     assert to_json(late, UTCZ)["tasks"]["running"][0]["expired"] is True
 
 

@@ -255,8 +255,17 @@ def _seed_0001() -> dict[str, list[dict[str, Any]]]:
 #         for row in seed["workers"]:
 #             row["zone"] = "Asia/Seoul"
 #         return seed
+def _seed_0002() -> dict[str, list[dict[str, Any]]]:
+    """0002: each heartbeat says the zone, interval and lease grace it ran with."""
+    seed = _seed_0001()
+    for row in seed["workers"]:
+        row.update(tz="Asia/Seoul", tick_seconds=60.0, lease_grace_seconds=21600.0)
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
+    "0002": _seed_0002(),
 }
 
 

@@ -230,4 +230,5 @@ def test_running_rows_show_holder_and_lease_end(dash, engine: Engine, at) -> Non
     assert "cli:alice" in row and "lease until" in row and "(in 30 min)" in row
     at.move_to(NOW + timedelta(hours=1))
     later = dash.get("/tasks").text
-    assert "expired 30 min ago, released in 6 h" in later
+    assert "EXPIRED 30 min ago, holder silent; due for release at" in later
+    assert "(in 6 h), but the jobs loop has never ticked: nothing will release it" in later

@@ -9,6 +9,7 @@ import time_machine
 from sqlalchemy import Engine, insert
 
 from ondeck.core.config import Settings, load_settings
+from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.entrypoints.jobs import Jobs
 from ondeck.services import backlog, events, schedules
@@ -74,7 +75,12 @@ def test_today_says_an_expired_lease_is_expired_and_when_it_is_released(
         backlog.claim_task(conn, NOW, held.id, owner="cli:bob", duration="1h", actor="cli")
     at.move_to(NOW + timedelta(hours=3))  # lease ended 2 h ago; grace 6 h → released in 4 h
     page = dash.get("/").text
-    assert "expired 2 h ago, released in 4 h" in page
+    # No jobs loop ever ticked: no release time is promised.
+    assert "EXPIRED 2 h ago, holder silent; due for release at 2026-06-15 16:00 (in 4 h)" in page
+    assert "nothing will release it until the loop runs" in page
+    Jobs(engine=engine, settings=settings, steps=[]).tick(NOW + timedelta(hours=3))
+    page = dash.get("/").text
+    assert "the jobs loop releases it at 2026-06-15 16:00 (in 4 h) unless the holder renews" in page
     assert "stale_leases" in page  # the warning banner names it too
 
 
@@ -167,7 +173,7 @@ def test_system_shows_heartbeat_backups_database_and_zone(
     assert "jobs@" in page and "ticking" in page and "30 s ago" in page
     assert "/backups/ondeck-1.db" in page and "4.0 KiB" in page
     assert engine.dialect.name in page
-    assert "schema version</dt><dd>0001" in page
+    assert f"schema version</dt><dd>{HEAD}" in page
     assert "UTC" in page
 
 

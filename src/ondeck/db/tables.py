@@ -41,6 +41,13 @@ metadata = MetaData(
 )
 
 
+# A live schedule that fires: the predicate of ix_schedules_due, written once. Every reader
+# of due or live schedules (the jobs tick, the backup step, the context, the calendar feed)
+# uses this text rather than `schedules.c.enabled`, which SQLite renders as `enabled = 1`
+# and its planner then does not match to the partial index.
+SCHEDULES_LIVE = text("enabled AND deleted_at IS NULL")
+
+
 def _in(column: str, values: type[StrEnum]) -> str:
     """`status IN ('READY', 'RUNNING', …)`: the enum's values in their declared order.
 
@@ -125,7 +132,6 @@ tasks = Table(
     Index("ix_tasks_project_status", "project", "status"),
 )
 
-SCHEDULES_LIVE = text("enabled AND deleted_at IS NULL")
 
 schedules = Table(
     "schedules",
@@ -150,12 +156,13 @@ schedules = Table(
     CheckConstraint(_in("kind", ScheduleKind), name="kind"),
     CheckConstraint(_in("missed", MissedPolicy), name="missed"),
     CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
-    # The jobs tick's "what is due" query: enabled, live schedules by next_due.
+    # The jobs tick's "what is due" query (firing, the backup step), the context's pending
+    # reminders and overdue warning: enabled, live schedules by next_due.
     Index(
         "ix_schedules_due",
         "next_due",
-        sqlite_where=text("enabled AND deleted_at IS NULL"),
-        postgresql_where=text("enabled AND deleted_at IS NULL"),
+        sqlite_where=SCHEDULES_LIVE,
+        postgresql_where=SCHEDULES_LIVE,
     ),
 )
 
@@ -203,6 +210,15 @@ workers = Table(
     Column("ticks", BigInteger, nullable=False, server_default="0"),
     Column("summary", Json()),
     Column("stopped_at", Instant),
+    # The settings of the process that wrote the heartbeat (revision 0002; NULL in rows
+    # written before it): its zone decides the dates it fires, its interval how long a
+    # silence means it is not running, its grace when its reaper releases a lease.
+    Column("tz", String(64)),
+    Column("tick_seconds", Float),
+    Column("lease_grace_seconds", Float),
+    # workers.jobs_health and the System page read the latest heartbeats: one row per jobs
+    # process ever started (`jobs --once` from cron adds one a run), so not a scan.
+    Index("ix_workers_last_tick_at", "last_tick_at"),
 )
 
 backups = Table(

@@ -110,6 +110,7 @@ class Jobs:
                     started_at=self.started_at,
                     tick_ms=tick_ms,
                     summary=summary,
+                    **workers.settings_of(self.settings),
                 )
         except Exception as exc:
             if is_unavailable(exc):

@@ -25,8 +25,9 @@ from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
 from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.store import Call, Store
-from ondeck.services import backlog, schedules
+from ondeck.services import backlog, schedules, workers
 from ondeck.services.context_render import Format, render, to_json
+from ondeck.services.lease_state import task_json
 
 T = TypeVar("T")
 
@@ -69,8 +70,24 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def task_out(at: Call, task: Task) -> TaskOut:
-        return TaskOut(**task.to_json(at.now(), zone))
+    def task_out(
+        at: Call, task: Task, jobs: Callable[[], workers.JobsHealth] | None = None
+    ) -> TaskOut:
+        found = jobs or jobs_of(at)
+        return TaskOut(**task_json(task, at.now(), zone, settings.lease_grace, found))
+
+    def jobs_of(at: Call) -> Callable[[], workers.JobsHealth]:
+        """The jobs heartbeat for a lease past its end (read once per call, if ever)."""
+        found: list[workers.JobsHealth] = []
+
+        def read() -> workers.JobsHealth:
+            if not found:
+                with at.read() as conn:
+                    tick = settings.tick_seconds
+                    found.append(workers.jobs_health(conn, at.now(), tick_seconds=tick))
+            return found[0]
+
+        return read
 
     def schedule_out(at: Call, schedule: Schedule) -> ScheduleOut:
         return ScheduleOut(**schedule.to_json(at.now(), zone))
@@ -110,7 +127,8 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
                 found = backlog.list_tasks(
                     conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
                 )
-            return TaskList(tasks=[task_out(at, t) for t in found])
+            jobs = jobs_of(at)
+            return TaskList(tasks=[task_out(at, t, jobs) for t in found])
 
         return call(run)
 
@@ -315,15 +333,16 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
     @server.tool()
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
-        """Pull a schedule's due date to today; the jobs loop creates the item at its next tick."""
+        """Make a schedule due today at the latest; the jobs loop fires it at its next tick.
+        The note says what will come of it (nothing, if today already fired; nothing yet,
+        if the jobs loop is not running)."""
 
         def run(at: Call) -> PulledNow:
             with at.write() as conn:
                 schedule = schedules.pull_now(conn, at.now(), zone, schedule_id, actor=actor(ctx))
-            return PulledNow(
-                schedule=schedule_out(at, schedule),
-                note="due today; the jobs loop creates it at its next tick (within a minute)",
-            )
+                jobs = workers.jobs_health(conn, at.now(), tick_seconds=settings.tick_seconds)
+            note = schedules.pulled_state(schedule, at.today(), jobs, zone)
+            return PulledNow(schedule=schedule_out(at, schedule), note=note)
 
         return call(run)
 

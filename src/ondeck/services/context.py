@@ -15,20 +15,31 @@ from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Row, Select, and_, desc, func, or_, select, text
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    and_,
+    case,
+    desc,
+    func,
+    or_,
+    select,
+)
 
 from ondeck.core.clock import aware, iso, start_of_day, today
-from ondeck.core.humanize import span
 from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
-from ondeck.db.tables import backups, fires, schedules, tasks, workers
+from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules, tasks
+from ondeck.services.lease_state import Lease, LeaseState, lease_of
 from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
+from ondeck.services.workers import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
+from ondeck.services.workers import JOBS_SILENT_TICKS as JOBS_SILENT_TICKS  # its old home
 
 if TYPE_CHECKING:
     from ondeck.core.config import Settings
 
 DEFAULT_BUDGET = 20
 BACKUP_STALE_AFTER = timedelta(days=2)
-JOBS_SILENT_TICKS = 3
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,14 +52,11 @@ class Reminder:
     project: str | None
     fire_date: date | None
     fired_at: datetime | None  # None: due but not processed yet ("pending")
+    removed_at: datetime | None = None  # fired today, its schedule removed since
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Running:
-    task: Task
-    expired: bool
-    expired_for: timedelta | None
-    releases_at: datetime  # when the reaper gives it back if the holder stays silent
+# A running task with its lease state (lease_state.py says how a lease stands).
+Running = Lease
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,6 +78,7 @@ class Context:
     generated_at: datetime
     project: str | None
     warnings: list[Warning] = field(default_factory=list)
+    jobs: JobsHealth | None = None
     reminders: list[Reminder] = field(default_factory=list)
     running: list[Running] = field(default_factory=list)
     due: list[Due] = field(default_factory=list)
@@ -80,13 +89,25 @@ class Context:
 
 
 @lru_cache(maxsize=1024)
+def _rule_problem(rule: str) -> str | None:
+    """Why a stored rule no longer parses, or None when it does."""
+    from ondeck.core.rules import RuleError, parse
+
+    try:
+        parse(rule)
+    except RuleError as exc:
+        return str(exc)
+    return None
+
+
+@lru_cache(maxsize=1024)
 def _describe_rule(rule: str) -> str:
     from ondeck.core.rules import RuleError, parse
 
     try:
         return parse(rule).describe()
-    except RuleError:  # a stored rule this version cannot read is shown as it was written
-        return rule
+    except RuleError:
+        return f"unreadable rule {rule!r}"
 
 
 def _scope(column: Any, project: str | None) -> Any:
@@ -94,11 +115,6 @@ def _scope(column: Any, project: str | None) -> Any:
     if project is None:
         return True
     return or_(column == project, column.is_(None))
-
-
-# Exactly the predicate of ix_schedules_due: SQLite renders `schedules.c.enabled` as
-# `enabled = 1`, which its planner does not match to the index (the jobs tick does the same).
-_SCHEDULE_LIVE_ENABLED = text("enabled AND deleted_at IS NULL")
 
 
 def _task_count(project: str | None, *where: Any) -> Any:
@@ -121,15 +137,12 @@ _SHOWN = (
     schedules.c.body,
     schedules.c.rule,
     schedules.c.project,
+    schedules.c.deleted_at,
 )
 
 
-def _live_reminders(project: str | None) -> tuple[Any, ...]:
-    return (
-        schedules.c.kind == ScheduleKind.REMIND.value,
-        schedules.c.deleted_at.is_(None),
-        _scope(schedules.c.project, project),
-    )
+def _reminders_in(project: str | None) -> tuple[Any, ...]:
+    return (schedules.c.kind == ScheduleKind.REMIND.value, _scope(schedules.c.project, project))
 
 
 def _fires_of(day: date, zone: tzinfo) -> Any:
@@ -142,8 +155,9 @@ def _fires_of(day: date, zone: tzinfo) -> Any:
 
 
 def _fired_reminders(conn: Connection, today_fires: Any, project: str | None) -> list[Any]:
-    """(schedule, fire) for every live reminder in scope that fired today, once each, in
-    order of that fire."""
+    """(schedule, fire) for every reminder in scope that fired today, once each, in order of
+    that fire. A schedule removed since is kept (and said to be removed): the reminder
+    did fire today, and hiding it would be the lie this list exists to prevent."""
     # Plain on purpose (no join, no ORDER BY): either one made SQLite walk every fire ever
     # recorded in ix_fires_fired_at order instead of asking ix_fires_fire_date and
     # ix_fires_fired_at for today's.
@@ -164,7 +178,7 @@ def _fired_reminders(conn: Connection, today_fires: Any, project: str | None) ->
         for row in conn.execute(
             select(*_SHOWN).where(
                 schedules.c.id.in_(select(fires.c.schedule_id).where(today_fires)),
-                *_live_reminders(project),
+                *_reminders_in(project),
             )
         )
     }
@@ -178,8 +192,8 @@ def _fired_reminders(conn: Connection, today_fires: Any, project: str | None) ->
 def _pending_reminders(today_fires: Any, day: date, project: str | None) -> tuple[Any, Any]:
     """(query, count) of the reminders due and not processed yet, in order."""
     where = (
-        *_live_reminders(project),
-        _SCHEDULE_LIVE_ENABLED,
+        *_reminders_in(project),
+        SCHEDULES_LIVE,
         schedules.c.next_due <= day,
         schedules.c.id.not_in(select(fires.c.schedule_id).where(today_fires)),
     )
@@ -197,49 +211,92 @@ def _reminder(row: Any, fire_date: date | None, fired_at: datetime | None) -> Re
         project=row.project,
         fire_date=fire_date,
         fired_at=fired_at,
+        removed_at=row.deleted_at,
     )
 
 
 def _warnings(
-    conn: Connection, now: datetime, zone: tzinfo, tick_seconds: float, day: date
+    conn: Connection,
+    now: datetime,
+    zone: tzinfo,
+    day: date,
+    jobs: JobsHealth,
+    *,
+    tz: str,
+    lease_grace: timedelta,
 ) -> list[Warning]:
     found: list[Warning] = []
-    last_tick = conn.execute(select(func.max(workers.c.last_tick_at))).scalar()
-    if last_tick is None:
-        found.append(Warning(code="jobs_not_running", message="the jobs loop has never ticked"))
-    elif now - last_tick > timedelta(seconds=JOBS_SILENT_TICKS * tick_seconds):
+    if not jobs.alive:
         found.append(
             Warning(
                 code="jobs_not_running",
-                message=f"the jobs loop has not ticked since {iso(last_tick, zone)} "
-                f"({span(now - last_tick)} ago): schedules will not fire",
+                message=f"{jobs.silence(zone)}: schedules will not fire and "
+                "expired leases will not be released",
             )
         )
-    stale = (status_is(TaskStatus.RUNNING), tasks.c.lease_until <= now)
-    expired = conn.execute(
-        select(tasks.c.id, tasks.c.lease_owner).where(*stale).order_by(tasks.c.lease_until).limit(6)
-    ).all()
-    if expired:
-        total = len(expired)
-        if total == 6:  # a full page: there may be more
-            total = int(conn.execute(select(_task_count(None, *stale))).scalar_one())
-        named = ", ".join(f"task {r.id} ({r.lease_owner})" for r in expired[:5])
-        more = f" and {total - 5} more" if total > 5 else ""
+    skew = jobs.skew(zone)
+    if skew is not None:
+        found.append(Warning(code="clock_skew", message=skew))
+    differences = jobs.differences(tz, lease_grace)
+    if differences:
         found.append(
             Warning(
-                code="stale_leases",
-                message=f"{total} lease(s) past their end, holder silent: {named}{more}",
+                code="jobs_settings_differ",
+                message=f"the jobs process {jobs.latest.name if jobs.latest else ''} runs "
+                f"with other settings: {'; '.join(differences)}",
             )
         )
+    found += _lease_warnings(conn, now, lease_grace, jobs)
+    found += _backup_warnings(conn, now, zone)
+    found += _schedule_warnings(conn, day, zone)
+    return found
+
+
+def _lease_warnings(
+    conn: Connection, now: datetime, lease_grace: timedelta, jobs: JobsHealth
+) -> list[Warning]:
+    stale = (status_is(TaskStatus.RUNNING), tasks.c.lease_until <= now)
+    expired = conn.execute(select(tasks).where(*stale).order_by(tasks.c.lease_until).limit(6)).all()
+    if not expired:
+        return []
+    total = len(expired)
+    if total == 6:  # a full page: there may be more
+        total = int(conn.execute(select(_task_count(None, *stale))).scalar_one())
+    leases = [lease_of(task_from_row(r), now, lease_grace, jobs) for r in expired[:5]]
+    named = ", ".join(f"task {x.task.id} ({x.task.lease_owner})" for x in leases)
+    more = f" and {total - 5} more" if total > 5 else ""
+    if not jobs.alive:
+        fate = "the jobs loop is not running, so nothing will release them"
+    elif any(x.state is LeaseState.RELEASE_DUE for x in leases):
+        fate = "those past the grace are released at the next jobs tick"
+    else:
+        fate = "the jobs loop releases each when its grace is over"
+    return [
+        Warning(
+            code="stale_leases",
+            message=f"{total} lease(s) past their end, holder silent: {named}{more}; {fate}",
+        )
+    ]
+
+
+def _backup_warnings(conn: Connection, now: datetime, zone: tzinfo) -> list[Warning]:
+    found: list[Warning] = []
     last_backup = conn.execute(
         select(backups)
         .where(backups.c.status != BackupStatus.RUNNING.value)
         .order_by(desc(backups.c.id))
         .limit(1)
     ).first()
-    last_ok = conn.execute(
-        select(func.max(backups.c.finished_at)).where(backups.c.status == BackupStatus.OK.value)
-    ).scalar()
+    # A backup dated after now (a clock ahead wrote it) proves nothing about the last two
+    # days: only those at or before now count, and the one from the future is named.
+    edge = now + CLOCK_SKEW_TOLERANCE
+    finished = backups.c.finished_at
+    last_ok, ahead = conn.execute(
+        select(
+            func.max(case((finished <= edge, finished))),
+            func.max(case((finished > edge, finished))),
+        ).where(backups.c.status == BackupStatus.OK.value)
+    ).one()
     if last_backup is not None and last_backup.status in (
         BackupStatus.FAILED,
         BackupStatus.ABANDONED,
@@ -253,20 +310,82 @@ def _warnings(
         )
     elif last_ok is None or now - last_ok > BACKUP_STALE_AFTER:
         since = f"since {iso(last_ok, zone)}" if last_ok else "ever"
+        future = (
+            f"; the one dated {iso(ahead, zone)} is in the future (a clock ahead wrote it) and "
+            "is not counted"
+            if ahead is not None
+            else ""
+        )
         found.append(
-            Warning(code="backup_stale", message=f"no successful backup in 2 days ({since})")
+            Warning(
+                code="backup_stale",
+                message=f"no successful backup in 2 days ({since}){future}",
+            )
         )
-    overdue = conn.execute(
-        select(func.count(), func.min(schedules.c.next_due)).where(
-            _SCHEDULE_LIVE_ENABLED, schedules.c.next_due < day
+    return found
+
+
+def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warning]:
+    """Overdue schedules, and due ones whose stored rule no longer parses: the tick skips
+    those every time, so they would stay due and silent for ever. One read of the due
+    schedules by rule (ix_schedules_due): a handful of distinct rules to parse, and a rule
+    that breaks is caught the day it should fire."""
+    found: list[Warning] = []
+    due = (SCHEDULES_LIVE, schedules.c.next_due <= day)
+    late = schedules.c.next_due < day
+    by_rule = conn.execute(
+        select(
+            schedules.c.rule,
+            func.count(case((late, 1))),
+            func.min(case((late, schedules.c.next_due))),
         )
-    ).one()
-    if overdue[0]:
+        .where(*due)
+        .group_by(schedules.c.rule)
+    ).all()
+    overdue = sum(int(n) for _, n, _ in by_rule)
+    if overdue:
+        since = min(first for _, n, first in by_rule if n)
         found.append(
             Warning(
                 code="schedules_overdue",
-                message=f"{overdue[0]} schedule(s) due since {overdue[1].isoformat()} "
+                message=f"{overdue} schedule(s) due since {since.isoformat()} "
                 "not processed: the jobs loop is behind",
+            )
+        )
+    broken = {rule: problem for rule, _, _ in by_rule if (problem := _rule_problem(rule))}
+    if broken:
+        where = (*due, schedules.c.rule.in_(broken))
+        named = conn.execute(
+            select(schedules.c.id, schedules.c.rule).where(*where).order_by(schedules.c.id).limit(5)
+        ).all()
+        total = int(
+            conn.execute(select(func.count()).select_from(schedules).where(*where)).scalar_one()
+        )
+        listed = "; ".join(
+            f"schedule {r.id} {r.rule!r} ({_clip(broken[r.rule], 120)})" for r in named
+        )
+        more = f"; and {total - 5} more" if total > 5 else ""
+        found.append(
+            Warning(
+                code="unreadable_rules",
+                message=f"{total} due schedule(s) have a stored rule that no longer parses and "
+                f"will never fire until it is edited: {listed}{more}",
+            )
+        )
+    # Fires for dates after today: a jobs clock ahead fired them early and moved their
+    # schedules past the dates this clock has yet to reach (ix_fires_fire_date).
+    early = conn.execute(
+        select(func.count(func.distinct(fires.c.schedule_id)), func.max(fires.c.fire_date)).where(
+            fires.c.fire_date > day
+        )
+    ).one()
+    if early[0]:
+        found.append(
+            Warning(
+                code="fired_early",
+                message=f"{early[0]} schedule(s) fired for dates after today "
+                f"({day.isoformat()} in {zone}), the latest {early[1].isoformat()}: a jobs "
+                "clock ahead fired them early, and they fire again only after those dates",
             )
         )
     return found
@@ -286,13 +405,15 @@ def build_context(
     rendering's (`context_render.fit_markdown`)."""
     now = aware(now)
     day = today(now, zone)
+    jobs = jobs_health(conn, now, tick_seconds=tick_seconds)
     ctx = Context(
         date=day,
         timezone=str(zone),
         generated_at=now,
         project=project,
         budget=budget,
-        warnings=_warnings(conn, now, zone, tick_seconds, day),
+        jobs=jobs,
+        warnings=_warnings(conn, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
     )
     # The lists share the budget in order (reminders, running, due, backlog): each reads at
     # most the room left, and is counted in full only when it filled that room. The counts
@@ -334,7 +455,7 @@ def build_context(
         select(tasks).where(*backlog_where, *scope).order_by(tasks.c.priority, tasks.c.id),
         _task_count(project, *backlog_where),
     )
-    ctx.running = [running_state(task_from_row(r), now, lease_grace) for r in running_rows]
+    ctx.running = [lease_of(task_from_row(r), now, lease_grace, jobs) for r in running_rows]
     ctx.due = [
         Due(task=(t := task_from_row(r)), overdue_days=(day - t.due_on).days)  # type: ignore[operator]
         for r in due_rows
@@ -382,13 +503,8 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]}…{text[-half:]}"
 
 
-def running_state(task: Task, now: datetime, grace: timedelta) -> Running:
-    """A RUNNING task with its lease state: expired for how long, released when."""
-    assert task.lease_until is not None  # RUNNING has a lease end: a CHECK guarantees it
-    expired = task.lease_until <= now
-    return Running(
-        task=task,
-        expired=expired,
-        expired_for=now - task.lease_until if expired else None,
-        releases_at=task.lease_until + grace,
-    )
+def running_state(
+    task: Task, now: datetime, grace: timedelta, jobs: JobsHealth | None = None
+) -> Running:
+    """A RUNNING task with its lease state: `lease_state.lease_of`, the one judgement."""
+    return lease_of(task, now, grace, jobs)

@@ -8,12 +8,11 @@ only as types.
 from __future__ import annotations
 
 import json
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.clock import iso, local
-from ondeck.core.humanize import relative, span
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
@@ -52,20 +51,17 @@ def _task_tail(task: Task) -> str:
 
 def _reminder_line(r: Reminder, zone: tzinfo) -> str:
     when = f"fired {_hm(r.fired_at, zone)}" if r.fired_at else "pending (due, not processed yet)"
+    if r.removed_at is not None:
+        when += f"; schedule removed {_hm(r.removed_at, zone)}"
     body = f": {r.body.strip().splitlines()[0][:200]}" if r.body.strip() else ""
     return f"- [schedule {r.schedule_id}] {r.title} ({r.rule_text}; {when}){body}"
 
 
-def _running_line(r: Running, now: Any, zone: tzinfo) -> str:
+def _running_line(r: Running, zone: tzinfo) -> str:
     t = r.task
-    if r.expired and r.expired_for is not None:
-        state = (
-            f"EXPIRED {span(r.expired_for)} ago, holder silent; "
-            f"released {relative(r.releases_at, now)}"
-        )
-    else:
-        state = f"lease until {_hm(t.lease_until, zone)}"
-    return f"- [task {t.id}] {t.title} (held by {t.lease_owner}, {state}; {_task_tail(t)})"
+    return (
+        f"- [task {t.id}] {t.title} (held by {t.lease_owner}, {r.describe(zone)}; {_task_tail(t)})"
+    )
 
 
 def _due_line(d: Due) -> str:
@@ -84,10 +80,9 @@ _HEADINGS = {
 
 def _item_lines(ctx: Context, zone: tzinfo) -> dict[str, list[str]]:
     """One Markdown line per item, by list: the costly part of rendering (dates, spans)."""
-    now = ctx.generated_at
     return {
         "reminders": [_reminder_line(r, zone) for r in ctx.reminders],
-        "running": [_running_line(r, now, zone) for r in ctx.running],
+        "running": [_running_line(r, zone) for r in ctx.running],
         "due": [_due_line(d) for d in ctx.due],
         "backlog": [f"- [task {t.id}] {t.title} ({_task_tail(t)})" for t in ctx.backlog],
     }
@@ -106,9 +101,21 @@ def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
     if not any(items.values()):
         lines += ["", "Nothing on deck."]
     if ctx.omitted:
-        left = ", ".join(f"{n} {name}" for name, n in ctx.omitted.items())
-        lines += ["", f"Left out to fit the budget: {left} (ondeck task list shows all)."]
+        left = ", ".join(f"{n} {name} ({_shows_all(name, ctx)})" for name, n in ctx.omitted.items())
+        lines += ["", f"Left out to fit the budget: {left}."]
     return lines
+
+
+def _shows_all(name: str, ctx: Context) -> str:
+    """The command that lists a part in full (a reminder is a schedule, not a task)."""
+    if name == "reminders":
+        return "ondeck schedule list --kind remind"
+    if name == "running":
+        return "ondeck task list --status RUNNING"
+    if name == "due":
+        tomorrow = (ctx.date + timedelta(days=1)).isoformat()
+        return f"ondeck task list --status READY --due-before {tomorrow}"
+    return "ondeck task list --status READY"
 
 
 def to_markdown(ctx: Context, zone: tzinfo) -> str:
@@ -151,6 +158,7 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
             "status": "fired" if r.fired_at else "pending",
             "fire_date": r.fire_date.isoformat() if r.fire_date else None,
             "fired_at": iso(r.fired_at, zone) if r.fired_at else "pending",
+            "removed_at": iso(r.removed_at, zone),
         }
 
     def running(r: Running) -> dict[str, Any]:
@@ -158,6 +166,7 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
             **r.task.to_json(now, zone),
             "expired_seconds": int(r.expired_for.total_seconds()) if r.expired_for else None,
             "releases_at": iso(r.releases_at, zone),
+            "lease": r.to_json(zone),
         }
 
     return {
@@ -166,6 +175,7 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
         "generated_at": iso(now, zone),
         "project": ctx.project,
         "warnings": [{"code": w.code, "message": w.message} for w in ctx.warnings],
+        "jobs": ctx.jobs.to_json(zone) if ctx.jobs else None,
         "reminders": [reminder(r) for r in ctx.reminders],
         "tasks": {
             "running": [running(r) for r in ctx.running],

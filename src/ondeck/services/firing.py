@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
@@ -49,8 +49,6 @@ BATCH = 300
 MAX_BACKFILL = 31
 # Counting missed dates is a walk over the rule; this bounds a pathological one.
 MAX_WALK = 100_000
-
-_DUE = text("enabled AND deleted_at IS NULL")  # exactly the predicate of ix_schedules_due
 
 
 @dataclass
@@ -143,7 +141,11 @@ def _select_due(conn: Connection, day: date, batch: int, exclude: set[int]) -> l
             schedules.c.last_fired_on,
             schedules.c.last_fired_at,
         )
-        .where(_DUE, schedules.c.next_due <= day, schedules.c.kind != ScheduleKind.BACKUP.value)
+        .where(
+            SCHEDULES_LIVE,
+            schedules.c.next_due <= day,
+            schedules.c.kind != ScheduleKind.BACKUP.value,
+        )
         .order_by(schedules.c.next_due, schedules.c.id)
         .limit(batch)
     )

@@ -2,8 +2,13 @@
 
 `next_due` is precomputed (and indexed by `ix_schedules_due`) so the jobs tick only reads
 the schedules that are due. It is set here on create, on a rule or start change and on
-resume: the first occurrence on or after max(today, start). "now" only pulls it to today:
-creating anything is the jobs tick's job and nobody else's.
+resume: the first occurrence on or after max(today, start). "now" only pulls it earlier, to
+today at the latest (an overdue schedule keeps the dates it owes); creating anything is the
+jobs tick's job and nobody else's.
+
+Dates that will never fire are counted where they are dropped, never lost in silence:
+resume records how many dates the pause skipped, "now" on a `missed=skip` schedule how
+many owed dates it dropped, and `show_schedule` lists those with the tick's own skips.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, select, text, update
 
-from ondeck.core.clock import aware, today
+from ondeck.core.clock import aware, iso, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice
 from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
@@ -26,13 +31,24 @@ from ondeck.core.validation import (
     check_title,
 )
 from ondeck.db.dialect import is_postgres
+from ondeck.db.tables import events as events_table
 from ondeck.db.tables import fires, schedules
 from ondeck.services import events
+from ondeck.services.workers import JobsHealth
 
 # `parse_rule` is the rules module's `parse`, the one way to read a rule (its RuleError is
 # already the InvalidInput every entry point shows); the name stays for its importers.
 MAX_LIST = 1000
 UNSET: Any = object()
+# Counting the dates a pause or "now" dropped walks the rule; this bounds a pathological one
+# (a century of daily dates is 36,525).
+MAX_COUNT = 100_000
+# The events that record dates dropped without a fire, and why.
+_SKIP_REASONS = {
+    "schedule.skipped": "missed=skip",
+    "schedule.resumed": "paused",
+    "schedule.pulled_now": "now, missed=skip",
+}
 
 # `list_schedules`: by next due date, none (a finished rule) last, then age.
 SCHEDULE_ORDER = (schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
@@ -115,13 +131,92 @@ def show_schedule(
     conn: Connection, now: datetime, zone: tzinfo, schedule_id: int, *, fires_limit: int = 10
 ) -> dict[str, Any]:
     """What `schedule show` and `GET /schedules/{id}` give: the schedule, its last fires
-    (newest first) and its next 5 dates."""
+    (newest first), its next 5 dates and the dates dropped without a fire (newest first)."""
     schedule = get_schedule(conn, schedule_id)
+    try:
+        upcoming = [d.isoformat() for d in schedule.upcoming(today(now, zone))]
+    except InvalidInput:
+        upcoming = []  # a stored rule that no longer parses: `rule_text` says so
     return {
         "schedule": schedule.to_json(now, zone),
         "fires": [f.to_json(zone) for f in list_fires(conn, schedule_id, limit=fires_limit)],
-        "next": [d.isoformat() for d in schedule.upcoming(today(now, zone))],
+        "next": upcoming,
+        "skipped": list_skipped(conn, zone, schedule_id),
     }
+
+
+def list_skipped(
+    conn: Connection, zone: tzinfo, schedule_id: int, *, limit: int = 10
+) -> list[dict[str, Any]]:
+    """Dates the schedule dropped without a fire, newest first: under `missed=skip` after
+    downtime, while paused, by "now" on a `missed=skip` schedule. Read from their events
+    (ix_events_subject), the one record of them."""
+    rows = conn.execute(
+        select(events_table.c.at, events_table.c.kind, events_table.c.details)
+        .where(
+            events_table.c.subject == _subject(schedule_id),
+            events_table.c.kind.in_(list(_SKIP_REASONS)),
+        )
+        .order_by(events_table.c.id.desc())
+        .limit(limit * 4)
+    )
+    found = []
+    for row in rows:
+        details = row.details or {}
+        count = details.get("skipped") if row.kind != "schedule.skipped" else details.get("dates")
+        if not count:
+            continue
+        found.append(
+            {
+                "at": iso(row.at, zone),
+                "reason": _SKIP_REASONS[row.kind],
+                "dates": int(count),
+                "first": details.get("first"),
+                "last": details.get("last"),
+            }
+        )
+        if len(found) == limit:
+            break
+    return found
+
+
+def due_state(schedule: Schedule, day: date, jobs: JobsHealth, zone: tzinfo) -> str | None:
+    """What will happen to a due schedule, in one sentence, or None when its next date is
+    simply in the future. The dashboard's rows, `schedule now` everywhere, from one rule."""
+    due = schedule.next_due
+    if not schedule.enabled or due is None or due > day:
+        return None
+    try:
+        parse_rule(schedule.rule)
+    except InvalidInput as exc:
+        return (
+            f"due since {due.isoformat()}, but its stored rule no longer parses ({exc}): the "
+            "jobs loop skips it until the rule is edited"
+        )
+    if jobs.alive:
+        loop = f"{_WHAT.get(schedule.kind, 'will fire')} by the jobs loop {jobs.within()}"
+    else:
+        loop = jobs.waiting(zone)
+    if due < day:
+        return f"overdue since {due.isoformat()} — {loop}"
+    if schedule.last_fired_on == day:
+        return "due today, already fired today: the jobs loop only moves it to its next date"
+    return f"due today — {loop}"
+
+
+def pulled_state(schedule: Schedule, day: date, jobs: JobsHealth, zone: tzinfo) -> str:
+    """What "now" did and what will come of it: every entry point's answer to "now"."""
+    state = due_state(schedule, day, jobs, zone)
+    if state is not None:
+        return state
+    due = schedule.next_due.isoformat() if schedule.next_due else "none"
+    return (
+        f"today ({day.isoformat()}) was already processed and cannot fire twice: nothing "
+        f"more fires today; next due {due}"
+    )
+
+
+_WHAT = {"task": "will be created", "remind": "will fire", "backup": "will run"}
 
 
 # --- changing -------------------------------------------------------------------------
@@ -237,7 +332,8 @@ def edit_schedule(
 def pause_schedule(
     conn: Connection, now: datetime, schedule_id: int, *, actor: str = "cli"
 ) -> Schedule:
-    """Stop firing. Pausing a paused schedule changes nothing and records nothing."""
+    """Stop firing. Pausing a paused schedule changes nothing and records nothing. The
+    event keeps the date it was due next, the first the pause may skip."""
     current = get_schedule(conn, schedule_id)
     if not current.enabled:
         return current
@@ -246,14 +342,22 @@ def pause_schedule(
         .where(schedules.c.id == schedule_id)
         .values(enabled=False, updated_at=aware(now))
     )
-    events.record(conn, now, actor=actor, kind="schedule.paused", subject=_subject(schedule_id))
+    events.record(
+        conn,
+        now,
+        actor=actor,
+        kind="schedule.paused",
+        subject=_subject(schedule_id),
+        details={"next_due": iso_day(current.next_due)},
+    )
     return get_schedule(conn, schedule_id)
 
 
 def resume_schedule(
     conn: Connection, now: datetime, zone: tzinfo, schedule_id: int, *, actor: str = "cli"
 ) -> Schedule:
-    """Fire again from today on: the paused time is not backfilled."""
+    """Fire again from today on: the paused time is not backfilled, and the event counts
+    the dates it skipped (from the one due when paused up to the new next date)."""
     current = get_schedule(conn, schedule_id)
     if current.enabled:
         return current
@@ -269,35 +373,81 @@ def resume_schedule(
         actor=actor,
         kind="schedule.resumed",
         subject=_subject(schedule_id),
-        details={"next_due": next_due.isoformat()},
+        details={"next_due": next_due.isoformat(), **_dropped(current, next_due)},
     )
     return get_schedule(conn, schedule_id)
+
+
+def _dropped(schedule: Schedule, until: date) -> dict[str, Any]:
+    """{"skipped", "first", "last"}: the schedule's dates from its `next_due` up to `until`
+    (not included), which will never fire. At most MAX_COUNT are counted ("skipped" then
+    says at least that many)."""
+    start = schedule.next_due
+    if start is None or start >= until:
+        return {"skipped": 0}
+    rule = parse_rule(schedule.rule)
+    first = last = start
+    count = 1
+    while count < MAX_COUNT:
+        following = rule.next_after(last, schedule.start_on)
+        if following is None or following >= until:
+            break
+        last = following
+        count += 1
+    return {"skipped": count, "first": first.isoformat(), "last": last.isoformat()}
 
 
 def pull_now(
     conn: Connection, now: datetime, zone: tzinfo, schedule_id: int, *, actor: str = "cli"
 ) -> Schedule:
-    """ "now": `next_due` becomes today, nothing else. The next jobs tick does the firing
-    (on PostgreSQL it is woken at commit); pressing it twice a day still fires once."""
+    """ "now": make the schedule due today at the latest, nothing else. The next jobs tick
+    does the firing (on PostgreSQL it is woken at commit); pressing it twice a day still
+    fires once. `pulled_state` words the outcome.
+
+    - `next_due` only moves earlier: `min(next_due, today)`, so an overdue schedule keeps
+      the dates it owes (its `missed` policy fires them).
+    - `missed=skip` drops past dates by design, and a past date that is not today fires
+      nothing under it: "now" there means today, and the dropped dates are counted in the
+      event (`show_schedule` lists them).
+    - Today already processed (a fire for today's date exists): nothing can fire today
+      again, so nothing changes and nothing is recorded.
+    """
     current = get_schedule(conn, schedule_id)
     if not current.enabled:
         raise Conflict(f"schedule {schedule_id} is paused: resume it first")
     day = today(now, zone)
+    if _fired_for(conn, schedule_id, day):
+        return current
+    due = current.next_due
+    target = day if due is None or due > day or current.missed == "skip" else due
+    wake_jobs(conn)
+    if target == due:
+        return current  # already due: the owed dates stand; the loop is woken all the same
     conn.execute(
         update(schedules)
         .where(schedules.c.id == schedule_id)
-        .values(next_due=day, updated_at=aware(now))
+        .values(next_due=target, updated_at=aware(now))
     )
+    details: dict[str, Any] = {"next_due": target.isoformat(), "was": iso_day(due)}
+    if due is not None and due < target:
+        details.update(_dropped(current, target))
     events.record(
         conn,
         now,
         actor=actor,
         kind="schedule.pulled_now",
         subject=_subject(schedule_id),
-        details={"next_due": day.isoformat(), "was": iso_day(current.next_due)},
+        details=details,
     )
-    wake_jobs(conn)
     return get_schedule(conn, schedule_id)
+
+
+def _fired_for(conn: Connection, schedule_id: int, day: date) -> bool:
+    """Whether `day` was processed for the schedule (uq_fires_schedule_id_fire_date)."""
+    found = conn.execute(
+        select(fires.c.id).where(fires.c.schedule_id == schedule_id, fires.c.fire_date == day)
+    ).first()
+    return found is not None
 
 
 def delete_schedule(

@@ -7,7 +7,7 @@ Statuses, kinds and policies are `core.models`' enums: the document names each a
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
@@ -78,6 +78,21 @@ class StrictBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
+class LeaseOut(BaseModel):
+    state: Literal["running", "expired", "release_due"] = Field(
+        description="running: the lease has not ended; expired: it ended, within the grace "
+        "(holder silent); release_due: past the grace, released at the next jobs tick."
+    )
+    lease_until: str | None
+    expired_seconds: int | None
+    releases_at: str | None = Field(description="Lease end + the reaper's grace.")
+    jobs_ticking: bool | None = Field(
+        description="Past its end: whether the jobs loop that releases it is running "
+        "(false: nothing will release it). Null while the lease runs."
+    )
+    summary: str = Field(description="The lease as it stands, in one line.")
+
+
 class TaskOut(BaseModel):
     id: int
     title: str
@@ -94,6 +109,7 @@ class TaskOut(BaseModel):
     created_at: str
     updated_at: str
     done_at: str | None
+    lease: LeaseOut | None = Field(None, description="The lease as it stands; null unless RUNNING.")
 
 
 class DoneAndNext(BaseModel):

@@ -63,10 +63,21 @@ class FireOut(BaseModel):
     skipped: int = Field(description="Missed dates folded into this fire.")
 
 
+class SkippedOut(BaseModel):
+    at: str = Field(description="When the dates were dropped.")
+    reason: str = Field(description="missed=skip, paused, or now, missed=skip.")
+    dates: int = Field(description="How many dates never fired.")
+    first: str | None
+    last: str | None
+
+
 class ScheduleDetail(BaseModel):
     schedule: ScheduleOut
     fires: list[FireOut] = Field(description="The last fires, newest first.")
     next: list[str] = Field(description="The next 5 dates, YYYY-MM-DD.")
+    skipped: list[SkippedOut] = Field(
+        default_factory=list, description="Dates dropped without a fire, newest first."
+    )
 
 
 class ScheduleIn(StrictBody):
@@ -146,7 +157,9 @@ def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
 
 @router.post("/schedules/{schedule_id}/now", response_model=ScheduleOut, responses=ERRORS)
 def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
-    """Due today; the next jobs tick fires it (woken at once when it runs in this server)."""
+    """Due today at the latest (an overdue schedule keeps the dates it owes); the next jobs
+    tick fires it, woken at once when it runs in this server. A schedule whose date today
+    was already processed is left as it is: nothing fires twice."""
     with store.write() as conn:
         schedule = schedules.pull_now(
             conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR

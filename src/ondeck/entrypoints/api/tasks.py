@@ -6,6 +6,7 @@ the services check again (they are the one place for every rule).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -33,7 +34,8 @@ from ondeck.entrypoints.api.models import (
     errors,
 )
 from ondeck.entrypoints.store import Call
-from ondeck.services import backlog
+from ondeck.services import backlog, workers
+from ondeck.services.lease_state import task_json
 
 router = APIRouter(tags=["tasks"])
 
@@ -132,8 +134,25 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-def _out(store: Call, task: Task, now: Any) -> dict[str, Any]:
-    return task.to_json(now, store.settings.zone)
+def _out(
+    store: Call, task: Task, now: Any, jobs: Callable[[], Any] | None = None
+) -> dict[str, Any]:
+    settings = store.settings
+    return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(store, now))
+
+
+def _jobs(store: Call, now: Any) -> Callable[[], workers.JobsHealth]:
+    """The jobs heartbeat for a lease past its end (read once per request, if ever)."""
+    found: list[workers.JobsHealth] = []
+
+    def read() -> workers.JobsHealth:
+        if not found:
+            with store.read() as conn:
+                tick = store.settings.tick_seconds
+                found.append(workers.jobs_health(conn, now, tick_seconds=tick))
+        return found[0]
+
+    return read
 
 
 @router.get("/tasks", response_model=list[TaskOut], responses=ERRORS)
@@ -155,7 +174,8 @@ def list_tasks(
         found = backlog.list_tasks(
             conn, statuses=statuses, project=project, due_before=due_before, limit=limit
         )
-    return [_out(store, t, now) for t in found]
+    jobs = _jobs(store, now)
+    return [_out(store, t, now, jobs) for t in found]
 
 
 @router.post("/tasks", response_model=TaskOut, status_code=201, responses=ERRORS)

@@ -162,6 +162,12 @@ def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> No
             [[f["fire_date"], f["fired_at"], f["task_id"], f["skipped"]] for f in detail["fires"]],
             title="last fires",
         )
+    if detail["skipped"]:
+        print_table(
+            ["recorded", "why", "dates", "first", "last"],
+            [[k["at"], k["reason"], k["dates"], k["first"], k["last"]] for k in detail["skipped"]],
+            title="dates skipped (never fired)",
+        )
 
 
 @app.command("edit")
@@ -231,20 +237,21 @@ def resume(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> 
 
 @app.command("now")
 def now(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None:
-    """Make it due today; the next jobs tick fires it (once, however often this is run)."""
-    from ondeck.services import schedules
+    """Make it due today (an overdue one keeps its dates); the next jobs tick fires it, once
+    however often this is run. Says so only if it will: not if today already fired, nor
+    while the jobs loop is not running."""
+    from ondeck.services import schedules, workers
 
     cli = cli_of(ctx)
+    now, zone = cli.now(), cli.settings.zone
     with cli.write() as conn:
-        schedule = schedules.pull_now(
-            conn, cli.now(), cli.settings.zone, schedule_id, actor=cli.actor
-        )
-    _show(
-        cli,
-        schedule,
-        as_json,
-        f"schedule {schedule.id} is due today ({schedule.next_due}); the next jobs tick fires it",
-    )
+        schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=cli.actor)
+        jobs = workers.jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
+    note = schedules.pulled_state(schedule, cli.today(), jobs, zone)
+    if as_json:
+        print_json({**schedule.to_json(now, zone), "note": note})
+    else:
+        typer.echo(f"schedule {schedule.id} (next due {schedule.next_due}): {note}")
 
 
 @app.command("rm")

@@ -14,6 +14,7 @@ from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
+    from ondeck.services.lease_state import Lease
 
 app = typer.Typer(help="The backlog: tasks and their leases.", no_args_is_help=True)
 
@@ -32,24 +33,58 @@ def _day(text: str | None, name: str = "due date") -> date | None:
     return None if text is None else parse_date(text, name)
 
 
-def _status(task: Task, now: datetime) -> str:
-    return f"{task.status} (expired)" if task.is_expired(now) else str(task.status)
+def _leases(cli: Cli, conn: Any, found: list[Task], now: datetime) -> dict[int, Lease]:
+    """The lease of each RUNNING task, by `lease_state.lease_of` (the jobs heartbeat read
+    once, and only if one of them is past its end)."""
+    from ondeck.services.lease_state import lease_of
+    from ondeck.services.workers import health_reader
+
+    jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
+    grace = cli.settings.lease_grace
+    return {t.id: lease_of(t, now, grace, jobs) for t in found if t.lease_until is not None}
 
 
-def _holder(cli: Cli, task: Task) -> str:
-    if task.lease_owner is None:
+def _status(task: Task, lease: Lease | None) -> str:
+    return f"{task.status} (expired)" if lease and lease.expired else str(task.status)
+
+
+def _holder(cli: Cli, task: Task, lease: Lease | None) -> str:
+    if task.lease_owner is None or lease is None:
         return ""
-    from ondeck.core.clock import local
+    brief = lease.brief(cli.settings.zone)
+    return f"{task.lease_owner}: {brief}" if lease.expired else f"{task.lease_owner} {brief}"
 
-    until = local(task.lease_until, cli.settings.zone) if task.lease_until else None
-    return f"{task.lease_owner} until {until:%Y-%m-%d %H:%M}" if until else task.lease_owner
+
+def _json(cli: Cli, task: Task, now: datetime, jobs: Any = None) -> dict[str, Any]:
+    from ondeck.services.lease_state import task_json
+
+    settings = cli.settings
+    return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(cli, now))
+
+
+def _jobs(cli: Cli, now: datetime) -> Any:
+    """The jobs heartbeat, read only for a lease past its end (after the command's write)."""
+
+    def read() -> Any:
+        from ondeck.services.workers import jobs_health
+
+        with cli.read() as conn:
+            return jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
+
+    return read
 
 
 def _show_task(cli: Cli, task: Task, now: datetime, as_json: bool, line: str) -> None:
     if as_json:
-        print_json(task.to_json(now, cli.settings.zone))
+        print_json(_json(cli, task, now))
     else:
         typer.echo(line)
+
+
+def _lease_state_line(cli: Cli, task: Task, lease: Lease) -> str:
+    """`task show`: the holder, the lease as it stands (lease_state), the token."""
+    state = lease.describe(cli.settings.zone)
+    return f"held by {task.lease_owner}, {state}, token {task.lease_token}"
 
 
 def _lease_line(cli: Cli, task: Task) -> str:
@@ -113,8 +148,10 @@ def list_(
         found = backlog.list_tasks(
             conn, statuses=statuses, project=project, due_before=before, limit=limit
         )
+        leases = _leases(cli, conn, found, now)
+        jobs = next((x.jobs for x in leases.values() if x.jobs is not None), None)
     if as_json:
-        print_json([t.to_json(now, cli.settings.zone) for t in found])
+        print_json([_json(cli, t, now, jobs) for t in found])
         return
     if not found:
         typer.echo("no tasks")
@@ -123,11 +160,11 @@ def list_(
         [
             t.id,
             t.priority,
-            _status(t, now),
+            _status(t, leases.get(t.id)),
             t.due_on,
             t.project,
             t.title,
-            _holder(cli, t),
+            _holder(cli, t, leases.get(t.id)),
         ]
         for t in found
     ]
@@ -144,16 +181,19 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     with cli.read() as conn:
         task = backlog.get_task(conn, task_id)
         history = events.list_events(conn, subject=f"task:{task.id}", limit=events.MAX_LIMIT)
+        lease = _leases(cli, conn, [task], now).get(task.id)
     if as_json:
-        print_json({"task": task.to_json(now, zone), "events": [e.to_json(zone) for e in history]})
+        jobs = lease.jobs if lease else None
+        shown = [e.to_json(zone) for e in history]
+        print_json({"task": _json(cli, task, now, jobs), "events": shown})
         return
     fields: list[tuple[str, Any]] = [
-        ("status", _status(task, now)),
+        ("status", _status(task, lease)),
         ("priority", task.priority),
         ("due", task.due_on),
         ("project", task.project),
         ("source", task.source),
-        ("lease", _lease_line(cli, task) if task.lease_owner else None),
+        ("lease", _lease_state_line(cli, task, lease) if lease else None),
         ("created", cli.local(task.created_at)),
         ("updated", cli.local(task.updated_at)),
         ("done", cli.local(task.done_at)),
@@ -323,8 +363,7 @@ def done(
             actor=cli.actor,
         )
     if as_json:
-        zone = cli.settings.zone
-        print_json({"done": done.to_json(now, zone), "next": taken and taken.to_json(now, zone)})
+        print_json({"done": _json(cli, done, now), "next": taken and _json(cli, taken, now)})
         return
     print(f"task {done.id} done: {done.title}")
     if taken is None:

@@ -15,7 +15,6 @@ from ondeck.entrypoints.web.render import is_htmx, render, store_of
 from ondeck.services import events, workers
 from ondeck.services.backup_runs import list_backups
 from ondeck.services.calendar_feed import build_calendar
-from ondeck.services.context import JOBS_SILENT_TICKS
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
 public = APIRouter(include_in_schema=False)
@@ -89,22 +88,34 @@ def activity_page(
 def system_page(request: Request) -> Response:
     store = store_of(request)
     settings = store.settings
+    now = store.now()
     with store.read() as conn:
         found = workers.list_workers(conn)
+        jobs = workers.jobs_health(conn, now, tick_seconds=settings.tick_seconds)
         backups = list_backups(conn, limit=20)
         revision = revision_of(conn)
+    beats = [
+        (
+            w,
+            workers.beat_state(w, now, settings.tick_seconds),
+            workers.differences(w, now, settings.tz, settings.lease_grace),
+        )
+        for w in found
+    ]
     url = make_url(settings.url).render_as_string(hide_password=True)
     return render(
         request,
         "system.html",
         {
-            "workers": found,
+            "now": now,
+            "beats": beats,
+            "jobs": jobs,
             "backups": backups,
             "revision": revision,
             "database_kind": store.engine.dialect.name,
             "database_url": url,
             "settings": settings,
-            "silent_after": settings.tick_seconds * JOBS_SILENT_TICKS,
+            "silent_ticks": workers.JOBS_SILENT_TICKS,
         },
     )
 

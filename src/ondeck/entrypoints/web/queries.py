@@ -14,7 +14,7 @@ from sqlalchemy import Connection, func, select
 
 from ondeck.core.models import Schedule, Task, TaskStatus
 from ondeck.core.validation import check_project
-from ondeck.db.tables import schedules, tasks
+from ondeck.db.tables import SCHEDULES_LIVE, schedules, tasks
 from ondeck.services.schedules import SCHEDULE_ORDER, schedule_from_row
 from ondeck.services.task_statements import TASK_ORDER, task_from_row
 
@@ -110,9 +110,5 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
 
 def enabled_schedules(conn: Connection) -> list[Schedule]:
     """Every enabled live schedule, for the calendar feed (no page: a calendar wants all)."""
-    rows = conn.execute(
-        select(schedules)
-        .where(schedules.c.enabled, schedules.c.deleted_at.is_(None))
-        .order_by(schedules.c.id)
-    )
+    rows = conn.execute(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id))
     return [schedule_from_row(r) for r in rows]

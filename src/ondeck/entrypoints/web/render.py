@@ -26,8 +26,8 @@ from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.store import Call, call_of
 from ondeck.entrypoints.web import auth
-from ondeck.services.context import Running
-from ondeck.services.context import running_state as running_view
+from ondeck.services import workers
+from ondeck.services.lease_state import Lease, lease_of
 
 # A path id: a number the database can hold (a larger one would fail in the driver).
 Id = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
@@ -133,10 +133,24 @@ _env.filters.update(when=when, ago=ago, day=day, duration=duration, size=size, d
 
 
 @pass_context
-def lease(ctx: Any, task: Task) -> Running:
-    """A RUNNING task's lease as the context service sees it: expired, for how long, and
-    when the reaper gives it back (lease end + grace)."""
-    return running_view(task, ctx["now"], ctx["grace"])
+def lease(ctx: Any, task: Task) -> Lease:
+    """A RUNNING task's lease by `lease_state.lease_of`, as the context tells it: expired
+    for how long, and what releases it (the jobs heartbeat is read once per request, and
+    only when a lease shown is past its end)."""
+    request = ctx["request"]
+
+    def jobs() -> workers.JobsHealth:
+        found: workers.JobsHealth | None = getattr(request.state, "jobs_health", None)
+        if found is None:
+            store = store_of(request)
+            with store.read() as conn:
+                found = workers.jobs_health(
+                    conn, ctx["now"], tick_seconds=store.settings.tick_seconds
+                )
+            request.state.jobs_health = found
+        return found
+
+    return lease_of(task, ctx["now"], ctx["grace"], jobs)
 
 
 def with_query(path: str, **params: Any) -> str:

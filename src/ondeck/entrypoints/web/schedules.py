@@ -1,25 +1,24 @@
 """Schedules: the table, add and edit (the rule checked as you type), now, pause/resume,
 delete (confirmed). Each action calls one `ondeck.services.schedules` service.
 
-"now" only pulls `next_due` to today; the jobs tick creates the item. So what the row says
-after "now" comes from stored state (next_due is today, not fired yet) and from the jobs
-heartbeat: "will be created by the jobs loop within a minute" only while the loop ticks;
-otherwise the row says it is waiting for a loop that has not ticked since when.
+"now" only pulls `next_due` to today at the latest; the jobs tick creates the item. What a
+row says about it is `schedules.due_state` over the stored state and the jobs heartbeat
+(`workers.jobs_health`): "will be created by the jobs loop within a minute" only while the
+loop ticks; otherwise that it waits for a loop that has not ticked since when.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from collections.abc import Callable
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlalchemy import Connection
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 
-from ondeck.core.clock import iso, today
+from ondeck.core.clock import today
 from ondeck.core.errors import InvalidInput
-from ondeck.core.humanize import span
 from ondeck.core.models import MissedPolicy, Schedule, ScheduleKind
 from ondeck.core.rulecheck import check_rule
 from ondeck.core.rules import MAX_LENGTH
@@ -39,7 +38,8 @@ from ondeck.entrypoints.web.render import (
     store_of,
 )
 from ondeck.services import events, schedules, workers
-from ondeck.services.context import JOBS_SILENT_TICKS
+from ondeck.services.schedules import due_state
+from ondeck.services.workers import JobsHealth
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -56,54 +56,13 @@ Next = Annotated[str, Form()]
 # --- what a row says about its next date ------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Jobs:
-    """The jobs heartbeat as the schedules page needs it."""
-
-    last_tick: datetime | None
-    alive: bool
-    within: str  # "within a minute", "within 5 min"
-
-    @classmethod
-    def read(cls, conn: Connection, now: datetime, tick_seconds: float) -> Jobs:
-        last = workers.last_tick_at(conn)
-        alive = last is not None and now - last <= timedelta(
-            seconds=JOBS_SILENT_TICKS * tick_seconds
-        )
-        within = (
-            "within a minute"
-            if tick_seconds <= 60
-            else f"within {span(timedelta(seconds=tick_seconds))}"
-        )
-        return cls(last_tick=last, alive=alive, within=within)
+def _jobs(conn: Connection, now: datetime, tick_seconds: float) -> JobsHealth:
+    return workers.jobs_health(conn, now, tick_seconds=tick_seconds)
 
 
-_WHAT = {
-    ScheduleKind.TASK: "will be created",
-    ScheduleKind.REMIND: "will fire",
-    ScheduleKind.BACKUP: "will run",
-}
-
-
-def due_state(schedule: Schedule, day: date, jobs: Jobs, zone: Any) -> str | None:
-    """The sentence under a schedule's next date, or None when it is simply in the future."""
-    due = schedule.next_due
-    if not schedule.enabled or due is None or due > day:
-        return None
-    if jobs.alive:
-        loop = f"{_WHAT.get(schedule.kind, 'will fire')} by the jobs loop {jobs.within}"
-    elif jobs.last_tick is None:
-        loop = "waiting for the jobs loop, which has never ticked"
-    else:
-        loop = f"waiting for the jobs loop, which has not ticked since {iso(jobs.last_tick, zone)}"
-    if due < day:
-        return f"overdue since {due.isoformat()} — {loop}"
-    if schedule.last_fired_on == day:
-        return "due today, already fired today: the jobs loop only moves it to its next date"
-    return f"due today — {loop}"
-
-
-def _rows(items: list[Schedule], day: date, jobs: Jobs, zone: Any) -> list[tuple[Schedule, Any]]:
+def _rows(
+    items: list[Schedule], day: date, jobs: JobsHealth, zone: Any
+) -> list[tuple[Schedule, Any]]:
     return [(s, due_state(s, day, jobs, zone)) for s in items]
 
 
@@ -168,7 +127,7 @@ def _list_page(
     day = today(now, settings.zone)
     with store.read() as conn:
         found = queries.page_schedules(conn, kind=kind or None, page=page, size=PAGE_SIZE)
-        jobs = Jobs.read(conn, now, settings.tick_seconds)
+        jobs = _jobs(conn, now, settings.tick_seconds)
     extra: dict[str, Any] = {}
     if error is not None:
         extra = {"flash": str(error), "flash_kind": "error"}
@@ -239,7 +198,8 @@ def _schedule_page(
         schedule = schedules.get_schedule(conn, schedule_id)
         fires = schedules.list_fires(conn, schedule_id, limit=20)
         history = events.list_events(conn, subject=f"schedule:{schedule_id}", limit=50)
-        jobs = Jobs.read(conn, now, settings.tick_seconds)
+        skipped = schedules.list_skipped(conn, settings.zone, schedule_id)
+        jobs = _jobs(conn, now, settings.tick_seconds)
     try:
         upcoming = schedule.upcoming(day)
     except InvalidInput:
@@ -255,6 +215,7 @@ def _schedule_page(
             "s": schedule,
             "state": due_state(schedule, day, jobs, settings.zone),
             "fires": fires,
+            "skipped": skipped,
             "events": history,
             "upcoming": upcoming,
             **_form_context(form or _schedule_form(schedule), day),
@@ -374,32 +335,37 @@ def edit_schedule(
 
 
 def _row_action(
-    request: Request, schedule_id: int, next_url: str, verb: str, change: Any
+    request: Request,
+    schedule_id: int,
+    next_url: str,
+    verb: str | Callable[[Schedule, date, JobsHealth], str],
+    change: Any,
 ) -> Response:
     """now / pause / resume: one service call; htmx gets the row back, a browser a 303."""
     store = store_of(request)
     settings = store.settings
     now = store.now()
+    day = today(now, settings.zone)
     try:
         with refused(), store.write() as conn:
             schedule: Schedule = change(conn, now, settings.zone)
+            jobs = _jobs(conn, now, settings.tick_seconds)
     except FormError as exc:
         if is_htmx(request):
             return flash_fragment(request, str(exc), "error", status=exc.status)
         return or_error_page(request, _schedule_page, schedule_id, error=exc)
     back = safe_next(next_url, "/schedules")
 
-    def row() -> Response:
-        with store.read() as conn:
-            jobs = Jobs.read(conn, now, settings.tick_seconds)
-        state = due_state(schedule, today(now, settings.zone), jobs, settings.zone)
+    def row() -> HTMLResponse:
+        state = due_state(schedule, day, jobs, settings.zone)
         return render(
             request, "_schedule_row.html", {"now": now, "s": schedule, "state": state, "back": back}
         )
 
+    said = verb if isinstance(verb, str) else verb(schedule, day, jobs)
     return action_response(
         request,
-        ok_message=f"schedule {schedule.id} ({schedule.title}) {verb}",
+        ok_message=f"schedule {schedule.id} ({schedule.title}) {said}",
         next_url=back,
         partial=row,
     )
@@ -407,11 +373,12 @@ def _row_action(
 
 @router.post("/schedules/{schedule_id}/now", dependencies=[Depends(auth.require_csrf)])
 def now_schedule(request: Request, schedule_id: Id, next: Next = "/schedules") -> Response:
+    zone = store_of(request).settings.zone
     return _row_action(
         request,
         schedule_id,
         next,
-        "pulled to today (the jobs loop fires it on its next tick)",
+        lambda s, day, jobs: f"pulled now: {schedules.pulled_state(s, day, jobs, zone)}",
         lambda conn, now, zone: schedules.pull_now(conn, now, zone, schedule_id, actor=ACTOR),
     )
 

@@ -1,0 +1,109 @@
+"""Revision 0002 (the heartbeat's zone, interval and grace) on a database released at 0001:
+existing heartbeats are kept and read as "not recorded", and it goes back down cleanly."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, insert, inspect, select, text
+from sqlalchemy.engine import make_url
+
+from ondeck.db.engine import make_engine
+from ondeck.db.migrate import HEAD, read_revision, upgrade
+from ondeck.db.tables import workers as workers_table
+from ondeck.services import workers
+
+NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bare(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """An empty database (not the migrated template): each test migrates it itself."""
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+        yield engine
+        engine.dispose()
+        return
+    admin_url = request.getfixturevalue("pg_admin_url")
+    name = f"m_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    engine = make_engine(make_url(admin_url).set(database=name).render_as_string(False))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+def test_0002_keeps_the_heartbeats_of_0001_and_reads_them_as_not_recorded(bare: Engine) -> None:
+    assert upgrade(bare, "0001") == (None, "0001")
+    with bare.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO workers (name, started_at, last_tick_at, tick_ms, ticks) "
+                "VALUES ('jobs@old:1', :at, :at, 3.5, 42)"
+            ),
+            {"at": NOW},
+        )
+    assert upgrade(bare) == ("0001", HEAD)
+    assert "ix_workers_last_tick_at" in {ix["name"] for ix in inspect(bare).get_indexes("workers")}
+    with bare.connect() as conn:
+        [old] = workers.list_workers(conn)
+        health = workers.jobs_health(conn, NOW + timedelta(minutes=2), tick_seconds=60)
+    assert (old.name, old.ticks, old.tz, old.tick_seconds, old.lease_grace_seconds) == (
+        "jobs@old:1",
+        42,
+        None,
+        None,
+        None,
+    )
+    assert health.alive and health.interval == 60  # judged by the reader's interval
+    with bare.begin() as conn:
+        workers.beat(
+            conn,
+            NOW + timedelta(minutes=3),
+            name="jobs@old:1",
+            started_at=NOW,
+            tick_ms=1.0,
+            summary={},
+            tz="Asia/Seoul",
+            tick_seconds=30.0,
+            lease_grace=timedelta(hours=2),
+        )
+        row = conn.execute(select(workers_table)).one()
+    assert (row.ticks, row.tz, row.tick_seconds, row.lease_grace_seconds) == (
+        43,
+        "Asia/Seoul",
+        30.0,
+        7200.0,
+    )
+
+
+def test_0002_goes_down_to_0001_and_up_again(bare: Engine) -> None:
+    upgrade(bare)
+    with bare.begin() as conn:
+        conn.execute(
+            insert(workers_table).values(
+                name="jobs@new:1", started_at=NOW, last_tick_at=NOW, ticks=1, tz="UTC"
+            )
+        )
+    from alembic import command
+
+    from ondeck.db.migrate import _alembic_config
+
+    with bare.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0001")
+    assert read_revision(bare) == "0001"
+    columns = {c["name"] for c in inspect(bare).get_columns("workers")}
+    assert not columns & {"tz", "tick_seconds", "lease_grace_seconds"}
+    with bare.connect() as conn:
+        assert conn.execute(text("SELECT name FROM workers")).scalars().all() == ["jobs@new:1"]
+    assert upgrade(bare) == ("0001", HEAD)
