@@ -26,12 +26,14 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 -m "not faults" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m faults $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests bench
 	$(BIN)/ruff format src tests bench
+	$(BIN)/mypy
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import datetime, tzinfo
+from types import TracebackType
+
+_ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 
 
 class _ZoneFormatter(logging.Formatter):
@@ -15,9 +18,9 @@ class _ZoneFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         return datetime.fromtimestamp(record.created, self.zone).isoformat(timespec="seconds")
 
-    def formatException(self, ei: object) -> str:
+    def formatException(self, ei: _ExcInfo) -> str:
         # Keep the traceback (a failing step must be debuggable) but as one record.
-        return super().formatException(ei).replace("\n", "\n    ")  # type: ignore[arg-type]
+        return super().formatException(ei).replace("\n", "\n    ")
 
 
 def setup(zone: tzinfo, level: int = logging.INFO) -> None:

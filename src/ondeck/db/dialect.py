@@ -11,10 +11,12 @@ def insert_for(conn: Connection, table: Table) -> Any:
     """An INSERT that knows ON CONFLICT on both stores (same method names on both)."""
     # Imported here: only the dialect in use is loaded (start-up cost of the CLI and hooks).
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table)
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)
 
 
 def is_postgres(conn: Connection) -> bool:

@@ -106,7 +106,8 @@ def _from_server(settings: Settings, project: str | None) -> str | None:
     )
     headers = {"Authorization": f"Bearer {settings.token_value}"} if settings.token_value else {}
     try:
-        server = http.client.HTTPConnection(where.hostname, where.port, timeout=SERVER_TIMEOUT_S)
+        host = where.hostname or "127.0.0.1"  # local_url always names one
+        server = http.client.HTTPConnection(host, where.port, timeout=SERVER_TIMEOUT_S)
         try:
             server.request("GET", f"/api/v1/context?{query}", headers=headers)
             response = server.getresponse()

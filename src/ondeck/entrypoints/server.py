@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+from types import FrameType
 
 from ondeck.core.config import Settings
 from ondeck.core.errors import ConfigError
@@ -43,8 +44,8 @@ def _server_class() -> type:
     import uvicorn
 
     class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: object) -> None:
-            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
             # uvicorn re-raises the signal after shutting down; a requested stop is a clean
             # stop for us (exit 0, as `ondeck jobs` does), which systemd and tests expect.
             self._captured_signals.clear()

@@ -227,7 +227,7 @@ def _finish(
         conn,
         finished,
         actor=actor,
-        kind=kinds[status],
+        kind=kinds[BackupStatus(status)],
         subject=f"backup:{claim.backup_id}",
         details=details,
     )

@@ -456,10 +456,7 @@ def build_context(
         _task_count(project, *backlog_where),
     )
     ctx.running = [lease_of(task_from_row(r), now, lease_grace, jobs) for r in running_rows]
-    ctx.due = [
-        Due(task=(t := task_from_row(r)), overdue_days=(day - t.due_on).days)  # type: ignore[operator]
-        for r in due_rows
-    ]
+    ctx.due = [_due(task_from_row(r), day) for r in due_rows]
     ctx.backlog = [task_from_row(r) for r in backlog_rows]
 
     asked = [name for name, total in totals.items() if not isinstance(total, int)]
@@ -508,3 +505,8 @@ def running_state(
 ) -> Running:
     """A RUNNING task with its lease state: `lease_state.lease_of`, the one judgement."""
     return lease_of(task, now, grace, jobs)
+
+
+def _due(task: Task, day: date) -> Due:
+    assert task.due_on is not None  # read by `due_on <= day`
+    return Due(task=task, overdue_days=(day - task.due_on).days)

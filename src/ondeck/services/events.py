@@ -118,7 +118,7 @@ class Recorded:
         row = conn.execute(self.change, params).first()
         if row is None:
             return None
-        values = row._mapping
+        values: Mapping[Any, Any] = row._mapping
         shown = {**details, **prior, **{k: values[c] for k, c in self.after.items()}}
         subject = f"{self.subject}{values['id']}"
         record(conn, now, actor=actor, kind=self.kind, subject=subject, details=shown)
@@ -242,7 +242,7 @@ class _Precompiled:
         sql, values = self.compiled.string, {**self.compiled.params, **params}
         driver = conn.connection.driver_connection
         try:
-            rows = driver.execute(sql, values).fetchall()  # type: ignore[union-attr]
+            rows = driver.execute(sql, values).fetchall()  # type: ignore[union-attr]  # set while checked out
         except conn.dialect.loaded_dbapi.Error as exc:
             lost = conn.dialect.is_disconnect(exc, driver, None)
             if lost:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
@@ -37,6 +37,7 @@ from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
 from ondeck.core.models import MissedPolicy, ScheduleKind
+from ondeck.core.rules import Rule
 from ondeck.core.rules import parse as parse_rule
 from ondeck.db.dialect import insert_for, is_postgres
 from ondeck.db.tables import SCHEDULES_LIVE, fires, schedules, tasks
@@ -69,11 +70,40 @@ class FireResult:
         return {key: getattr(self, key) for key in self.__dataclass_fields__}
 
 
+class DueRow(Protocol):
+    """What planning reads of a due schedule (a `schedules` row, or a record like it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def missed(self) -> str: ...
+    @property
+    def start_on(self) -> date: ...
+    @property
+    def next_due(self) -> date: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def last_fired_on(self) -> date | None: ...
+    @property
+    def last_fired_at(self) -> datetime | None: ...
+
+
 @dataclass
 class _Plan:
     """What one due schedule does: its fires (date, skipped) and its next `next_due`."""
 
-    row: Any
+    row: DueRow
     new_next: date
     fires: list[tuple[date, int]] = field(default_factory=list)
     dropped: list[date] = field(default_factory=list)  # missed=skip: dates not fired
@@ -83,7 +113,7 @@ class _Raced(Exception):
     """A guarded advance matched fewer rows than were read: redo the batch row by row."""
 
 
-def due_dates(rule: Any, start: date, next_due: date, day: date, *, limit: int) -> list[date]:
+def due_dates(rule: Rule, start: date, next_due: date, day: date, *, limit: int) -> list[date]:
     """The due dates in [next_due, day]: `next_due` itself (it may have been pulled "now"
     to a day that is not an occurrence) and every occurrence after it, oldest first."""
     found = [next_due]
@@ -96,7 +126,7 @@ def due_dates(rule: Any, start: date, next_due: date, day: date, *, limit: int) 
     return found
 
 
-def plan(row: Any, day: date) -> _Plan:
+def plan(row: DueRow, day: date) -> _Plan:
     """The fires of one due schedule on `day`. Pure: no database."""
     rule = parse_rule(row.rule)
     start, next_due = row.start_on, row.next_due

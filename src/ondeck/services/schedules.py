@@ -241,7 +241,7 @@ def create_schedule(
     now = aware(now)
     day = today(now, zone)
     canonical = str(parse_rule(rule))
-    values = {
+    values: dict[str, Any] = {
         "title": check_title(title),
         "body": check_body(body),
         "kind": _check_kind(kind),
@@ -249,14 +249,15 @@ def create_schedule(
         "project": check_project(project),
         "priority": check_priority(priority),
         "missed": _check_missed(missed),
-        "start_on": day if start_on is None else check_date(start_on, "start date"),
         "enabled": True,
         "created_at": now,
         "updated_at": now,
     }
-    values["next_due"] = first_due(canonical, values["start_on"], day)
-    schedule_id = conn.execute(insert(schedules).values(values).returning(schedules.c.id))
-    schedule_id = int(schedule_id.scalar_one())
+    first = day if start_on is None else check_date(start_on, "start date")
+    values["start_on"] = first
+    values["next_due"] = first_due(canonical, first, day)
+    inserted = conn.execute(insert(schedules).values(values).returning(schedules.c.id))
+    schedule_id = int(inserted.scalar_one())
     events.record(
         conn,
         now,

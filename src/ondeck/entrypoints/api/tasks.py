@@ -19,6 +19,7 @@ from ondeck.core.validation import (
     BIGINT_MAX,
     NOTE_MAX,
     OWNER_MAX,
+    PRIORITY_DEFAULT,
     PROJECT_PATTERN,
 )
 from ondeck.entrypoints.api.deps import StoreDep
@@ -78,7 +79,7 @@ ERRORS = errors(
 class TaskIn(StrictBody):
     title: Title
     body: Body = ""
-    priority: Priority = backlog.PRIORITY_DEFAULT
+    priority: Priority = PRIORITY_DEFAULT
     due_on: Day | None = None
     project: Project | None = None
 

@@ -59,6 +59,7 @@ def _run(app: object, args: list[str]) -> int:
     from ondeck.core.errors import OndeckError
 
     try:
+        # `app` is the Typer app (typed `object` so this module never imports typer's types).
         result = app(args=args, prog_name="ondeck", standalone_mode=False)  # type: ignore[operator]
     except OndeckError as exc:
         _fail(exc.message)

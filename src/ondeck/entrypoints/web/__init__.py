@@ -11,6 +11,10 @@ the OpenAPI document.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -65,7 +69,7 @@ def _install_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         if not is_dashboard_path(request.url.path) or not isinstance(exc, HTTPException):
-            return await api_http(request, exc)  # type: ignore[no-any-return]
+            return await _handled(api_http, request, exc)
         message = "no such page" if exc.status_code == 404 else str(exc.detail)
         return render(
             request,
@@ -76,7 +80,7 @@ def _install_handlers(app: FastAPI) -> None:
 
     async def invalid_request(request: Request, exc: Exception) -> Response:
         if not is_dashboard_path(request.url.path) or not isinstance(exc, RequestValidationError):
-            return await api_validation(request, exc)  # type: ignore[no-any-return]
+            return await _handled(api_validation, request, exc)
         parts = []
         for err in exc.errors()[:3]:
             where = ".".join(
@@ -91,7 +95,7 @@ def _install_handlers(app: FastAPI) -> None:
     async def service_error(request: Request, exc: Exception) -> Response:
         """What a page's own reads raise (the database unavailable, above all): a page."""
         if not is_dashboard_path(request.url.path) or not isinstance(exc, OndeckError):
-            return await api_ondeck(request, exc)  # type: ignore[no-any-return]
+            return await _handled(api_ondeck, request, exc)
         status = exc.http_status if exc.http_status in (404, 409, 422, 503) else 500
         if is_htmx(request):
             return flash_fragment(request, str(exc), "error", status=status)
@@ -102,3 +106,11 @@ def _install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(auth.CsrfRefused, csrf_refused)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
+
+
+async def _handled(handler: Callable[..., Any], request: Request, exc: Exception) -> Response:
+    """The API's own handler for what is not a dashboard page's (Starlette allows a plain
+    or an async handler)."""
+    result = handler(request, exc)
+    response: Response = await result if inspect.isawaitable(result) else result
+    return response

@@ -267,11 +267,11 @@ def action_response(
     """After a successful POST: the partial for htmx (with the flash swapped in out of band),
     otherwise a 303 back to the page (post/redirect/get), the message in a one-time cookie."""
     if is_htmx(request) and partial is not None:
-        response = partial()
+        swapped = partial()
         flash = _env.get_template("_flash.html").render(flash=ok_message, flash_kind="ok", oob=True)
-        response.body = response.body + flash.encode()
-        response.headers["content-length"] = str(len(response.body))
-        return response
+        swapped.body = bytes(swapped.body) + flash.encode()
+        swapped.headers["content-length"] = str(len(swapped.body))
+        return swapped
     response = redirect(next_url)
     response.set_cookie(
         auth.FLASH_COOKIE,
