@@ -22,7 +22,7 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from ondeck.core.clock import aware
 from ondeck.core.config import Settings
@@ -110,21 +110,30 @@ def mark_abandoned(
     with engine.begin() as conn:
         for run, why in dead:
             error = f"stopped before it ended: {why}"
-            changed = conn.execute(
-                update(backups)
-                .where(backups.c.id == run.id, backups.c.status == BackupStatus.RUNNING)
-                .values(status=BackupStatus.ABANDONED, finished_at=now, error=error)
-            ).rowcount
-            if changed:
+            if abandon(conn, now, run.id, run.worker, error, actor=actor):
                 count += 1
-                events.record(
-                    conn,
-                    now,
-                    actor=actor,
-                    kind="backup.abandoned",
-                    subject=f"backup:{run.id}",
-                    details={"worker": run.worker, "error": error},
-                )
     if count:
         log.warning("marked %d backup run(s) abandoned", count)
     return count
+
+
+def abandon(
+    conn: Connection, now: datetime, run_id: int, worker: str | None, error: str, *, actor: str
+) -> bool:
+    """Mark a `running` run `abandoned` with why, and its event; False if it was no longer
+    running (it ended meanwhile: its own outcome stands)."""
+    changed = conn.execute(
+        update(backups)
+        .where(backups.c.id == run_id, backups.c.status == BackupStatus.RUNNING)
+        .values(status=BackupStatus.ABANDONED, finished_at=aware(now), error=error)
+    ).rowcount
+    if changed:
+        events.record(
+            conn,
+            now,
+            actor=actor,
+            kind="backup.abandoned",
+            subject=f"backup:{run_id}",
+            details={"worker": worker, "error": error},
+        )
+    return bool(changed)

@@ -38,6 +38,7 @@ from ondeck.db.tables import backups, events
 from ondeck.services import backup_copies, backup_files
 from ondeck.services import events as event_log
 from ondeck.services.backup_copies import BackupFailed
+from ondeck.services.backup_liveness import abandon
 
 log = logging.getLogger("ondeck.backups")
 
@@ -329,16 +330,4 @@ def _unknown(conn: Connection, run: Any, path: Path, now: datetime, *, actor: st
         f"was running when the backup {path.name} was taken; how it ended is not in that "
         "backup (restored)"
     )
-    conn.execute(
-        update(backups)
-        .where(backups.c.id == run.id)
-        .values(status=BackupStatus.ABANDONED, finished_at=aware(now), error=error)
-    )
-    event_log.record(
-        conn,
-        now,
-        actor=actor,
-        kind="backup.abandoned",
-        subject=f"backup:{run.id}",
-        details={"worker": run.worker, "error": error},
-    )
+    abandon(conn, now, run.id, run.worker, error, actor=actor)
