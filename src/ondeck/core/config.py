@@ -6,63 +6,40 @@ over it. Every bad value becomes one `ConfigError` line naming the setting and t
 
 from __future__ import annotations
 
-import os
+import tomllib
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
 from ondeck.core.durations import parse_duration
 from ondeck.core.errors import ConfigError, InvalidInput
-
-
-def _config_file() -> Path:
-    explicit = os.environ.get("ONDECK_CONFIG")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
-    return Path(base).expanduser() / "ondeck" / "config.toml"
-
-
-def _default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
-    return Path(base).expanduser() / "ondeck"
-
-
-def local_zone_name() -> str:
-    """The machine's IANA zone name: `$TZ`, `/etc/timezone`, the `/etc/localtime` link, else UTC."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if (tz and "/" in tz) or tz == "UTC":
-        return tz
-    try:
-        name = Path("/etc/timezone").read_text().strip()
-        if name:
-            return name
-    except OSError:
-        pass
-    try:
-        target = os.readlink("/etc/localtime")
-        if "zoneinfo/" in target:
-            return target.split("zoneinfo/", 1)[1]
-    except OSError:
-        pass
-    return "UTC"
+from ondeck.core.hook_config import (
+    config_file,
+    database_url,
+    default_data_dir,
+    local_server_url,
+    local_zone_name,
+    rules_problem,
+    store_fingerprint,
+)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ONDECK_", frozen=True, extra="ignore")
 
     database_url: str | None = None
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    data_dir: Path = Field(default_factory=default_data_dir)
     tz: str = Field(default_factory=local_zone_name)
     lease_grace: timedelta = timedelta(hours=6)
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -73,6 +50,15 @@ class Settings(BaseSettings):
     port: int = Field(default=8787, ge=0, le=65535)
     # Working directory (prefix) → project, for the session hook.
     projects: dict[str, str] = Field(default_factory=dict)
+    # Session records (services/classify.py): side → working directory prefixes; git remote
+    # URL pattern → side and/or project; prefixes whose sessions keep times only; globs of
+    # files never listed (besides .env*).
+    sides: dict[str, list[str]] = Field(default_factory=dict)
+    remotes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    no_capture: list[str] = Field(default_factory=list)
+    private_globs: list[str] = Field(default_factory=list)
+    # An open session silent this long (no hook event) is marked lost.
+    session_grace: timedelta = timedelta(hours=12)
 
     @classmethod
     def settings_customise_sources(
@@ -84,12 +70,12 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        path = _config_file()
+        path = config_file()
         if path.is_file():
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
-    @field_validator("lease_grace", mode="before")
+    @field_validator("lease_grace", "session_grace", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> timedelta:
         try:
@@ -115,15 +101,20 @@ class Settings(BaseSettings):
             return None
         return value
 
+    @model_validator(mode="after")
+    def _rules(self) -> Settings:
+        problem = rules_problem(self.projects, self.sides, self.remotes)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     @cached_property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.tz)
 
     @property
     def url(self) -> str:
-        if self.database_url:
-            return self.database_url
-        return f"sqlite:///{self.data_dir.expanduser() / 'ondeck.db'}"
+        return database_url(self.database_url, self.data_dir)
 
     @property
     def backups_path(self) -> Path:
@@ -137,16 +128,17 @@ class Settings(BaseSettings):
     def store_id(self) -> str:
         """A short fingerprint of the database URL: lets a client check that a server it
         reaches serves the same database it is configured for (the session hook does)."""
-        import hashlib
-
-        return hashlib.sha256(self.url.encode()).hexdigest()[:16]
+        return store_fingerprint(self.url)
 
     @property
     def local_url(self) -> str:
         """Where this machine reaches its own server."""
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}"
+        return local_server_url(self.host, self.port)
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where hooks keep the events they could not store (services/spool.py)."""
+        return self.data_dir.expanduser() / "spool"
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -154,11 +146,18 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)
+    except SettingsError as exc:
+        # A dict or list setting in the environment that is not JSON.
+        raise ConfigError(" ".join(str(exc).split())[:300]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file()}: not valid TOML ({exc})") from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "setting"
+        field = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
         reason = err["msg"].removeprefix("Value error, ")
+        if not field:  # a rule across settings (the classification rules): its own words
+            raise ConfigError(reason) from None
         if isinstance(value, dict):
             raise ConfigError(f"ONDECK_{field.upper()}: {reason}") from None
         raise ConfigError(f"ONDECK_{field.upper()}={value!s:.60}: {reason}") from None

@@ -31,6 +31,7 @@ TASK_STATUSES = ("READY", "RUNNING", "DONE", "CANCELLED")
 SCHEDULE_KINDS = ("task", "remind", "backup")
 MISSED_POLICIES = ("latest", "all", "skip")
 BACKUP_STATUSES = ("running", "ok", "failed", "abandoned")
+SESSION_STATUSES = ("open", "ended", "lost")
 
 metadata = MetaData(
     naming_convention={
@@ -204,4 +205,116 @@ backups = Table(
     Column("schedule_id", Id, ForeignKey("schedules.id")),
     CheckConstraint(_in("status", BACKUP_STATUSES), name="status"),
     Index("ix_backups_started_at", "started_at"),
+)
+
+
+sessions = Table(
+    "sessions",
+    metadata,
+    # One row per agent session: what its hooks reported, classified with the rule that
+    # decided. Events (`session:<id>`) hold every change; this row is the current state.
+    Column("id", Id, primary_key=True),
+    Column("agent", String(32), nullable=False),
+    # The agent's own id for the session (Claude Code's `session_id`).
+    Column("external_id", String(200), nullable=False),
+    Column("status", String(16), nullable=False, server_default="open"),
+    Column("started_at", Instant, nullable=False),
+    # The last hook event heard: a session silent past ONDECK_SESSION_GRACE becomes `lost`.
+    Column("last_seen_at", Instant, nullable=False),
+    Column("ended_at", Instant),
+    Column("end_reason", String(64)),
+    # How the first start came (startup, resume, clear, compact); NULL: no start was heard.
+    Column("start_source", String(16)),
+    Column("resumes", Integer, nullable=False, server_default="0"),
+    Column("cwd", Text),
+    Column("git_root", Text),
+    Column("branch", String(255)),
+    Column("start_head", String(64)),
+    Column("end_head", String(64)),
+    # False: the session keeps its times, side and project, and nothing else.
+    Column("capture", Boolean, nullable=False, server_default=text("true")),
+    Column("side", String(64)),
+    Column("project", String(64)),
+    # Which rule decided: marker, path, remote, git (project only), moved, or none.
+    Column("side_rule", String(16), nullable=False, server_default="none"),
+    Column("project_rule", String(16), nullable=False, server_default="none"),
+    # Undecided (in the inbox): shown to no other session until a person moves it.
+    Column("unclassified", Boolean, nullable=False, server_default=text("false")),
+    # The decision with its signals and reason (services/classify.py).
+    Column("classification", Json(), nullable=False),
+    # Every signal that disagreed, and every later hook whose place classified otherwise.
+    Column("disagreements", Json(), nullable=False),
+    Column("last_word", Text),
+    Column("last_word_at", Instant),
+    Column("compactions", Integer, nullable=False, server_default="0"),
+    # What the session did in git, read at its end (NULL: not read, `git_note` says why).
+    Column("commits", Json()),
+    Column("files", Json()),
+    Column("git_note", Text),
+    # How many secrets and private spans were taken out of what was stored, by kind.
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    Column("redaction_kinds", Json(), nullable=False),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    UniqueConstraint("agent", "external_id"),
+    CheckConstraint(_in("status", SESSION_STATUSES), name="status"),
+    CheckConstraint(
+        "(status = 'ended' AND ended_at IS NOT NULL) OR (status <> 'ended' AND ended_at IS NULL)",
+        name="ended_has_end",
+    ),
+    # capture = false keeps times, side and project only: no text, place, files or commits.
+    CheckConstraint(
+        "capture OR (last_word IS NULL AND cwd IS NULL AND git_root IS NULL AND branch IS NULL"
+        " AND start_head IS NULL AND end_head IS NULL AND commits IS NULL AND files IS NULL)",
+        name="capture_off_keeps_no_text",
+    ),
+    # Unclassified means nothing was decided: no side or project to be shown under.
+    CheckConstraint(
+        "NOT unclassified OR (side IS NULL AND project IS NULL)", name="unclassified_undecided"
+    ),
+    CheckConstraint("resumes >= 0 AND compactions >= 0 AND redactions >= 0", name="counts"),
+    # The jobs step that marks silent sessions lost reads open sessions by last_seen_at.
+    Index(
+        "ix_sessions_open_seen",
+        "last_seen_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
+    # The inbox (Sessions page, context warning) reads unclassified sessions newest first.
+    Index(
+        "ix_sessions_inbox",
+        "id",
+        sqlite_where=text("unclassified"),
+        postgresql_where=text("unclassified"),
+    ),
+    # The session list filtered by project or side, newest first.
+    Index("ix_sessions_project", "project", "id"),
+    Index("ix_sessions_side", "side", "id"),
+)
+
+session_compactions = Table(
+    "session_compactions",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("session_id", Id, ForeignKey("sessions.id"), nullable=False),
+    Column("at", Instant, nullable=False),
+    Column("trigger", String(16)),
+    # Claude's own summary, scrubbed and capped; NULL when the session does not capture.
+    Column("summary", Text),
+    # Its length before the cap.
+    Column("chars", Integer, nullable=False, server_default="0"),
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    # The session page's timeline reads a session's compactions in order.
+    Index("ix_session_compactions_session_id", "session_id", "id"),
+)
+
+hook_receipts = Table(
+    "hook_receipts",
+    metadata,
+    # One row per hook event applied: the same event twice (a hook installed twice, a spool
+    # drained again after a crash) finds its receipt and changes nothing.
+    Column("fingerprint", String(64), primary_key=True),
+    Column("session_id", Id, ForeignKey("sessions.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("at", Instant, nullable=False),
 )

@@ -285,6 +285,7 @@ def build_context(
     lease_grace: timedelta = timedelta(hours=6),
     tick_seconds: float = 60.0,
     char_budget: int = DEFAULT_CHARS,
+    extra_warnings: Sequence[tuple[str, str]] = (),
 ) -> Context:
     now = aware(now)
     day = today(now, zone)
@@ -294,7 +295,10 @@ def build_context(
         generated_at=now,
         project=project,
         budget=budget,
-        warnings=_warnings(conn, now, zone, tick_seconds, day),
+        warnings=[
+            *_warnings(conn, now, zone, tick_seconds, day),
+            *(Warning(code=code, message=message) for code, message in extra_warnings),
+        ],
     )
     # The lists share the budget in order (reminders, running, due, backlog): each reads at
     # most the room left, and is counted in full only when it filled that room. The counts
@@ -367,7 +371,10 @@ def context_for(
     *,
     char_budget: int = DEFAULT_CHARS,
 ) -> Context:
-    """`build_context` with the configured zone, lease grace and tick: what entry points call."""
+    """`build_context` with the configured zone, lease grace and tick, and the session
+    records' warnings (unclassified sessions, a stuck spool): what entry points call."""
+    from ondeck.services.sessions import context_warnings
+
     return build_context(
         conn,
         now,
@@ -377,6 +384,7 @@ def context_for(
         lease_grace=settings.lease_grace,
         tick_seconds=settings.tick_seconds,
         char_budget=char_budget,
+        extra_warnings=context_warnings(conn, now, settings),
     )
 
 

@@ -1,0 +1,365 @@
+"""The settings a session hook needs, read without pydantic.
+
+A hook runs at every turn of an agent session (Stop) and within Claude Code's 1.5 s budget
+(SessionEnd): its whole process is measured against `python -c pass` (server running) and
+`python -c 'import sqlalchemy'` (no server). Importing pydantic-settings alone costs about
+0.8x the latter, so hooks read their settings here: the environment (`ONDECK_*`, any case)
+over the TOML file, as `config.Settings` reads them. Anything this reader is not sure of (a
+value of an unexpected type or form, a key in another case) makes it give up (`None`), and
+the caller reads the full settings instead, which accept or refuse the value with their own
+message: so the two can never disagree on a value they both accept, and
+tests/unit/test_hook_config.py holds them together.
+
+The path, URL, fingerprint and name rules below are the ones `config.Settings` uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    from ondeck.core.config import Settings
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"  # = validation.PROJECT_PATTERN, for sides too
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+RULE_KEYS = frozenset({"side", "project"})
+
+
+def config_file() -> Path:
+    explicit = os.environ.get("ONDECK_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return Path(base).expanduser() / "ondeck" / "config.toml"
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
+    return Path(base).expanduser() / "ondeck"
+
+
+def local_zone_name() -> str:
+    """The machine's IANA zone name: `$TZ`, `/etc/timezone`, the `/etc/localtime` link, else UTC."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if (tz and "/" in tz) or tz == "UTC":
+        return tz
+    try:
+        name = Path("/etc/timezone").read_text().strip()
+        if name:
+            return name
+    except OSError:
+        pass
+    try:
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+def database_url(explicit: str | None, data_dir: Path) -> str:
+    if explicit:
+        return explicit
+    return f"sqlite:///{data_dir.expanduser() / 'ondeck.db'}"
+
+
+def store_fingerprint(url: str) -> str:
+    """A short fingerprint of the database URL: lets a client check that a server it reaches
+    serves the same database it is configured for."""
+    import hashlib
+
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def local_server_url(host: str, port: int) -> str:
+    """Where this machine reaches its own server."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def is_name(value: object) -> bool:
+    """A project or side name: 1 to 64 ASCII letters, digits, '.', '_', '-'."""
+    return isinstance(value, str) and 0 < len(value) <= 64 and set(value) <= _NAME_CHARS
+
+
+def rules_problem(
+    projects: dict[str, str],
+    sides: dict[str, list[str]],
+    remotes: dict[str, dict[str, str]],
+) -> str | None:
+    """What is wrong with the classification rules of the config, in one line, or None."""
+    for prefix, project in projects.items():
+        if not is_name(project):
+            return f"projects: {project!r:.70} (for {prefix!r:.60}) is not a project name"
+    for side in sides:
+        if not is_name(side):
+            return f"sides: {side!r:.70} is not a side name (letters, digits, '.', '_', '-')"
+    for pattern, rule in remotes.items():
+        if not pattern.strip():
+            return "remotes: an empty URL pattern"
+        if not rule or set(rule) - RULE_KEYS:
+            return f"remotes: {pattern!r:.60} must give side and/or project, nothing else"
+        for key, value in rule.items():
+            if not is_name(value):
+                return f"remotes: {pattern!r:.60} has {key} {value!r:.40}, not a {key} name"
+            if key == "side" and sides and value not in sides:
+                return f"remotes: {pattern!r:.60} names side {value!r}, which sides does not list"
+    return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HookConfig:
+    database_url: str | None = None
+    data_dir: Path = field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 8787
+    token: str | None = None
+    tz: str = ""
+    lease_grace: timedelta = timedelta(hours=6)
+    tick_seconds: float = 60.0
+    projects: dict[str, str] = field(default_factory=dict)
+    sides: dict[str, list[str]] = field(default_factory=dict)
+    remotes: dict[str, dict[str, str]] = field(default_factory=dict)
+    no_capture: list[str] = field(default_factory=list)
+    private_globs: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return database_url(self.database_url, self.data_dir)
+
+    @property
+    def store_id(self) -> str:
+        return store_fingerprint(self.url)
+
+    @property
+    def local_url(self) -> str:
+        return local_server_url(self.host, self.port)
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.data_dir.expanduser() / "spool"
+
+    @property
+    def zone(self) -> ZoneInfo:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(self.tz)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HookConfig:
+        return cls(
+            database_url=settings.database_url,
+            data_dir=settings.data_dir,
+            host=settings.host,
+            port=settings.port,
+            token=settings.token_value,
+            tz=settings.tz,
+            lease_grace=settings.lease_grace,
+            tick_seconds=settings.tick_seconds,
+            projects=dict(settings.projects),
+            sides={k: list(v) for k, v in settings.sides.items()},
+            remotes={k: dict(v) for k, v in settings.remotes.items()},
+            no_capture=list(settings.no_capture),
+            private_globs=list(settings.private_globs),
+        )
+
+
+def load_hook_config(database_url: str | None = None) -> HookConfig:
+    """The hook's settings: read here when they are plain, else by `config.load_settings`
+    (which raises `ConfigError` for a value nobody can use)."""
+    quick = read_quickly(database_url)
+    if quick is not None:
+        return quick
+    from ondeck.core.config import load_settings
+
+    return HookConfig.from_settings(load_settings(database_url=database_url))
+
+
+_FIELDS = (
+    "database_url",
+    "data_dir",
+    "host",
+    "port",
+    "token",
+    "tz",
+    "lease_grace",
+    "tick_seconds",
+    "projects",
+    "sides",
+    "remotes",
+    "no_capture",
+    "private_globs",
+)
+# Other settings (backup_keep, session_grace, …) change nothing for a hook: this reader
+# ignores them, and the full settings check them wherever they are used.
+
+
+class _Unsure(Exception):
+    """A value this reader does not vouch for: the full settings decide."""
+
+
+def read_quickly(database_url: str | None = None) -> HookConfig | None:
+    """The settings from the environment and the TOML file, or None when unsure."""
+    try:
+        raw = _raw_values()
+        if database_url:
+            raw["database_url"] = database_url
+        return _build(raw)
+    except _Unsure:
+        return None
+
+
+def _raw_values() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    path = config_file()
+    if path.is_file():
+        import tomllib
+
+        try:
+            with path.open("rb") as handle:
+                document = tomllib.load(handle)
+        except (OSError, ValueError):
+            raise _Unsure from None
+        for key, value in document.items():
+            if key in _FIELDS:
+                values[key] = value
+            elif key.lower() in _FIELDS:  # another spelling: how pydantic reads it is its call
+                raise _Unsure
+    env: dict[str, str] = {}
+    for name, value in os.environ.items():
+        lowered = name.lower()
+        if lowered.startswith("ondeck_"):
+            key = lowered.removeprefix("ondeck_")
+            if key in _FIELDS:
+                if key in env:  # the same setting twice, in two cases: let pydantic choose
+                    raise _Unsure
+                env[key] = value
+    for key, value in env.items():
+        if key in ("projects", "sides", "remotes", "no_capture", "private_globs"):
+            try:
+                values[key] = json.loads(value)
+            except ValueError:
+                raise _Unsure from None
+        else:
+            values[key] = value
+    return values
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Unsure
+    return value
+
+
+def _build(raw: dict[str, Any]) -> HookConfig:
+    kwargs: dict[str, Any] = {}
+    if "database_url" in raw:
+        kwargs["database_url"] = _text(raw["database_url"]) or None
+    if "data_dir" in raw:
+        text = _text(raw["data_dir"])
+        if not text:
+            raise _Unsure
+        kwargs["data_dir"] = Path(text)
+    if "host" in raw:
+        kwargs["host"] = _text(raw["host"])
+    if "port" in raw:
+        kwargs["port"] = _whole(raw["port"], 0, 65535)
+    if "token" in raw:
+        kwargs["token"] = _text(raw["token"]) or None
+    tz = raw.get("tz")
+    if tz is None:
+        tz = local_zone_name()
+    kwargs["tz"] = _zone_name(tz)
+    if "lease_grace" in raw:
+        kwargs["lease_grace"] = _duration(raw["lease_grace"])
+    if "tick_seconds" in raw:
+        kwargs["tick_seconds"] = _seconds(raw["tick_seconds"])
+    if "projects" in raw:
+        kwargs["projects"] = _str_map(raw["projects"])
+    if "sides" in raw:
+        sides = raw["sides"]
+        if not isinstance(sides, dict):
+            raise _Unsure
+        kwargs["sides"] = {_text(k): _str_list(v) for k, v in sides.items()}
+    if "remotes" in raw:
+        remotes = raw["remotes"]
+        if not isinstance(remotes, dict):
+            raise _Unsure
+        kwargs["remotes"] = {_text(k): _str_map(v) for k, v in remotes.items()}
+    for key in ("no_capture", "private_globs"):
+        if key in raw:
+            kwargs[key] = _str_list(raw[key])
+    config = HookConfig(**kwargs)
+    if rules_problem(config.projects, config.sides, config.remotes) is not None:
+        raise _Unsure
+    return config
+
+
+def _whole(value: Any, low: int, high: int) -> int:
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit() and len(value) <= 9):
+            raise _Unsure
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _Unsure
+    return value
+
+
+def _seconds(value: Any) -> float:
+    import math
+
+    if isinstance(value, str):
+        whole, _, fraction = value.partition(".")
+        plain = whole.isascii() and whole.isdigit() and (not fraction or fraction.isdigit())
+        if not plain or len(value) > 20:  # no signs, exponents, spaces or words: plain numbers
+            raise _Unsure
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Unsure
+    if not math.isfinite(value) or not 0 < value <= 86400:
+        raise _Unsure
+    return float(value)
+
+
+def _duration(value: Any) -> timedelta:
+    from ondeck.core.durations import parse_duration
+    from ondeck.core.errors import InvalidInput
+
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Unsure
+    try:
+        return parse_duration(value, name="duration")
+    except InvalidInput:
+        raise _Unsure from None
+
+
+def _zone_name(value: Any) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    text = _text(value)
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _Unsure from None
+    return text
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise _Unsure
+    return {_text(k): _text(v) for k, v in value.items()}
+
+
+def _str_list(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise _Unsure
+    return [_text(v) for v in value]

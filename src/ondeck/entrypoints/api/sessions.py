@@ -1,0 +1,167 @@
+"""Session records over HTTP: `/api/v1/sessions…`. Thin: parse, call one service, render.
+
+`POST /sessions/records` is where the Claude Code hooks send what they recorded when a
+server of their database runs (entrypoints/hooks.py); people and scripts read and move.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Path, Query
+from pydantic import BaseModel, Field
+
+from ondeck.core.errors import Conflict
+from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
+from ondeck.entrypoints.api.deps import StoreDep
+from ondeck.entrypoints.api.models import Project, StrictBody, errors
+from ondeck.services import sessions
+
+router = APIRouter(tags=["sessions"])
+
+ACTOR = "api"
+MAX_RECORDS = 500
+
+SessionRef = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=200,
+        description="The session's number, its agent's session id, or 8+ first characters of it.",
+    ),
+]
+Name = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
+
+
+class SessionOut(BaseModel):
+    id: int
+    agent: str
+    external_id: str = Field(description="The agent's own session id (Claude Code's).")
+    status: Literal["open", "ended", "lost"]
+    unclassified: bool = Field(description="In the inbox: shown to no other session.")
+    capture: bool = Field(description="False: only times, side and project are kept.")
+    side: str | None
+    project: str | None
+    side_rule: str = Field(description="marker, path, remote, moved or none.")
+    project_rule: str = Field(description="marker, path, remote, git, moved or none.")
+    started_at: str = Field(description="ISO-8601 with the configured zone's offset.")
+    last_seen_at: str
+    ended_at: str | None
+    end_reason: str | None
+    start_source: str | None
+    cwd: str | None
+    git_root: str | None
+    branch: str | None
+    compactions: int
+    disagreements: int = Field(description="How many disagreements the record holds.")
+    redactions: int = Field(description="Secrets and private spans taken out before storing.")
+    last_word_preview: str | None
+
+
+class SessionDetailOut(BaseModel):
+    """Everything the record holds (the classification, its signals and disagreements, the
+    compaction summaries, the tasks it touched, commits, files, last word, history)."""
+
+    model_config = {"extra": "allow"}
+
+    id: int
+    status: Literal["open", "ended", "lost"]
+    classification: dict[str, Any]
+
+
+class MoveIn(StrictBody):
+    side: Name | None = Field(None, description="Required when sides are configured.")
+    project: Project | None = None
+
+
+class RecordsIn(BaseModel):
+    records: list[dict[str, Any]] = Field(
+        max_length=MAX_RECORDS,
+        description="Hook records (services/hook_records.py), applied in order, each checked.",
+    )
+
+
+class RecordResult(BaseModel):
+    fingerprint: str | None
+    outcome: Literal["applied", "duplicate", "rejected"]
+    reason: str | None = None
+    session: dict[str, Any] | None = None
+    released: list[int] = []
+
+
+class RecordsOut(BaseModel):
+    results: list[RecordResult]
+
+
+ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was written.")
+
+
+@router.get("/sessions", response_model=list[SessionOut], responses=ERRORS)
+def list_sessions(
+    store: StoreDep,
+    status: Annotated[
+        Literal["open", "ended", "lost", "unclassified"] | None,
+        Query(description="unclassified: the inbox."),
+    ] = None,
+    side: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
+    limit: Annotated[int, Query(ge=1, le=sessions.MAX_LIMIT)] = 50,
+) -> list[dict[str, Any]]:
+    with store.read() as conn:
+        found = sessions.list_sessions(
+            conn, status=status, side=side, project=project, before_id=before_id, limit=limit
+        )
+    return [s.summary_json(store.settings.zone) for s in found]
+
+
+@router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
+def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
+    with store.read() as conn:
+        detail = sessions.session_detail(conn, ref)
+    return detail.to_json(store.settings.zone)
+
+
+@router.post(
+    "/sessions/{ref}/move",
+    response_model=SessionOut,
+    responses={**ERRORS, **errors(e409="The session changed meanwhile.")},
+)
+def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, Any]:
+    with store.write() as conn:
+        moved = sessions.move_session(
+            conn,
+            store.now(),
+            ref,
+            side=body.side,
+            project=body.project,
+            sides=store.settings.sides,
+            actor=ACTOR,
+        )
+    return moved.summary_json(store.settings.zone)
+
+
+@router.post(
+    "/sessions/records",
+    response_model=RecordsOut,
+    responses=errors(
+        e409="The hook expects another database than this server's.",
+        e422="Invalid input; nothing was written.",
+    ),
+)
+def post_records(
+    store: StoreDep,
+    body: RecordsIn,
+    expected: Annotated[
+        str | None,
+        Header(
+            alias="X-Ondeck-Store-Expected",
+            max_length=64,
+            description="The store fingerprint the hook is configured for.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    if expected is not None and expected != store.settings.store_id:
+        raise Conflict("this server serves another database", code="store_mismatch")
+    results = sessions.apply_records(store.engine, store.now(), body.records)
+    return {"results": results}

@@ -1,0 +1,375 @@
+"""Hook records: what a Claude Code hook event becomes before anything is stored.
+
+A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
+with the facts the hook saw (working directory, git) and the classification its rules gave.
+The same record is applied to the database directly, sent to a running server, or appended
+to the spool when neither can be reached, and applied later: so it carries its own time
+(`at`, when the hook ran) and a fingerprint of what the hook received, which makes applying
+it twice change nothing.
+
+Privacy at the door: every text passes the scrubber (`core.scrubber`) before it is put in a
+record, and a record of a session that does not capture carries no text, place, file or
+commit at all: not even the spool sees them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from ondeck.services.classify import Classification
+from ondeck.services.classify import from_json as classification_from_json
+
+VERSION = 1
+AGENT = "claude-code"
+KINDS = ("start", "stop", "compact", "end", "changes")
+EVENT_KINDS = {  # Claude Code's hook_event_name → record kind
+    "SessionStart": "start",
+    "Stop": "stop",
+    "PostCompact": "compact",
+    "SessionEnd": "end",
+}
+LAST_WORD_MAX = 4_000
+SUMMARY_MAX = 8_000
+SUBJECT_MAX = 300
+PATH_MAX = 1_000
+PLACE_MAX = 4_000
+EXTERNAL_ID_MAX = 200
+WORD_MAX = 64  # source, reason, trigger: Claude Code's short words
+
+
+def session_id_of(payload: dict[str, Any]) -> str | None:
+    """The payload's session id, if it is one ondeck can key a record by."""
+    value = payload.get("session_id")
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if not value or len(value) > EXTERNAL_ID_MAX or not value.isprintable():
+        return None
+    return value
+
+
+def fingerprint(kind: str, payload: dict[str, Any]) -> str:
+    """What the hook received, as a short hash: the same event twice has the same one.
+
+    The transcript's size is part of it: two turns that end with the same words ("Done.")
+    are two events, while one event delivered twice (a hook installed in two settings
+    files, a spool drained again after a crash) is one.
+    """
+    size = -1
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path:
+        import os
+
+        try:
+            size = os.stat(path).st_size
+        except (OSError, ValueError):
+            size = -1
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def _word(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    value = value.strip()[:WORD_MAX]
+    return value if value and value.isprintable() else None
+
+
+def scrubbed(text: str, limit: int) -> dict[str, Any]:
+    """A text as a record keeps it: scrubbed whole (so a secret cut in two by the cap is still
+    found), then capped; with its length before the cap and what the scrubber removed."""
+    from ondeck.core.scrubber import scrub
+
+    clean = scrub(text)
+    kept = clean.text
+    return {
+        "value": kept[:limit],
+        "chars": len(kept),
+        "redactions": clean.redactions,
+        "kinds": dict(clean.kinds),
+    }
+
+
+def new_record(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    at: datetime,
+    facts: dict[str, Any],
+    classification: Classification,
+) -> dict[str, Any]:
+    """The record of a hook event (`kind` in start, stop, compact, end)."""
+    session = session_id_of(payload)
+    if session is None:
+        raise ValueError("no usable session_id in the hook's input")
+    capture = bool(classification.capture.value)
+    record: dict[str, Any] = {
+        "v": VERSION,
+        "kind": kind,
+        "agent": AGENT,
+        "session": session,
+        "at": at.astimezone(UTC).isoformat(),
+        "fingerprint": fingerprint(kind, payload),
+        "capture": capture,
+        "classification": classification.to_json(private=not capture),
+        "facts": _facts(facts) if capture else {},
+    }
+    if kind == "start":
+        record["source"] = _word(payload.get("source"))
+    elif kind == "end":
+        record["reason"] = _word(payload.get("reason"))
+    elif kind == "compact":
+        record["trigger"] = _word(payload.get("trigger"))
+    text_field = {"stop": "last_assistant_message", "compact": "compact_summary"}.get(kind)
+    if text_field is not None and capture:
+        value = payload.get(text_field)
+        if isinstance(value, str):
+            limit = LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX
+            record["text"] = scrubbed(value, limit)
+    return record
+
+
+def changes_record(
+    end: dict[str, Any],
+    *,
+    at: datetime,
+    commits: list[tuple[str, str]] | None,
+    commits_total: int,
+    files: list[str] | None,
+    files_total: int,
+    files_private: int,
+    note: str | None,
+) -> dict[str, Any]:
+    """What the session did in git, read at its end: a record of its own, after the end's,
+    so that the end is stored first even if reading git runs out of time."""
+    from ondeck.core.scrubber import scrub
+
+    redactions = 0
+    kinds: dict[str, int] = {}
+
+    def clean_lines(lines: list[str], limit: int) -> list[str]:
+        nonlocal redactions
+        flat = [line.replace("\n", " ") for line in lines]
+        # One scrub for all lines, as long as it keeps them apart (a `<private>` span opened
+        # on one line and closed on another would not): else one scrub per line.
+        results = [scrub("\n".join(flat))]
+        if results[0].text.count("\n") != max(len(flat) - 1, 0):
+            results = [scrub(line) for line in flat]
+            texts = [r.text.replace("\n", " ") for r in results]
+        else:
+            texts = results[0].text.split("\n") if flat else []
+        for result in results:
+            redactions += result.redactions
+            for name, count in result.kinds.items():
+                kinds[name] = kinds.get(name, 0) + count
+        return [text[:limit] for text in texts]
+
+    shown_commits = None
+    if commits is not None:
+        subjects = clean_lines([subject for _, subject in commits], SUBJECT_MAX)
+        shown_commits = [
+            [sha[:64], subject] for (sha, _), subject in zip(commits, subjects, strict=False)
+        ]
+    shown_files = None if files is None else clean_lines(files, PATH_MAX)
+    return {
+        "v": VERSION,
+        "kind": "changes",
+        "agent": end["agent"],
+        "session": end["session"],
+        "at": at.astimezone(UTC).isoformat(),
+        "fingerprint": hashlib.sha256(f"{end['fingerprint']}:changes".encode()).hexdigest()[:32],
+        "capture": True,
+        "classification": end["classification"],
+        "facts": end["facts"],
+        "commits": shown_commits,
+        "commits_total": commits_total,
+        "files": shown_files,
+        "files_total": files_total,
+        "files_private": files_private,
+        "note": note,
+        "redactions": redactions,
+        "kinds": kinds,
+    }
+
+
+def _facts(facts: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, limit in (("cwd", PLACE_MAX), ("git_root", PLACE_MAX), ("branch", 255), ("head", 64)):
+        value = facts.get(key)
+        out[key] = value[:limit] if isinstance(value, str) and value else None
+    return out
+
+
+# --- checking a record that comes back (spool, API) ---------------------------------------
+
+
+def parse_record(data: Any) -> dict[str, Any]:
+    """A record read from the spool or received over HTTP, checked field by field: the
+    record as the store applies it, or ValueError naming what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
+    if data.get("v") != VERSION:
+        raise ValueError(f"record version {str(data.get('v'))[:10]!r} is not {VERSION}")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"record kind {str(kind)[:20]!r} is not one of {', '.join(KINDS)}")
+    if data.get("agent") != AGENT:
+        raise ValueError(f"record agent {str(data.get('agent'))[:40]!r} is not {AGENT}")
+    session = session_id_of({"session_id": data.get("session")})
+    if session is None:
+        raise ValueError("record session must be a session id (1 to 200 printable characters)")
+    at = _instant(data.get("at"))
+    fp = data.get("fingerprint")
+    if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
+        raise ValueError("record fingerprint must be 8 to 64 letters and digits")
+    capture = data.get("capture")
+    if not isinstance(capture, bool):
+        raise ValueError("record capture must be true or false")
+    classification = classification_from_json(data.get("classification"))
+    if classification["capture"]["value"] is not capture and kind != "changes":
+        raise ValueError("record capture and its classification's capture differ")
+    record: dict[str, Any] = {
+        "v": VERSION,
+        "kind": kind,
+        "agent": AGENT,
+        "session": session,
+        "at": at,
+        "fingerprint": fp,
+        "capture": capture,
+        "classification": classification,
+        "facts": _checked_facts(data.get("facts"), capture),
+    }
+    for key in ("source", "reason", "trigger"):
+        value = data.get(key)
+        if value is not None and (_word(value) != value):
+            raise ValueError(f"record {key} must be a short word")
+        record[key] = value
+    text = data.get("text")
+    if text is not None:
+        if kind not in ("stop", "compact") or not capture:
+            raise ValueError("only a stop or a compaction of a captured session carries text")
+        record["text"] = _checked_text(text, LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX)
+    else:
+        record["text"] = None
+    if kind == "changes":
+        if not capture:
+            raise ValueError("a session that does not capture has no changes record")
+        record.update(_checked_changes(data))
+    return record
+
+
+def _instant(value: Any) -> datetime:
+    if not isinstance(value, str) or len(value) > 40:
+        raise ValueError("record at must be an ISO-8601 instant with its offset")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("record at must be an ISO-8601 instant with its offset") from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValueError("record at must carry its offset (an instant, not a wall-clock time)")
+    if not 2000 <= parsed.year <= 9000:
+        raise ValueError("record at is out of range")
+    return parsed.astimezone(UTC)
+
+
+def _line(value: Any, name: str, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > limit or "\x00" in value:
+        raise ValueError(f"record {name} must be text of at most {limit} characters")
+    _encodable(value, name)
+    return value or None
+
+
+def _encodable(value: str, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"record {name} is not valid text") from None
+
+
+def _checked_facts(value: Any, capture: bool) -> dict[str, Any]:
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ValueError("record facts must be an object")
+    out = {
+        "cwd": _line(value.get("cwd"), "facts.cwd", PLACE_MAX),
+        "git_root": _line(value.get("git_root"), "facts.git_root", PLACE_MAX),
+        "branch": _line(value.get("branch"), "facts.branch", 255),
+        "head": _line(value.get("head"), "facts.head", 64),
+    }
+    if not capture and any(out.values()):
+        raise ValueError("a session that does not capture keeps no place (facts)")
+    return out
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
+        raise ValueError(f"record {name} must be a count")
+    return value
+
+
+def _kinds(value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > 50:
+        raise ValueError("record redaction kinds must be an object of counts")
+    out = {}
+    for key, count in value.items():
+        if not isinstance(key, str) or not key.isprintable() or len(key) > 40:
+            raise ValueError("record redaction kinds must be named by short words")
+        out[key] = _count(count, "redaction count")
+    return out
+
+
+def _checked_text(value: Any, limit: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("record text must be an object")
+    text = value.get("value")
+    if not isinstance(text, str) or len(text) > limit or "\x00" in text:
+        raise ValueError(f"record text must be at most {limit} characters, without NUL")
+    _encodable(text, "text")
+    return {
+        "value": text,
+        "chars": _count(value.get("chars", len(text)), "text chars"),
+        "redactions": _count(value.get("redactions", 0), "text redactions"),
+        "kinds": _kinds(value.get("kinds")),
+    }
+
+
+def _checked_changes(data: dict[str, Any]) -> dict[str, Any]:
+    commits = data.get("commits")
+    if commits is not None:
+        if not isinstance(commits, list) or len(commits) > 50:
+            raise ValueError("record commits must be a list of at most 50")
+        for item in commits:
+            if (
+                not isinstance(item, list)
+                or len(item) != 2
+                or _line(item[0], "commit sha", 64) is None
+                or not isinstance(item[1], str)
+            ):
+                raise ValueError("record commits must be [sha, subject] pairs")
+            _line(item[1], "commit subject", SUBJECT_MAX)
+    files = data.get("files")
+    if files is not None:
+        if not isinstance(files, list) or len(files) > 200:
+            raise ValueError("record files must be a list of at most 200")
+        for item in files:
+            if _line(item, "file path", PATH_MAX) is None:
+                raise ValueError("record files must be paths")
+    return {
+        "commits": commits,
+        "commits_total": _count(data.get("commits_total", 0), "commits_total"),
+        "files": files,
+        "files_total": _count(data.get("files_total", 0), "files_total"),
+        "files_private": _count(data.get("files_private", 0), "files_private"),
+        "note": _line(data.get("note"), "note", 1000),
+        "redactions": _count(data.get("redactions", 0), "redactions"),
+        "kinds": _kinds(data.get("kinds")),
+    }
