@@ -170,6 +170,8 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     if key_start is None:
         return ()
     key = text[key_start : match.end("fword" if flag else "word")]
+    if match.group("sep") == ">" and text[key_start - 1 : key_start] != "<":
+        return ()  # `>` ends a key only as an XML element: `<password>…</password>`
     for group in ("secret_dq", "secret_sq", "secret_eq", "secret_open"):
         if match.group(group) is not None:
             start, end = match.span(group)
@@ -290,11 +292,12 @@ _VALUE = (
 
 
 def _assignment(words: str) -> re.Pattern[str]:
-    """`KEY = value`, `"key": "value"`, `key: value`, `--key value`, where the key ends with
-    one of `words` (digits may follow); read folded, so `words` are in lower case. The
-    check makes sure the word starts the key or follows `_`, `-`, `.` or a camelCase step."""
+    """`KEY = value`, `"key": "value"`, `key: value`, `--key value`, `<key>value</key>`,
+    where the key ends with one of `words` (digits may follow); read folded, so `words` are
+    in lower case. The check makes sure the word starts the key or follows `_`, `-`, `.` or
+    a camelCase step."""
     return re.compile(
-        rf"(?:(?P<word>{words})\d*(?![a-z0-9])\\?[\"']?[ \t]*(?P<sep>===?|!==?|:=|=>|=|:(?!:))"
+        rf"(?:(?P<word>{words})\d*(?![a-z0-9])\\?[\"']?[ \t]*(?P<sep>===?|!==?|:=|=>|=|:(?!:)|>)"
         rf"|--(?<![a-z0-9_-]--)(?:[a-z0-9-]*-)?(?P<fword>{words})[ \t]+(?=[^\s-]))[ \t]*" + _VALUE
     )
 
@@ -481,8 +484,9 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "high_entropy",
-        # A run starts where the one before ended, so no lookbehind is needed for its start.
-        re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}"),
+        # From a letter or digit to a letter or digit (`https://` keeps its slashes); the
+        # regex needs no lookbehind: it tries a run from its first letter or digit.
+        re.compile(r"[A-Za-z0-9][A-Za-z0-9+/_-]{30,}[A-Za-z0-9]={0,2}"),
         "nothing (what counts as high entropy: the module docstring)",
         check=_entropy_check,
     ),
@@ -582,9 +586,11 @@ def scrub_many(texts: Iterable[str]) -> tuple[list[str], int]:
 
 # --- files never listed --------------------------------------------------------------------
 
-# `.env*` covers `.env`, `.env.local`, `config/.env.production` and direnv's `.envrc`.
+# `.env*` covers `.env`, `.env.local`, `config/.env.production` and direnv's `.envrc`;
+# `*.env` the files given to `docker --env-file`. Keys and credential files follow.
 DEFAULT_PRIVATE_GLOBS: tuple[str, ...] = (
     ".env*",
+    "*.env",
     "*.pem",
     "*.key",
     "*.p12",
