@@ -14,6 +14,7 @@ import string
 import subprocess
 import sys
 import time
+import unicodedata
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -59,6 +60,7 @@ OPENAI = "sk" + "-proj-" + _random(ALNUM + "-_", 48)
 OPENAI_LEGACY = "sk" + "-" + _random(ALNUM, 20) + "T3Blbk" + "FJ" + _random(ALNUM, 20)
 GOOGLE = "AI" + "za" + _random(ALNUM + "-_", 35)
 NPM = "np" + "m_" + _random(ALNUM, 36)
+HUGGINGFACE = "hf" + "_" + _random(string.ascii_letters, 34)
 PYPI = "py" + "pi-AgEIcHlwaS5vcmc" + _random(ALNUM + "-_", 60)
 JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
@@ -205,6 +207,10 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
         [(f"?key={GOOGLE}&q=x", f"?key={R('google_api_key')}&q=x")],
         ["AI" + "za" + "a" * 34, "BAI" + "za" + "a" * 35],
     ),
+    "huggingface_token": (
+        [(f"HF_TOKEN={HUGGINGFACE}", f"HF_TOKEN={R('huggingface_token')}")],
+        ["hf_hub_download(repo_id)", "hf" + "_" + "a" * 33, "my" + "hf_" + "a" * 34],
+    ),
     "npm_token": (
         [
             (
@@ -221,6 +227,7 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
     "jwt": (
         [
             (f"id_token {JWT} expires", f"id_token {R('jwt')} expires"),
+            (f"It was {JWT}.", f"It was {R('jwt')}."),
             ("unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0In0. ok", f"unsigned {R('jwt')} ok"),
         ],
         [
@@ -543,6 +550,13 @@ def test_random_tokens_are_found(alphabet: str, length: int, found_at_least: flo
     assert found / len(tokens) >= found_at_least
 
 
+def test_base64_is_judged_by_the_text_it_spells() -> None:
+    prose = base64.b64encode("회의록: the deploy went fine, nothing to report.".encode()).decode()
+    leak = base64.b64encode(b"db settings\npassword=hunter2\nhost=db.local").decode()
+    assert scrub(f"a {prose} b").redactions == 0
+    assert scrub(f"a {leak} b").text == f"a {R('high_entropy')} b"
+
+
 def test_hex_of_any_length_is_never_high_entropy() -> None:
     rng = random.Random(16)
     for length in (32, 40, 64, 128):
@@ -726,6 +740,7 @@ def test_ordinary_files_are_listed(path: str) -> None:
         ("data/dump.SQLITE", ["*.sqlite"], True),
         ("data/dump.sqlite3", ["*.sqlite"], False),
         ("일기/오늘.md", ["일기"], True),
+        (unicodedata.normalize("NFD", "일기/오늘.md"), ["일기"], True),  # as macOS spells it
         ("notes/today.md", ["", "  ", "/"], False),  # empty globs hide nothing
     ],
 )

@@ -42,6 +42,7 @@ import binascii
 import fnmatch
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -227,25 +228,31 @@ _WORD_PART = re.compile(
     r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
 )
 _PART_SEPARATOR = re.compile(r"[/_-]")
+_DIGIT = re.compile(r"[0-9]")
 _TEXT_CONTROLS = str.maketrans("", "", "\n\r\t")
 
 
+# c·log2(c) for the counts of characters in a run (a run of random text may hold hundreds
+# of tokens: a table keeps the sum in C).
+_XLOGX = tuple(c * math.log2(c) if c else 0.0 for c in range(1024))
+
+
 def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+    counts = Counter(text).values()
+    if n < len(_XLOGX):
+        return math.log2(n) - sum(map(_XLOGX.__getitem__, counts)) / n
+    return math.log2(n) - sum(c * math.log2(c) for c in counts) / n
 
 
 def _random_run(run: str) -> bool:
     n = len(run)
-    if n < _MIN_RANDOM:
-        return False
-    if not (any(c.isupper() for c in run) and any(c.islower() for c in run)):
-        return False
-    if not any(c.isdigit() for c in run):
-        return False
+    if n < _MIN_RANDOM or run.lower() == run or run.upper() == run or not _DIGIT.search(run):
+        return False  # too short, or not upper case, lower case and digits together
     if _entropy(run) < 0.8 * math.log2(min(n, 64)):
         return False
-    return sum(len(w) for w in _WORDS.findall(run)) < 0.6 * n
+    return sum(map(len, _WORDS.findall(run))) < 0.6 * n
 
 
 def _encoded_text(token: str) -> str | None:
@@ -409,6 +416,12 @@ PATTERNS: tuple[Pattern, ...] = (
         hints=("aiza",),
     ),
     Pattern(
+        "huggingface_token",
+        re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])"),
+        "nothing",
+        hints=("hf_",),
+    ),
+    Pattern(
         "npm_token",
         re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
         "nothing",
@@ -424,7 +437,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "jwt",
         re.compile(
             r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
-            r"(?:\.[A-Za-z0-9_-]*){0,2}"
+            r"(?:\.[A-Za-z0-9_-]+){0,2}"
         ),
         "nothing",
         hints=("eyj",),
@@ -612,20 +625,25 @@ DEFAULT_PRIVATE_GLOBS: tuple[str, ...] = (
 )
 
 
+def _path_form(path: str) -> str:
+    # NFC: macOS hands out decomposed Korean (NFD) where a setting has it composed.
+    return unicodedata.normalize("NFC", path.replace("\\", "/")).casefold()
+
+
 def is_private_path(path: str, extra_globs: Sequence[str] = ()) -> bool:
     """True for files that must never be listed: `.env`, `.env.*`, `*/.env*`, and extra globs.
 
     A glob without `/` names a file or directory anywhere (`*.pem`, `secrets` hides all under
     a `secrets/` directory); a glob with `/` is matched against the path and each of its
-    tails (`config/credentials.json`). Matching ignores case (macOS and Windows disks do),
-    `\\` separates like `/`, and `**/` at the start is the same as nothing.
+    tails (`config/credentials.json`). Matching ignores case (macOS and Windows disks do)
+    and Unicode normalisation, `\\` separates like `/`, and a leading `**/` adds nothing.
     """
-    parts = [p for p in path.replace("\\", "/").casefold().split("/") if p not in ("", ".")]
+    parts = [p for p in _path_form(path).split("/") if p not in ("", ".")]
     if not parts:
         return False
     tails = ["/".join(parts[i:]) for i in range(len(parts))]
     for glob in (*DEFAULT_PRIVATE_GLOBS, *extra_globs):
-        glob = glob.replace("\\", "/").casefold().strip().strip("/")
+        glob = _path_form(glob).strip().strip("/")
         while glob.startswith("**/"):
             glob = glob[3:]
         if not glob:
