@@ -120,7 +120,7 @@ class Delivery:
                 result = self._post([record])[0]
                 self.via = self.config.local_url
                 return result
-            except _NoServer as exc:
+            except (_NoServer, _Unreachable) as exc:
                 self.server_ok = False
                 _debug(f"server: {exc}")
         try:

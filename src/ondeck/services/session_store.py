@@ -394,7 +394,9 @@ class _Change:
             self.event("session.started", self.started_details(late=True))
             return
         status = self.get("status")
-        if source == "resume" or status != "open":
+        # A resume reopens; so does any start of a session thought lost (it was not). A new
+        # `startup` always comes with a new session id: for a known one it is a replay.
+        if source == "resume" or status == "lost":
             self.set("status", "open")
             self.set("ended_at", None)
             self.set("end_reason", None)
