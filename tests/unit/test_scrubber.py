@@ -726,6 +726,11 @@ def test_the_defaults_hide_env_files_whatever_globs_are_given() -> None:
     assert is_private_path("a/.env.local", ["*.sqlite"])
 
 
+def test_a_single_glob_given_bare_is_one_glob() -> None:
+    assert is_private_path("data/secrets/x", "secrets")
+    assert not is_private_path("data/s", "secrets")
+
+
 # --- helpers and the import --------------------------------------------------------------
 
 

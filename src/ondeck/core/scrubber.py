@@ -14,10 +14,12 @@
    redaction named after the earliest row (the most specific).
 
 The result carries the text and how many spans were removed or replaced, per kind; never
-the values. It uses the standard library only: it runs in the session hooks at every turn.
-Every regular expression is linear in the length of the text (no nested quantifiers that
-can match the same characters two ways, keys anchored at word starts), so a hostile text
-costs time in proportion to its size.
+the values. It uses the standard library only: it runs in the session hooks at every turn,
+where it takes about a millisecond for an 8,000-character message. No regular expression
+here can match the same characters in two ways (no nested or adjacent quantifiers over the
+same characters) and each scan from a start is bounded by a delimiter, so a hostile text
+costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
+ones).
 
 High entropy (the last row) is a run of at least 32 characters of the base64 alphabets
 (A–Z a–z 0–9 + / _ -, `=` padding) that
@@ -638,6 +640,8 @@ def is_private_path(path: str, extra_globs: Sequence[str] = ()) -> bool:
     tails (`config/credentials.json`). Matching ignores case (macOS and Windows disks do)
     and Unicode normalisation, `\\` separates like `/`, and a leading `**/` adds nothing.
     """
+    if isinstance(extra_globs, str):  # one glob given bare: not a glob per character
+        extra_globs = (extra_globs,)
     parts = [p for p in _path_form(path).split("/") if p not in ("", ".")]
     if not parts:
         return False
