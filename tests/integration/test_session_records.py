@@ -400,3 +400,23 @@ def test_list_filters_by_status_side_and_project(engine: Engine) -> None:
             svc.list_sessions(conn, status="running")
         with pytest.raises(InvalidInput):
             svc.list_sessions(conn, side="no side!")
+
+
+def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
+    engine: Engine, settings: Any
+) -> None:
+    from ondeck.entrypoints.jobs import Jobs
+    from ondeck.services import spool
+
+    for kind, minutes in (("start", 0), ("stop", 1), ("compact", 2)):
+        made = record(kind, later(NOW, minutes=minutes))
+        spool.append(settings.spool_dir, {**made, "at": made["at"].isoformat()})
+    jobs = Jobs(engine=engine, settings=settings, name="jobs@t:1")
+    summary = jobs.tick(later(NOW, minutes=5))["sessions"]
+    assert summary == {"drained": 3, "rejected": 0, "waiting": 0, "lost": 0, "ids": []}
+    s = the_session(engine)
+    assert (s.compactions, s.status) == (1, "open")
+    assert jobs.tick(later(NOW, minutes=6))["sessions"]["drained"] == 0
+    summary = jobs.tick(later(NOW, hours=13))["sessions"]
+    assert summary["lost"] == 1 and summary["ids"] == [s.id]
+    assert the_session(engine).status == "lost"

@@ -157,7 +157,7 @@ class HookConfig:
     @classmethod
     def from_settings(cls, settings: Settings) -> HookConfig:
         return cls(
-            database_url=settings.database_url,
+            database_url=settings.database_url or None,
             data_dir=settings.data_dir,
             host=settings.host,
             port=settings.port,

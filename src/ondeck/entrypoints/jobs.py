@@ -5,6 +5,7 @@ A tick runs its steps in order, each a function returning a summary (how much it
     1. fire       due schedules become tasks, reminders and backups      (firing.py)
     2. reap       leases whose holder went silent past the grace period  (reaper.py)
     3. maintain   abandoned backup runs                                  (maintenance.py)
+       sessions   the hooks' spool drained, silent sessions marked lost  (sessions.py)
     4. heartbeat  this process's row in `workers`, with the tick summary (workers.py)
 
 A failing step is logged with its traceback and the tick goes on to the next step. A
@@ -58,6 +59,9 @@ def default_steps() -> list[tuple[str, Step]]:
         steps.append(("maintain", maintain_step))
     except ImportError:
         pass
+    from ondeck.services.sessions import sessions_step
+
+    steps.append(("sessions", sessions_step))
     return steps
 
 
