@@ -120,3 +120,62 @@ def test_now_pause_resume_and_delete(
         assert response.status_code == 404, (method, path)
         assert response.json()["error"]["code"] == "not_found"
     assert client.get(f"{API}/0").status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("kind", "REMIND"),
+        ("kind", " remind"),
+        ("kind", 1),
+        ("kind", ["remind"]),
+        ("kind", None),
+        ("missed", "ALL"),
+        ("missed", True),
+        ("missed", {"all": 1}),
+    ],
+)
+def test_a_kind_or_policy_is_its_exact_word_in_a_strict_body(
+    client: TestClient, engine: Engine, field: str, value: Any
+) -> None:
+    """The bodies are strict (no "2" for 2), yet an enum's own JSON text must be accepted:
+    anything else is one line naming the words, on create and on edit, and nothing changes."""
+    words = "'task', 'remind' or 'backup'" if field == "kind" else "'latest', 'all' or 'skip'"
+    refused = client.post(API, json={"title": "x", "rule": "daily", field: value})
+    assert refused.status_code == 422
+    assert refused.json()["error"] == {
+        "code": "invalid_input",
+        "message": f"{field}: Input should be {words}",
+    }
+    created = _add(client, missed="skip", kind="backup")
+    if field == "missed":
+        edited = client.patch(f"{API}/{created['id']}", json={"missed": value})
+        assert edited.status_code == 422
+        assert edited.json()["error"]["message"] == f"missed: Input should be {words}"
+        assert client.get(f"{API}/{created['id']}").json()["schedule"]["missed"] == "skip"
+    assert client.patch(f"{API}/{created['id']}", json={"missed": "all"}).json()["missed"] == "all"
+    with engine.connect() as conn:
+        assert conn.execute(select(schedules.c.kind, schedules.c.missed)).all() == [
+            ("backup", "all")
+        ]
+
+
+def test_a_kind_filter_takes_the_exact_word(client: TestClient) -> None:
+    _add(client, kind="remind")
+    assert [s["kind"] for s in client.get(API, params={"kind": "remind"}).json()] == ["remind"]
+    refused = client.get(API, params={"kind": "Remind"})
+    assert refused.status_code == 422
+    assert "'task', 'remind' or 'backup'" in refused.json()["error"]["message"]
+
+
+def test_the_openapi_document_names_each_state_and_its_words(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert schemas["TaskStatus"]["enum"] == ["READY", "RUNNING", "DONE", "CANCELLED"]
+    assert schemas["ScheduleKind"]["enum"] == ["task", "remind", "backup"]
+    assert schemas["MissedPolicy"]["enum"] == ["latest", "all", "skip"]
+    assert schemas["TaskOut"]["properties"]["status"] == {"$ref": "#/components/schemas/TaskStatus"}
+    assert schemas["ScheduleIn"]["properties"]["kind"] == {
+        "$ref": "#/components/schemas/ScheduleKind",
+        "default": "task",
+    }

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
 from ondeck.core.config import Settings, load_settings
+from ondeck.core.models import TASK_JSON_FIELDS
 from ondeck.db.tables import events, tasks
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services.backlog import JSON_FIELDS
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 API = "/api/v1"
@@ -45,7 +45,7 @@ def counts(engine: Engine) -> tuple[int, int, list[Any]]:
 
 def test_claim_renew_complete_over_http(client: TestClient) -> None:
     task = add(client, title="write it", priority=1, due_on="2026-06-16", project="ondeck")
-    assert list(task) == list(JSON_FIELDS)
+    assert list(task) == list(TASK_JSON_FIELDS)
     assert task["status"] == "READY" and task["due_on"] == "2026-06-16"
 
     claimed = client.post(f"{API}/tasks/{task['id']}/claim", json={"owner": "api:x", "for": "2h"})

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.core.clock import UTC
+from ondeck.core.models import TaskStatus
 from ondeck.entrypoints.claude_settings import install, uninstall
 from ondeck.entrypoints.cli import run
 from ondeck.services import backlog
@@ -101,8 +102,8 @@ def test_session_end_releases_what_that_session_held(engine: Engine, db_url: str
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["released"] == [mine.id]
     with engine.connect() as conn:
-        assert backlog.get_task(conn, mine.id).status is backlog.Status.READY
-        assert backlog.get_task(conn, other.id).status is backlog.Status.RUNNING
+        assert backlog.get_task(conn, mine.id).status is TaskStatus.READY
+        assert backlog.get_task(conn, other.id).status is TaskStatus.RUNNING
 
 
 def test_context_command_formats(

@@ -14,9 +14,9 @@ import pytest
 import time_machine
 from sqlalchemy import Engine, func, select
 
+from ondeck.core.models import TASK_JSON_FIELDS
 from ondeck.db.tables import events, tasks
 from ondeck.entrypoints.cli import run
-from ondeck.services.backlog import JSON_FIELDS
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -57,7 +57,7 @@ def test_add_claim_renew_done_and_show(ondeck: Any) -> None:
         ondeck, "task", "add", "write it", "--due", "2026-06-16", "--priority", "1",
         "--project", "ondeck", "--body", "details",
     )  # fmt: skip
-    assert list(task) == list(JSON_FIELDS)
+    assert list(task) == list(TASK_JSON_FIELDS)
     assert (task["title"], task["due_on"], task["priority"]) == ("write it", "2026-06-16", 1)
 
     held = ok_json(ondeck, "task", "claim", "--owner", "cli:alice", "--for", "2h")

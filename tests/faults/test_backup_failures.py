@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
+from ondeck.core.models import TaskStatus
 from ondeck.db.tables import backups, events, fires, tasks, workers
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.services import backlog, schedules
@@ -162,7 +163,7 @@ def test_a_backup_that_cannot_be_written_is_a_recorded_failure_and_nothing_else_
     # released, the heartbeat was written.
     assert [(f.fire_date, f.task_id is not None) for f in fired] == [(DAY, True)]
     assert made == [(f"sch:{schedule_id}:{DAY}",)]
-    assert stuck is not None and stuck.status is backlog.Status.READY
+    assert stuck is not None and stuck.status is TaskStatus.READY
     assert heartbeat["fire"]["backups"] == {"failed": 1}
     assert heartbeat["reap"]["released"] == 1
 

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from ondeck.core import clock
+from ondeck.core.models import TaskStatus
 from ondeck.db.tables import events
 from ondeck.services import backlog
 from support.procs import Procs, ondeck_env, run_ondeck, wait_for
@@ -88,7 +89,7 @@ def test_a_killed_holder_s_task_expires_is_reaped_after_the_grace_and_its_late_c
             )
         ).scalar_one()
     assert row is not None
-    assert (row.status, row.lease_owner, row.lease_until) == (backlog.Status.READY, None, None)
+    assert (row.status, row.lease_owner, row.lease_until) == (TaskStatus.READY, None, None)
     assert reaped_at > lease_until + GRACE, "reaped before the grace period was over"
     reaped = dict(_history(engine, task.id))["task.reaped"]
     assert reaped["owner"] == owner

@@ -10,10 +10,10 @@ from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
+from ondeck.core.models import Task, TaskStatus
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
 from ondeck.services import backlog, events
-from ondeck.services.backlog import Status, Task
 from ondeck.services.reaper import reap_stale_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -52,7 +52,7 @@ def claim(engine: Engine, task_id: int, owner: str = "cli:alice", **kw: Any) -> 
 def test_it_claims_renews_and_completes(engine: Engine) -> None:
     task = add(engine, "write the report", priority=1, project="ondeck")
     claimed = claim(engine, task.id, duration="2h")
-    assert claimed.status is Status.RUNNING
+    assert claimed.status is TaskStatus.RUNNING
     assert claimed.lease_owner == "cli:alice"
     assert claimed.lease_until == NOW + timedelta(hours=2)
     assert claimed.lease_token == 1
@@ -67,7 +67,7 @@ def test_it_claims_renews_and_completes(engine: Engine) -> None:
 
     with engine.begin() as conn:
         done = backlog.complete_task(conn, later, task.id, token=1, note="sent", actor="cli")
-    assert done.status is Status.DONE
+    assert done.status is TaskStatus.DONE
     assert done.done_at == later
     assert (done.lease_owner, done.lease_until) == (None, None)
     assert kinds(engine, task.id) == [
@@ -124,7 +124,7 @@ def test_a_stale_token_after_a_reap_alone_is_lease_lost_too(engine: Engine) -> N
     lost = r"task \d+ is READY \(its lease was released or reaped\)"
     with pytest.raises(LeaseLost, match=lost), engine.begin() as conn:
         backlog.complete_task(conn, NOW, task.id, token=first.lease_token, actor="cli")
-    assert get(engine, task.id).status is Status.READY
+    assert get(engine, task.id).status is TaskStatus.READY
 
 
 def test_the_token_only_grows(engine: Engine) -> None:
@@ -212,8 +212,8 @@ def test_a_ready_task_is_done_or_cancelled_by_hand(engine: Engine) -> None:
     with engine.begin() as conn:
         done = backlog.complete_task(conn, NOW, one.id, token=None, note="did it", actor="cli")
         cancelled = backlog.cancel_task(conn, NOW, two.id, note="not needed", actor="cli")
-    assert done.status is Status.DONE and done.done_at == NOW
-    assert cancelled.status is Status.CANCELLED and cancelled.done_at is None
+    assert done.status is TaskStatus.DONE and done.done_at == NOW
+    assert cancelled.status is TaskStatus.CANCELLED and cancelled.done_at is None
     with engine.connect() as conn:
         [completed] = events.list_events(conn, subject=f"task:{one.id}", kind="task.completed")
     assert completed.details["by_hand"] is True
@@ -246,7 +246,7 @@ def test_a_person_can_force_release_and_it_is_recorded(engine: Engine) -> None:
         backlog.release_task(conn, NOW, task.id, token=held.lease_token, force=True, actor="cli")
     with engine.begin() as conn:
         released = backlog.release_task(conn, NOW, task.id, force=True, actor="cli")
-    assert released.status is Status.READY
+    assert released.status is TaskStatus.READY
     assert (released.lease_owner, released.lease_until) == (None, None)
     with engine.connect() as conn:
         [event] = events.list_events(conn, kind="task.released")
@@ -296,8 +296,8 @@ def test_session_end_releases_what_that_owner_holds(engine: Engine) -> None:
             conn, NOW, owner="claude:s1", actor="hook:s1", reason="logout"
         )
     assert released == [mine.id, also_mine.id]
-    assert get(engine, other.id).status is Status.RUNNING
-    assert get(engine, mine.id).status is Status.READY
+    assert get(engine, other.id).status is TaskStatus.RUNNING
+    assert get(engine, mine.id).status is TaskStatus.READY
 
 
 def test_edit_changes_fields_and_clears_due_date_and_project(engine: Engine) -> None:
@@ -345,7 +345,7 @@ def test_list_filters_and_orders(engine: Engine) -> None:
     with engine.connect() as conn:
         everything = backlog.list_tasks(conn)
         in_x = backlog.list_tasks(conn, project="x")
-        running = backlog.list_tasks(conn, statuses=[Status.RUNNING])
+        running = backlog.list_tasks(conn, statuses=[TaskStatus.RUNNING])
         due = backlog.list_tasks(conn, due_before=date(2026, 6, 18))
         first = backlog.list_tasks(conn, limit=1)
     assert [t.id for t in everything] == [c.id, a.id, b.id]
@@ -356,7 +356,7 @@ def test_list_filters_and_orders(engine: Engine) -> None:
 
 
 def test_statuses_parse_case_insensitively() -> None:
-    assert backlog.parse_statuses("ready, Running") == (Status.READY, Status.RUNNING)
+    assert backlog.parse_statuses("ready, Running") == (TaskStatus.READY, TaskStatus.RUNNING)
     assert backlog.parse_statuses("all") is None
     with pytest.raises(InvalidInput, match="unknown status 'PAUSED'"):
         backlog.parse_statuses("ready,paused")
@@ -411,7 +411,7 @@ def test_every_change_writes_one_event_in_its_transaction(engine: Engine) -> Non
     with pytest.raises(RuntimeError), engine.begin() as conn:
         backlog.claim_task(conn, NOW, task.id, owner="cli:a", actor="cli")
         raise RuntimeError("crash after the claim, before commit")
-    assert get(engine, task.id).status is Status.READY
+    assert get(engine, task.id).status is TaskStatus.READY
     assert kinds(engine, task.id) == ["task.created"]
 
 

@@ -19,7 +19,7 @@ from ondeck.core.errors import LeaseLost, NotFound, Unavailable
 from ondeck.db.engine import autocommitting, translate_errors
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, events
+from ondeck.services import backlog, events, task_statements
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -146,7 +146,7 @@ def test_the_claim_reads_the_ready_index_even_as_a_generic_plan(engine: Engine) 
     plan it once for any parameters: the partial index (WHERE status = 'READY') only serves
     such a plan when the status is written into the SQL rather than bound."""
     only_postgres(engine)
-    statement = backlog._CLAIM_NEXT_IN._postgres.statement.compile(dialect=engine.dialect)
+    statement = task_statements.CLAIM_NEXT_IN._postgres.statement.compile(dialect=engine.dialect)
     names: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -277,9 +277,9 @@ def test_on_postgresql_done_and_next_is_one_statement(engine: Engine) -> None:
 def test_claim_next_walks_the_ready_index_without_sorting(engine: Engine) -> None:
     """Dated tasks first, then undated, each straight from the index: no walk past every
     undated task, no sort of every READY task."""
-    statement = backlog._CLAIM_NEXT.change if engine.dialect.name == "sqlite" else None
+    statement = task_statements.CLAIM_NEXT.change if engine.dialect.name == "sqlite" else None
     if statement is None:
-        statement = backlog._CLAIM_NEXT._postgres.statement
+        statement = task_statements.CLAIM_NEXT._postgres.statement
     compiled = statement.compile(dialect=engine.dialect)
     prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
     values = {

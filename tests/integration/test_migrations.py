@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, inspect
+from sqlalchemy import CheckConstraint, Engine, create_engine, inspect
 
+import ondeck
+from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, alembic_head, ensure_schema, read_revision, upgrade
 from ondeck.db.tables import metadata
@@ -58,3 +63,62 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path) -> None:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     # create_engine is imported to make sure plain engines stay untouched by ours
     assert create_engine("sqlite://").dialect.name == "sqlite"
+
+
+# --- the CHECKs built from core.models' enums -----------------------------------------------
+
+MIGRATION_0001 = Path(ondeck.__file__).parent / "migrations/versions/0001_initial_schema.py"
+
+
+def _checks(engine: Engine) -> dict[str, list[tuple[str | None, str]]]:
+    inspector = inspect(engine)
+    return {
+        table: sorted((ck["name"], ck["sqltext"]) for ck in inspector.get_check_constraints(table))
+        for table in metadata.tables
+    }
+
+
+def test_every_check_in_the_metadata_is_written_verbatim_in_0001() -> None:
+    """0001 is released and frozen (it imports nothing of the app's models): the CHECKs the
+    enums build must be exactly the text it hard-codes, or a new member needs a migration."""
+    source = MIGRATION_0001.read_text(encoding="utf-8")
+    checks = [
+        (table.name, ck)
+        for table in metadata.tables.values()
+        for ck in table.constraints
+        if isinstance(ck, CheckConstraint)
+    ]
+    assert len(checks) == 9
+    for table_name, ck in checks:
+        assert f'"{ck.sqltext}"' in source, (table_name, str(ck.sqltext))
+        assert f'name=op.f("{ck.name}")' in source
+    # The enums' words, each in the CHECK 0001 wrote for its column.
+    for column, enum in (
+        ("status", TaskStatus),
+        ("kind", ScheduleKind),
+        ("missed", MissedPolicy),
+        ("status", BackupStatus),
+    ):
+        listed = ", ".join(f"'{member.value}'" for member in enum)
+        assert f'"{column} IN ({listed})"' in source
+
+
+def test_the_metadata_creates_the_checks_the_migration_created(
+    engine: Engine, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same CHECKs, as the database itself reports them, from `create_all` on an empty
+    database as from migration 0001 (PostgreSQL normalises the text: both go through it)."""
+    if engine.dialect.name == "postgresql":
+        from conftest import drop_pg_database, new_pg_database
+
+        admin = request.getfixturevalue("pg_admin_url")
+        url = new_pg_database(admin, "template0")
+        request.addfinalizer(lambda: drop_pg_database(admin, url))
+        fresh = make_engine(url)
+    else:
+        fresh = make_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    request.addfinalizer(fresh.dispose)
+    metadata.create_all(fresh)
+    migrated = _checks(engine)
+    assert migrated == _checks(fresh)
+    assert len(migrated["tasks"]) == 4 and len(migrated["backups"]) == 1

@@ -13,10 +13,10 @@ from sqlalchemy import Connection, Engine, text, update
 from sqlalchemy.sql.dml import Update
 
 from ondeck.core.config import Settings
+from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.jobs import Jobs
 from ondeck.services import backlog, events
-from ondeck.services.backlog import Status
 from ondeck.services.reaper import reap_stale_leases, reap_step
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -51,7 +51,7 @@ def claimed(engine: Engine, owner: str = "claude:s1") -> backlog.Task:
         return backlog.claim_task(conn, NOW, task.id, owner=owner, duration="1h", actor="cli")
 
 
-def status(engine: Engine, task_id: int) -> Status:
+def status(engine: Engine, task_id: int) -> TaskStatus:
     with engine.connect() as conn:
         return backlog.get_task(conn, task_id).status
 
@@ -70,7 +70,7 @@ def test_it_releases_after_the_grace_period_and_not_before(
 
     summary = tick_at(engine, settings, LEASE_END + timedelta(hours=5, minutes=59))
     assert summary["reap"] == {"released": 0, "ids": []}
-    assert status(engine, task.id) is Status.RUNNING
+    assert status(engine, task.id) is TaskStatus.RUNNING
     assert reaper_log == []
 
     summary = tick_at(engine, settings, LEASE_END + timedelta(hours=6, minutes=1))
@@ -78,7 +78,7 @@ def test_it_releases_after_the_grace_period_and_not_before(
     with engine.connect() as conn:
         after = backlog.get_task(conn, task.id)
         [event] = events.list_events(conn, kind="task.reaped")
-    assert after.status is Status.READY
+    assert after.status is TaskStatus.READY
     assert (after.lease_owner, after.lease_until) == (None, None)
     assert after.lease_token == task.lease_token, "the token stays so the old holder is fenced"
     assert event.subject == f"task:{task.id}"
@@ -117,7 +117,7 @@ def test_it_releases_every_stale_lease_in_one_run_and_leaves_live_ones(engine: E
         reaped = reap_stale_leases(conn, LEASE_END + timedelta(hours=7), GRACE)
     assert [r.task_id for r in reaped] == [t.id for t in stale]
     assert [r.owner for r in reaped] == ["claude:0", "claude:1", "claude:2"]
-    assert status(engine, live.id) is Status.RUNNING
+    assert status(engine, live.id) is TaskStatus.RUNNING
 
 
 class _RaceBeforeWrite:
@@ -137,17 +137,17 @@ class _RaceBeforeWrite:
 @pytest.mark.parametrize(
     ("race", "values", "expected"),
     [
-        ("renewed", {"lease_until": NOW + timedelta(days=1)}, Status.RUNNING),
+        ("renewed", {"lease_until": NOW + timedelta(days=1)}, TaskStatus.RUNNING),
         (
             "completed",
             {"status": "DONE", "lease_owner": None, "lease_until": None, "done_at": NOW},
-            Status.DONE,
+            TaskStatus.DONE,
         ),
         ("retaken", {"lease_owner": "claude:s2", "lease_token": tasks.c.lease_token + 1}, None),
     ],
 )
 def test_a_lease_changed_between_read_and_write_is_never_touched(
-    engine: Engine, race: str, values: dict[str, Any], expected: Status | None
+    engine: Engine, race: str, values: dict[str, Any], expected: TaskStatus | None
 ) -> None:
     """The compare-and-set: River's rescuer overwrote jobs that finished in this window."""
     task = claimed(engine)
@@ -159,7 +159,7 @@ def test_a_lease_changed_between_read_and_write_is_never_touched(
     with engine.connect() as conn:
         after = backlog.get_task(conn, task.id)
         assert events.list_events(conn, kind="task.reaped") == []
-    assert after.status is (expected or Status.RUNNING)
+    assert after.status is (expected or TaskStatus.RUNNING)
     if race == "retaken":
         assert after.lease_owner == "claude:s2"
 
@@ -175,4 +175,4 @@ def test_a_holder_completing_right_now_is_skipped_not_overwritten(engine: Engine
         with engine.connect() as jobs, jobs.begin():
             jobs.execute(text("SET LOCAL lock_timeout = '2s'"))
             assert reap_stale_leases(jobs, late, GRACE) == []
-    assert status(engine, task.id) is Status.DONE
+    assert status(engine, task.id) is TaskStatus.DONE

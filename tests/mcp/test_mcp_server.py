@@ -50,6 +50,9 @@ async def _session(client: Client) -> dict[str, Any]:
         "complete_and_claim_next", {"task_id": one["id"], "token": one["lease_token"]}
     )
     bad_rule = await client.call_tool("add_schedule", {"title": "eom", "rule": "monthly:31"})
+    bad_kind = await client.call_tool(
+        "add_schedule", {"title": "x", "rule": "daily", "kind": "Remind"}
+    )
     schedule = await client.call_tool(
         "add_schedule", {"title": "weekly check", "rule": "weekly: mon", "kind": "remind"}
     )
@@ -65,6 +68,8 @@ async def _session(client: Client) -> dict[str, Any]:
         "done": done,
         "done_next": done_next,
         "bad_rule": bad_rule,
+        "bad_kind": bad_kind,
+        "add_schedule": next(t for t in listed.tools if t.name == "add_schedule"),
         "schedule": schedule,
         "pulled": pulled,
         "context": context,
@@ -86,6 +91,11 @@ def _check(results: dict[str, Any], engine: Engine, owner_prefix: str) -> None:
     assert both["next"]["lease_owner"].startswith("mcp:")
     assert results["bad_rule"].is_error
     assert "not every month" in results["bad_rule"].content[0].text
+    assert results["bad_kind"].is_error
+    assert "Input should be 'task', 'remind' or 'backup'" in results["bad_kind"].content[0].text
+    schema = results["add_schedule"].input_schema
+    assert schema["$defs"]["ScheduleKind"]["enum"] == ["task", "remind", "backup"]
+    assert schema["properties"]["kind"]["default"] == "task"
     assert results["schedule"].structured_content["rule"] == "weekly:MON"
     assert results["pulled"].structured_content["schedule"]["next_due"] is not None
     context = results["context"].structured_content

@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 
+from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.services import backlog, events
-from ondeck.services.backlog import Status
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 HX = {"HX-Request": "true"}
@@ -120,8 +120,8 @@ def test_done_and_cancel_with_plain_forms(dash, engine: Engine) -> None:  # type
     assert done.status_code == 303 and done.headers["location"] == "/tasks"
     cancelled = dash.post(f"/tasks/{two.id}/cancel", {"next": "/tasks"}, follow_redirects=False)
     assert cancelled.status_code == 303
-    assert _get(engine, one.id).status is Status.DONE
-    assert _get(engine, two.id).status is Status.CANCELLED
+    assert _get(engine, one.id).status is TaskStatus.DONE
+    assert _get(engine, two.id).status is TaskStatus.CANCELLED
     assert _kinds(engine, one.id)[-1] == ("task.completed", "dashboard")
     assert _kinds(engine, two.id)[-1] == ("task.cancelled", "dashboard")
 
@@ -149,7 +149,7 @@ def test_a_refused_action_is_a_flash_not_a_500(dash, engine: Engine) -> None:  #
     assert missing.status_code == 404 and "no task 999" in missing.text
     huge = dash.post(f"/tasks/{2**70}/done", {"next": "/tasks"})
     assert huge.status_code == 422
-    assert _get(engine, task.id).status is Status.RUNNING
+    assert _get(engine, task.id).status is TaskStatus.RUNNING
 
 
 def test_release_asks_first_then_forces(dash, engine: Engine) -> None:  # type: ignore[no-untyped-def]
@@ -162,16 +162,16 @@ def test_release_asks_first_then_forces(dash, engine: Engine) -> None:  # type: 
     confirm = dash.get(link.group(1).replace("&amp;", "&"))
     assert confirm.status_code == 200
     assert "cli:alice" in confirm.text and 'name="force" value="1"' in confirm.text
-    assert _get(engine, task.id).status is Status.RUNNING  # asking changed nothing
+    assert _get(engine, task.id).status is TaskStatus.RUNNING  # asking changed nothing
     unforced = dash.post(f"/tasks/{task.id}/release", {"next": "/tasks"})
     assert unforced.status_code == 200 and 'name="force" value="1"' in unforced.text
-    assert _get(engine, task.id).status is Status.RUNNING
+    assert _get(engine, task.id).status is TaskStatus.RUNNING
     forced = dash.post(
         f"/tasks/{task.id}/release", {"force": "1", "next": "/tasks"}, follow_redirects=False
     )
     assert forced.status_code == 303
     released = _get(engine, task.id)
-    assert released.status is Status.READY and released.lease_owner is None
+    assert released.status is TaskStatus.READY and released.lease_owner is None
     with engine.connect() as conn:
         event = events.list_events(conn, subject=f"task:{task.id}", kind="task.released")[0]
     assert event.actor == "dashboard" and event.details["force"] is True

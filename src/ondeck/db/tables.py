@@ -7,6 +7,8 @@ date, and RUNNING exactly when a lease has an owner and an end.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -25,12 +27,9 @@ from sqlalchemy import (
     text,
 )
 
+from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.types import Id, Instant, Json
 
-TASK_STATUSES = ("READY", "RUNNING", "DONE", "CANCELLED")
-SCHEDULE_KINDS = ("task", "remind", "backup")
-MISSED_POLICIES = ("latest", "all", "skip")
-BACKUP_STATUSES = ("running", "ok", "failed", "abandoned")
 SESSION_STATUSES = ("open", "ended", "lost")
 
 metadata = MetaData(
@@ -44,8 +43,22 @@ metadata = MetaData(
 )
 
 
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+def _in(column: str, values: type[StrEnum]) -> str:
+    """`status IN ('READY', 'RUNNING', …)`: the enum's values in their declared order.
+
+    Migration 0001 wrote these CHECKs out in full and is released: the text built here must
+    stay exactly that (tests/integration/test_migrations.py compares them), so a new value
+    needs a new migration as well as a new member.
+    """
+    return f"{column} IN ({', '.join(repr(member.value) for member in values)})"
+
+
+def _is(column: str, value: StrEnum) -> str:
+    return f"{column} = '{value.value}'"
+
+
+_READY = _is("status", TaskStatus.READY)
+_RUNNING = _is("status", TaskStatus.RUNNING)
 
 
 tasks = Table(
@@ -54,7 +67,7 @@ tasks = Table(
     Column("id", Id, primary_key=True),
     Column("title", String(500), nullable=False),
     Column("body", Text, nullable=False, server_default=""),
-    Column("status", String(16), nullable=False, server_default="READY"),
+    Column("status", String(16), nullable=False, server_default=TaskStatus.READY.value),
     # 0 (drop everything) .. 9 (someday); lower comes first, like P0/P1/P2.
     Column("priority", Integer, nullable=False, server_default="2"),
     Column("due_on", Date),
@@ -68,16 +81,17 @@ tasks = Table(
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
     Column("done_at", Instant),
-    CheckConstraint(_in("status", TASK_STATUSES), name="status"),
+    CheckConstraint(_in("status", TaskStatus), name="status"),
     CheckConstraint(
-        "(status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_until IS NOT NULL)"
-        " OR (status <> 'RUNNING' AND lease_owner IS NULL AND lease_until IS NULL)",
+        f"({_RUNNING} AND lease_owner IS NOT NULL AND lease_until IS NOT NULL)"
+        f" OR (status <> '{TaskStatus.RUNNING.value}' AND lease_owner IS NULL"
+        " AND lease_until IS NULL)",
         name="running_has_lease",
     ),
     CheckConstraint("lease_token >= 0", name="lease_token"),
     CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
     # Unique where set: tasks added by hand (no source) then cost it nothing on every change.
-    # `ON CONFLICT (source) WHERE source IS NOT NULL` names it (backlog.insert_from_schedule).
+    # `ON CONFLICT (source) WHERE source IS NOT NULL` names it (backlog.insert_many_from_schedule).
     Index(
         "uq_tasks_source",
         "source",
@@ -91,15 +105,15 @@ tasks = Table(
         "due_on",
         "priority",
         "id",
-        sqlite_where=text("status = 'READY'"),
-        postgresql_where=text("status = 'READY'"),
+        sqlite_where=text(_READY),
+        postgresql_where=text(_READY),
     ),
     # The reaper and the context's running list read RUNNING tasks by lease end.
     Index(
         "ix_tasks_running",
         "lease_until",
-        sqlite_where=text("status = 'RUNNING'"),
-        postgresql_where=text("status = 'RUNNING'"),
+        sqlite_where=text(_RUNNING),
+        postgresql_where=text(_RUNNING),
     ),
     # The context counts a project's due and undated READY tasks from this index alone
     # (100,000 tasks: under 1 ms instead of 15).
@@ -107,8 +121,8 @@ tasks = Table(
         "ix_tasks_ready_project",
         "project",
         "due_on",
-        sqlite_where=text("status = 'READY'"),
-        postgresql_where=text("status = 'READY'"),
+        sqlite_where=text(_READY),
+        postgresql_where=text(_READY),
     ),
     Index("ix_tasks_project_status", "project", "status"),
 )
@@ -119,12 +133,12 @@ schedules = Table(
     Column("id", Id, primary_key=True),
     Column("title", String(500), nullable=False),
     Column("body", Text, nullable=False, server_default=""),
-    Column("kind", String(16), nullable=False, server_default="task"),
+    Column("kind", String(16), nullable=False, server_default=ScheduleKind.TASK.value),
     Column("rule", String(200), nullable=False),
     Column("project", String(64)),
     Column("start_on", Date, nullable=False),
     Column("next_due", Date),
-    Column("missed", String(16), nullable=False, server_default="latest"),
+    Column("missed", String(16), nullable=False, server_default=MissedPolicy.LATEST.value),
     Column("last_fired_on", Date),
     Column("last_fired_at", Instant),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
@@ -133,8 +147,8 @@ schedules = Table(
     Column("updated_at", Instant, nullable=False),
     # Removed schedules keep their row so fires and events still name them.
     Column("deleted_at", Instant),
-    CheckConstraint(_in("kind", SCHEDULE_KINDS), name="kind"),
-    CheckConstraint(_in("missed", MISSED_POLICIES), name="missed"),
+    CheckConstraint(_in("kind", ScheduleKind), name="kind"),
+    CheckConstraint(_in("missed", MissedPolicy), name="missed"),
     CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),
     # The jobs tick's "what is due" query: enabled, live schedules by next_due.
     Index(
@@ -197,13 +211,13 @@ backups = Table(
     Column("id", Id, primary_key=True),
     Column("started_at", Instant, nullable=False),
     Column("finished_at", Instant),
-    Column("status", String(16), nullable=False, server_default="running"),
+    Column("status", String(16), nullable=False, server_default=BackupStatus.RUNNING.value),
     Column("worker", String(200)),
     Column("file", Text),
     Column("bytes", BigInteger),
     Column("error", Text),
     Column("schedule_id", Id, ForeignKey("schedules.id")),
-    CheckConstraint(_in("status", BACKUP_STATUSES), name="status"),
+    CheckConstraint(_in("status", BackupStatus), name="status"),
     Index("ix_backups_started_at", "started_at"),
 )
 

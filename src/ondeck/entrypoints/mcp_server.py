@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,6 +20,7 @@ from ondeck import __version__
 from ondeck.core import clock
 from ondeck.core.config import Settings
 from ondeck.core.errors import OndeckError
+from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
 from ondeck.core.validation import parse_date
 from ondeck.db.engine import writing
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
@@ -69,10 +70,10 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def task_out(task: backlog.Task) -> TaskOut:
+    def task_out(task: Task) -> TaskOut:
         return TaskOut(**task.to_json(clock.now(), zone))
 
-    def schedule_out(schedule: schedules.Schedule) -> ScheduleOut:
+    def schedule_out(schedule: Schedule) -> ScheduleOut:
         return ScheduleOut(**schedule.to_json(clock.now(), zone))
 
     def actor(ctx: Context | None) -> str:
@@ -99,7 +100,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
     @server.tool()
     def list_tasks(
         status: Annotated[
-            str | None, Field(description="READY, RUNNING, DONE, CANCELLED; comma-separated")
+            str | None, Field(description=f"{', '.join(TaskStatus)}; comma-separated")
         ] = None,
         project: str | None = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 100,
@@ -280,7 +281,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
         rule: Annotated[
             str, Field(description="daily | weekly:MON,THU | monthly:1,15,last | every:3")
         ],
-        kind: Literal["task", "remind", "backup"] = "task",
+        kind: ScheduleKind = ScheduleKind.TASK,
         body: str = "",
         start_on: Annotated[str | None, Field(description="YYYY-MM-DD (default today)")] = None,
         project: str | None = None,

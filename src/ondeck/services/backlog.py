@@ -24,21 +24,25 @@ How a change is made, so that concurrent callers can never both win:
 
 On PostgreSQL the holder's steps are each a single statement when they succeed, so they are
 atomic even on a connection that commits every statement (`db.engine.autocommitting`).
+
+The Task record and its JSON shape live in `core.models`; the statements the holder's steps
+run, built once, in `task_statements`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from datetime import date, datetime, timedelta, tzinfo
-from enum import Enum, StrEnum
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from enum import Enum
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, literal_column, select, update
+from sqlalchemy import Connection, insert, select, update
 
-from ondeck.core.clock import aware, iso
+from ondeck.core.clock import aware
 from ondeck.core.durations import format_duration, parse_duration
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
+from ondeck.core.models import OPEN, TaskStatus
+from ondeck.core.models import Task as Task  # re-exported: its callers' old home
 from ondeck.core.validation import (
     NOTE_MAX,
     OWNER_MAX,
@@ -55,38 +59,18 @@ from ondeck.core.validation import (
 from ondeck.db.dialect import insert_for
 from ondeck.db.tables import tasks
 from ondeck.services import events
+from ondeck.services import task_statements as sql
+from ondeck.services.task_statements import TASK_ORDER
+from ondeck.services.task_statements import task_from_row as task_from_row  # re-exported
 
 DEFAULT_LEASE = timedelta(hours=1)
 MAX_LEASE = timedelta(days=7)
 
 
-class Status(StrEnum):
-    READY = "READY"
-    RUNNING = "RUNNING"
-    DONE = "DONE"
-    CANCELLED = "CANCELLED"
-
-
-OPEN = (Status.READY, Status.RUNNING)
-
-# A task object in the API and in `--json`, in this order (a contract: scripts read it).
-JSON_FIELDS = (
-    "id",
-    "title",
-    "body",
-    "status",
-    "priority",
-    "due_on",
-    "project",
-    "source",
-    "lease_owner",
-    "lease_until",
-    "lease_token",
-    "expired",
-    "created_at",
-    "updated_at",
-    "done_at",
-)
+# Names callers imported from the backlog before the record moved to `core.models` (the
+# dashboard's queries still do: Status, Task, task_from_row); new code imports them from
+# their homes, `core.models` and `task_statements`.
+Status = TaskStatus
 
 
 class _Unset(Enum):
@@ -95,51 +79,6 @@ class _Unset(Enum):
 
 UNSET = _Unset.UNSET
 """An edit's "leave this field as it is" (None means "clear it" for due date and project)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Task:
-    id: int
-    title: str
-    body: str
-    status: Status
-    priority: int
-    due_on: date | None
-    project: str | None
-    source: str | None
-    lease_owner: str | None
-    lease_until: datetime | None
-    lease_token: int
-    created_at: datetime
-    updated_at: datetime
-    done_at: datetime | None
-
-    def is_expired(self, now: datetime) -> bool:
-        """RUNNING past its lease end: the holder went silent; the reaper will release it."""
-        return (
-            self.status is Status.RUNNING
-            and self.lease_until is not None
-            and self.lease_until <= aware(now)
-        )
-
-    def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
-        """The task as the API and `--json` show it: instants in `zone`, `expired` as of `now`."""
-        data = asdict(self)
-        data["status"] = self.status.value
-        data["due_on"] = self.due_on.isoformat() if self.due_on else None
-        for key in ("lease_until", "created_at", "updated_at", "done_at"):
-            data[key] = iso(data[key], zone)
-        data["expired"] = self.is_expired(now)
-        return {key: data[key] for key in JSON_FIELDS}
-
-
-def task_from_row(row: Row[Any] | Mapping[str, Any]) -> Task:
-    """The task in a row of `tasks` (columns a statement returns besides those are left out)."""
-    values = row._mapping if isinstance(row, Row) else row
-    return Task(**{name: values[name] for name in _COLUMNS}, status=Status(values["status"]))
-
-
-_COLUMNS = tuple(column.name for column in tasks.c if column.name != "status")
 
 
 def get_task_row(conn: Connection, task_id: int) -> Task | None:
@@ -168,20 +107,20 @@ def lease_duration(value: str | int | timedelta | None) -> timedelta:
     return duration
 
 
-def parse_statuses(text: str | None) -> tuple[Status, ...] | None:
+def parse_statuses(text: str | None) -> tuple[TaskStatus, ...] | None:
     """`READY,RUNNING` (any case) → those statuses; `all` → None (no filter)."""
     if text is None or not text.strip():
         return None
     words = [w.strip().upper() for w in text.split(",") if w.strip()]
     if not words or words == ["ALL"]:
         return None
-    found: list[Status] = []
+    found: list[TaskStatus] = []
     for word in words:
         try:
-            status = Status(word)
+            status = TaskStatus(word)
         except ValueError:
             raise InvalidInput(
-                f"unknown status {word[:20]!r}: use READY, RUNNING, DONE, CANCELLED or all"
+                f"unknown status {word[:20]!r}: use {', '.join(TaskStatus)} or all"
             ) from None
         if status not in found:
             found.append(status)
@@ -210,17 +149,15 @@ def get_task(conn: Connection, task_id: int) -> Task:
 def list_tasks(
     conn: Connection,
     *,
-    statuses: Iterable[Status] | None = None,
+    statuses: Iterable[TaskStatus] | None = None,
     project: str | None = None,
     due_before: date | None = None,
     limit: int | None = None,
 ) -> list[Task]:
     """Tasks by due date (undated last), then priority, then age."""
-    query = select(tasks).order_by(
-        tasks.c.due_on.asc().nulls_last(), tasks.c.priority.asc(), tasks.c.id.asc()
-    )
+    query = select(tasks).order_by(*TASK_ORDER)
     if statuses is not None:
-        query = query.where(tasks.c.status.in_([Status(s).value for s in statuses]))
+        query = query.where(tasks.c.status.in_([TaskStatus(s).value for s in statuses]))
     if project is not None:
         query = query.where(tasks.c.project == check_project(project))
     if due_before is not None:
@@ -254,7 +191,7 @@ def create_task(
     now = aware(now)
     row = conn.execute(
         insert(tasks)
-        .values(status=Status.READY.value, created_at=now, updated_at=now, **values)
+        .values(status=TaskStatus.READY.value, created_at=now, updated_at=now, **values)
         .returning(*tasks.c)
     ).one()
     task = task_from_row(row)
@@ -323,10 +260,10 @@ def claim_task(
     """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token."""
     check_id(task_id)
     owner, length = _owner(owner), lease_duration(duration)
-    task = _take(conn, now, _CLAIM, owner, length, actor, task_id=task_id)
+    task = _take(conn, now, sql.CLAIM, owner, length, actor, task_id=task_id)
     if task is None:
         before = get_task(conn, task_id)
-        if before.status is Status.READY:
+        if before.status is TaskStatus.READY:
             raise _changed(task_id)
         raise Conflict(f"{_state(before, now)}: only a READY task can be claimed")
     return task
@@ -345,9 +282,9 @@ def claim_next(
     owner, length = _owner(owner), lease_duration(duration)
     project = check_project(project)
     if project is None:
-        task = _take(conn, now, _CLAIM_NEXT, owner, length, actor)
+        task = _take(conn, now, sql.CLAIM_NEXT, owner, length, actor)
     else:
-        task = _take(conn, now, _CLAIM_NEXT_IN, owner, length, actor, in_project=project)
+        task = _take(conn, now, sql.CLAIM_NEXT_IN, owner, length, actor, in_project=project)
     if task is None:
         where = f" in project {project}" if project else ""
         raise NothingClaimable(f"no READY task to claim{where}")
@@ -367,7 +304,7 @@ def renew_lease(
     check_id(task_id)
     check_token(token)
     until = aware(now) + lease_duration(duration)
-    row = _RENEW.run(
+    row = sql.RENEW.run(
         conn,
         now,
         {"task_id": task_id, "token": token, "now": aware(now), "until": until},
@@ -394,7 +331,7 @@ def complete_task(
         check_token(token)
     note = _note(note)
     if token is not None:
-        row = _COMPLETE.run(
+        row = sql.COMPLETE.run(
             conn,
             now,
             {"task_id": task_id, "token": token, "now": aware(now)},
@@ -405,14 +342,14 @@ def complete_task(
             _refuse_holder(conn, now, task_id, token)
         return task_from_row(row)
     before = _locked(conn, task_id)
-    if before.status is Status.RUNNING:
+    if before.status is TaskStatus.RUNNING:
         raise Conflict(
             f"{_state(before, now)}: give its lease token to complete it, or release it with"
             " force first"
         )
-    elif before.status is not Status.READY:
+    elif before.status is not TaskStatus.READY:
         raise Conflict(f"task {task_id} is already {before.status}")
-    done = {**_no_lease(), "status": Status.DONE.value, "done_at": aware(now)}
+    done = {**_no_lease(), "status": TaskStatus.DONE.value, "done_at": aware(now)}
     task = _guarded_update(conn, now, before, done)
     _record(
         conn, now, actor, "task.completed", task, owner=None, token=None, by_hand=True, note=note
@@ -444,9 +381,9 @@ def complete_and_claim_next(
     params = {"task_id": task_id, "token": token, "now": aware(now), "owner": owner}
     params["until"] = until
     if project is None:
-        chain = _DONE_THEN_NEXT
+        chain = sql.DONE_THEN_NEXT
     else:
-        chain, params["in_project"] = _DONE_THEN_NEXT_IN, project
+        chain, params["in_project"] = sql.DONE_THEN_NEXT_IN, project
     done, taken = chain.run(
         conn,
         now,
@@ -479,9 +416,9 @@ def release_task(
     before = _locked(conn, task_id)
     if token is not None:
         _check_lease(before, token, now)
-    elif before.status is not Status.RUNNING:
+    elif before.status is not TaskStatus.RUNNING:
         raise Conflict(f"task {task_id} is {before.status}: there is no lease to release")
-    task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+    task = _guarded_update(conn, now, before, {**_no_lease(), "status": TaskStatus.READY.value})
     _record(
         conn,
         now,
@@ -507,14 +444,14 @@ def release_held_by(
     owner = _owner(owner)
     held = conn.execute(
         select(tasks)
-        .where(tasks.c.status == Status.RUNNING.value, tasks.c.lease_owner == owner)
+        .where(tasks.c.status == TaskStatus.RUNNING.value, tasks.c.lease_owner == owner)
         .order_by(tasks.c.id)
         .with_for_update()
     ).all()
     released: list[int] = []
     for row in held:
         before = task_from_row(row)
-        task = _guarded_update(conn, now, before, {**_no_lease(), "status": Status.READY.value})
+        task = _guarded_update(conn, now, before, {**_no_lease(), "status": TaskStatus.READY.value})
         _record(
             conn,
             now,
@@ -538,71 +475,24 @@ def cancel_task(
     check_id(task_id)
     note = _note(note)
     before = _locked(conn, task_id)
-    if before.status is Status.RUNNING:
+    if before.status is TaskStatus.RUNNING:
         raise Conflict(f"{_state(before, now)}: release it first (with its token, or forced)")
-    if before.status is not Status.READY:
+    if before.status is not TaskStatus.READY:
         raise Conflict(f"task {task_id} is already {before.status}")
-    task = _guarded_update(conn, now, before, {"status": Status.CANCELLED.value})
+    task = _guarded_update(conn, now, before, {"status": TaskStatus.CANCELLED.value})
     _record(conn, now, actor, "task.cancelled", task, note=note)
     return task
-
-
-def insert_from_schedule(
-    conn: Connection,
-    now: datetime,
-    *,
-    source: str,
-    title: str,
-    body: str,
-    priority: int,
-    project: str | None,
-    due_on: date,
-    actor: str = "jobs",
-    schedule_id: int | None = None,
-) -> int | None:
-    """The one way a schedule makes a task: `source` is UNIQUE, so a second run makes nothing.
-
-    Returns the new task's id, or None when a task with that source already exists.
-    """
-    stmt = (
-        insert_for(conn, tasks)
-        .values(
-            title=title,
-            body=body,
-            status=Status.READY.value,
-            priority=priority,
-            due_on=due_on,
-            project=project,
-            source=source,
-            created_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing(
-            index_elements=[tasks.c.source], index_where=tasks.c.source.is_not(None)
-        )
-        .returning(tasks.c.id)
-    )
-    task_id = conn.execute(stmt).scalar()
-    if task_id is not None:
-        events.record(
-            conn,
-            now,
-            actor=actor,
-            kind="task.created",
-            subject=f"task:{task_id}",
-            details={"source": source, "schedule_id": schedule_id, "due_on": due_on.isoformat()},
-        )
-    return task_id
 
 
 def insert_many_from_schedule(
     conn: Connection, now: datetime, items: list[dict[str, Any]], *, actor: str = "jobs"
 ) -> dict[str, int]:
-    """`insert_from_schedule` for many tasks in one statement (the jobs tick fires thousands).
+    """The one way a schedule makes tasks, many in one statement (the jobs tick fires
+    thousands): `source` is UNIQUE, so a second run for the same fire makes nothing.
 
-    Each item has the keyword arguments of `insert_from_schedule` (source, title, body,
-    priority, project, due_on, schedule_id). Returns {source: new task id} for the tasks
-    created; a source that already had its task is absent.
+    Each item gives source, title, body, priority, project, due_on and schedule_id.
+    Returns {source: new task id} for the tasks created; a source that already had its
+    task is absent.
     """
     if not items:
         return {}
@@ -617,7 +507,7 @@ def insert_many_from_schedule(
         {
             "title": item["title"],
             "body": item["body"],
-            "status": Status.READY.value,
+            "status": TaskStatus.READY.value,
             "priority": item["priority"],
             "due_on": item["due_on"],
             "project": item["project"],
@@ -647,104 +537,6 @@ def insert_many_from_schedule(
         ],
     )
     return created
-
-
-# --- the holder's steps, built once -------------------------------------------------------
-
-
-def _status_is(status: Status) -> Any:
-    # Written into the SQL, not bound: a prepared statement's generic plan can only use the
-    # partial indexes (ix_tasks_ready: WHERE status = 'READY') when the value is in the text.
-    return tasks.c.status == literal_column(f"'{status.value}'")
-
-
-def _next_ready(*, in_project: bool) -> Any:
-    """The next READY task: dated ones by due date, then undated ones; each by priority, age.
-
-    Two picks, the undated one only if no dated task is left, rather than one ORDER BY due
-    date NULLS LAST: each seeks straight to its first row in ix_tasks_ready. SQLite keeps
-    NULLs first in an index, so the single ordering walked past every undated READY task at
-    every claim (about 25 ms with 100,000 of them).
-    """
-
-    def pick(dated: bool) -> Any:
-        query = select(tasks.c.id).where(
-            _status_is(Status.READY),
-            tasks.c.due_on.is_not(None) if dated else tasks.c.due_on.is_(None),
-        )
-        if in_project:
-            query = query.where(tasks.c.project == bindparam("in_project"))
-        # Both in the index's own order (due_on is all NULL in the second, but PostgreSQL only
-        # takes equalities as fixing a column, so it would sort by priority, id otherwise).
-        # SKIP LOCKED: a row another claimer holds is passed over rather than waited for
-        # (SQLite renders no FOR UPDATE and needs none). LIMIT 1 is written into the SQL:
-        # with a bound limit PostgreSQL's generic plan looks dearer than planning anew, and
-        # it would plan the statement at every claim.
-        return (
-            query.order_by(tasks.c.due_on, tasks.c.priority, tasks.c.id)
-            .limit(literal_column("1"))
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-
-    return func.coalesce(pick(dated=True), pick(dated=False))
-
-
-def _claim(which: Any) -> events.Recorded:
-    """Take the READY task `which` names: RUNNING, held by :owner until :until, a new token."""
-    change = (
-        update(tasks)
-        .where(tasks.c.id == which, _status_is(Status.READY))
-        .values(
-            updated_at=bindparam("now"),
-            status=Status.RUNNING.value,
-            lease_owner=bindparam("owner"),
-            lease_until=bindparam("until"),
-            # Only ever grows: the new holder's token is greater than any a former one has.
-            lease_token=tasks.c.lease_token + 1,
-        )
-        .returning(*tasks.c)
-    )
-    return events.Recorded(
-        change, kind="task.claimed", subject="task:", after={"token": "lease_token"}
-    )
-
-
-def _held() -> Any:
-    """An UPDATE of task :task_id only while :token names its current lease."""
-    return update(tasks).where(
-        tasks.c.id == bindparam("task_id"),
-        _status_is(Status.RUNNING),
-        tasks.c.lease_token == bindparam("token"),
-    )
-
-
-_CLAIM = _claim(bindparam("task_id"))
-_CLAIM_NEXT = _claim(_next_ready(in_project=False))
-_CLAIM_NEXT_IN = _claim(_next_ready(in_project=True))
-_RENEW = events.Recorded(
-    _held().values(updated_at=bindparam("now"), lease_until=bindparam("until")).returning(*tasks.c),
-    kind="task.renewed",
-    subject="task:",
-    after={"owner": "lease_owner"},
-)
-_COMPLETE = events.Recorded(
-    _held()
-    .values(
-        updated_at=bindparam("now"),
-        status=Status.DONE.value,
-        lease_owner=None,
-        lease_until=None,
-        done_at=bindparam("now"),
-    )
-    .returning(*tasks.c),
-    kind="task.completed",
-    subject="task:",
-    before={"owner": "lease_owner"},
-    key="task_id",
-)
-_DONE_THEN_NEXT = events.Chain(_COMPLETE, _CLAIM_NEXT)
-_DONE_THEN_NEXT_IN = events.Chain(_COMPLETE, _CLAIM_NEXT_IN)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -792,7 +584,7 @@ def _take(
         now,
         {**params, "now": aware(now), "owner": owner, "until": until},
         actor=actor,
-        details=_claimed(owner, until, next_ready=claim is not _CLAIM),
+        details=_claimed(owner, until, next_ready=claim is not sql.CLAIM),
     )
     return None if row is None else task_from_row(row)
 
@@ -820,17 +612,17 @@ def _changed(task_id: int) -> Conflict:
 
 def _check_lease(task: Task, token: int, now: datetime) -> None:
     """The token must name the current lease of a RUNNING task, or the lease was lost."""
-    if task.status is Status.RUNNING and task.lease_token == token:
+    if task.status is TaskStatus.RUNNING and task.lease_token == token:
         return
     state = _state(task, now)
-    if task.status is Status.READY:
+    if task.status is TaskStatus.READY:
         state += " (its lease was released or reaped)"
     raise LeaseLost(f"lease lost: {state}; token {token} is not the current lease")
 
 
 def _state(task: Task, now: datetime) -> str:
     """The task's current state in words, for error messages (relative times: no zone needed)."""
-    if task.status is not Status.RUNNING or task.lease_until is None:
+    if task.status is not TaskStatus.RUNNING or task.lease_until is None:
         return f"task {task.id} is {task.status}"
     left = task.lease_until - aware(now)
     if left > timedelta(0):

@@ -17,8 +17,8 @@ from icalendar import Calendar, Event, vRecur
 from ondeck import __version__
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import Schedule, parse_rule
 from ondeck.core.rules import RuleError
-from ondeck.services.schedules import Schedule, parse_rule
 
 PRODID = f"-//ondeck//ondeck {__version__}//EN"
 

@@ -15,12 +15,13 @@ from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Row, Select, and_, desc, func, literal_column, or_, select, text
+from sqlalchemy import Connection, Row, Select, and_, desc, func, or_, select, text
 
 from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.core.humanize import span
+from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
 from ondeck.db.tables import backups, fires, schedules, tasks, workers
-from ondeck.services.backlog import Status, Task, task_from_row
+from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
 
 if TYPE_CHECKING:
     from ondeck.core.config import Settings
@@ -96,15 +97,6 @@ def _scope(column: Any, project: str | None) -> Any:
     return or_(column == project, column.is_(None))
 
 
-def _status_is(status: Status) -> Any:
-    """`tasks.status = 'READY'` with the value in the SQL text rather than bound: the planner
-    then knows the rows of the partial indexes ix_tasks_ready/ix_tasks_running all qualify
-    and counts from the index alone. With a bound value SQLite re-checked each row in the
-    table (15 ms to count the undated backlog at 100,000 tasks, 1 ms like this), and a
-    PostgreSQL generic plan cannot use a partial index at all."""
-    return tasks.c.status == literal_column(f"'{status.value}'")
-
-
 # Exactly the predicate of ix_schedules_due: SQLite renders `schedules.c.enabled` as
 # `enabled = 1`, which its planner does not match to the index (the jobs tick does the same).
 _SCHEDULE_LIVE_ENABLED = text("enabled AND deleted_at IS NULL")
@@ -135,7 +127,7 @@ _SHOWN = (
 
 def _live_reminders(project: str | None) -> tuple[Any, ...]:
     return (
-        schedules.c.kind == "remind",
+        schedules.c.kind == ScheduleKind.REMIND.value,
         schedules.c.deleted_at.is_(None),
         _scope(schedules.c.project, project),
     )
@@ -224,7 +216,7 @@ def _warnings(
                 f"({span(now - last_tick)} ago): schedules will not fire",
             )
         )
-    stale = (_status_is(Status.RUNNING), tasks.c.lease_until <= now)
+    stale = (status_is(TaskStatus.RUNNING), tasks.c.lease_until <= now)
     expired = conn.execute(
         select(tasks.c.id, tasks.c.lease_owner).where(*stale).order_by(tasks.c.lease_until).limit(6)
     ).all()
@@ -241,12 +233,18 @@ def _warnings(
             )
         )
     last_backup = conn.execute(
-        select(backups).where(backups.c.status != "running").order_by(desc(backups.c.id)).limit(1)
+        select(backups)
+        .where(backups.c.status != BackupStatus.RUNNING.value)
+        .order_by(desc(backups.c.id))
+        .limit(1)
     ).first()
     last_ok = conn.execute(
-        select(func.max(backups.c.finished_at)).where(backups.c.status == "ok")
+        select(func.max(backups.c.finished_at)).where(backups.c.status == BackupStatus.OK.value)
     ).scalar()
-    if last_backup is not None and last_backup.status in ("failed", "abandoned"):
+    if last_backup is not None and last_backup.status in (
+        BackupStatus.FAILED,
+        BackupStatus.ABANDONED,
+    ):
         error = _clip((last_backup.error or last_backup.status).splitlines()[0], 200)
         found.append(
             Warning(
@@ -322,21 +320,19 @@ def build_context(
     ctx.reminders += [_reminder(r, None, None) for r in pending_rows]
 
     scope = () if project is None else (_scope(tasks.c.project, project),)
-    running_where = (_status_is(Status.RUNNING),)
+    running_where = (status_is(TaskStatus.RUNNING),)
     running_rows = page(
         "running",
         select(tasks).where(*running_where, *scope).order_by(tasks.c.lease_until, tasks.c.id),
         _task_count(project, *running_where),
     )
-    due_where = (_status_is(Status.READY), tasks.c.due_on <= day)
+    due_where = (status_is(TaskStatus.READY), tasks.c.due_on <= day)
     due_rows = page(
         "due",
-        select(tasks)
-        .where(*due_where, *scope)
-        .order_by(tasks.c.due_on, tasks.c.priority, tasks.c.id),
+        select(tasks).where(*due_where, *scope).order_by(*READY_ORDER),
         _task_count(project, *due_where),
     )
-    backlog_where = (_status_is(Status.READY), tasks.c.due_on.is_(None))
+    backlog_where = (status_is(TaskStatus.READY), tasks.c.due_on.is_(None))
     backlog_rows = page(
         "backlog",
         select(tasks).where(*backlog_where, *scope).order_by(tasks.c.priority, tasks.c.id),

@@ -8,8 +8,8 @@ from typing import Any
 
 from ondeck.core.clock import iso, local
 from ondeck.core.humanize import relative, span
+from ondeck.core.models import Task
 from ondeck.entrypoints.hooks import hook_output
-from ondeck.services.backlog import Task
 from ondeck.services.context import Context, Due, Reminder, Running
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -28,33 +27,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from ondeck.core.clock import aware, iso
+from ondeck.core.clock import aware
+from ondeck.core.models import Event
 from ondeck.db.dialect import is_postgres
 from ondeck.db.tables import events
 from ondeck.db.types import Instant, Json
 
 MAX_LIMIT = 500
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Event:
-    id: int
-    at: datetime
-    actor: str
-    kind: str
-    subject: str
-    details: dict[str, Any]
-
-    def to_json(self, zone: tzinfo) -> dict[str, Any]:
-        """The event as the API and `--json` show it: `at` in the configured zone."""
-        return {
-            "id": self.id,
-            "at": iso(self.at, zone),
-            "actor": self.actor,
-            "kind": self.kind,
-            "subject": self.subject,
-            "details": self.details,
-        }
 
 
 def record(

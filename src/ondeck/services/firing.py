@@ -35,10 +35,10 @@ from sqlalchemy import Connection, Engine, bindparam, select, text, update
 from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import MissedPolicy, ScheduleKind, parse_rule
 from ondeck.db.dialect import insert_for, is_postgres
 from ondeck.db.tables import fires, schedules, tasks
 from ondeck.services import backlog, events
-from ondeck.services.schedules import parse_rule
 
 log = logging.getLogger("ondeck.firing")
 
@@ -102,7 +102,7 @@ def plan(row: Any, day: date) -> _Plan:
     start, next_due = row.start_on, row.next_due
     new_next = rule.next_after(max(day, next_due), start)
     result = _Plan(row=row, new_next=new_next)
-    if row.kind == "backup" or row.missed == "latest":
+    if row.kind == ScheduleKind.BACKUP or row.missed == MissedPolicy.LATEST:
         last = rule.last_on_or_before(day, start)
         fire_date = max(next_due, last) if last is not None else next_due
         skipped = 0
@@ -110,7 +110,7 @@ def plan(row: Any, day: date) -> _Plan:
             # next_due and every occurrence strictly between it and the fire date.
             skipped = len(due_dates(rule, start, next_due, fire_date, limit=MAX_WALK)) - 1
         result.fires.append((fire_date, skipped))
-    elif row.missed == "all":
+    elif row.missed == MissedPolicy.ALL:
         dates = due_dates(rule, start, next_due, day, limit=MAX_WALK)
         kept = dates[-MAX_BACKFILL:]
         result.fires.append((kept[0], len(dates) - len(kept)))
@@ -141,7 +141,7 @@ def _select_due(conn: Connection, day: date, batch: int, exclude: set[int]) -> l
             schedules.c.last_fired_on,
             schedules.c.last_fired_at,
         )
-        .where(_DUE, schedules.c.next_due <= day, schedules.c.kind != "backup")
+        .where(_DUE, schedules.c.next_due <= day, schedules.c.kind != ScheduleKind.BACKUP.value)
         .order_by(schedules.c.next_due, schedules.c.id)
         .limit(batch)
     )
@@ -207,7 +207,7 @@ def _record(conn: Connection, now: datetime, plans: list[_Plan], actor: str) -> 
     wanted: list[dict[str, Any]] = []
     for p in plans:
         row = p.row
-        if row.kind != "task":
+        if row.kind != ScheduleKind.TASK:
             continue
         for fire_date, _ in p.fires:
             wanted.append(
@@ -229,7 +229,7 @@ def _record(conn: Connection, now: datetime, plans: list[_Plan], actor: str) -> 
         row = p.row
         for fire_date, skipped in p.fires:
             task_id = None
-            if row.kind == "task":
+            if row.kind == ScheduleKind.TASK:
                 source = _source(row.id, fire_date)
                 task_id = created.get(source) or _existing_task(conn, source)
             rows.append(

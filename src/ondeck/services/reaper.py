@@ -22,9 +22,9 @@ from sqlalchemy import Connection, Engine, select, update
 from ondeck.core.clock import aware
 from ondeck.core.config import Settings
 from ondeck.core.durations import format_duration
+from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.services import events
-from ondeck.services.backlog import Status
 
 log = logging.getLogger("ondeck.reaper")
 
@@ -46,7 +46,7 @@ def reap_stale_leases(
     # completing or renewing right now is left alone (and is re-checked below anyway).
     candidates = conn.execute(
         select(tasks.c.id, tasks.c.lease_owner, tasks.c.lease_until, tasks.c.lease_token)
-        .where(tasks.c.status == Status.RUNNING.value, tasks.c.lease_until < cutoff)
+        .where(tasks.c.status == TaskStatus.RUNNING.value, tasks.c.lease_until < cutoff)
         .order_by(tasks.c.id)
         .with_for_update(skip_locked=True)
     ).all()
@@ -56,13 +56,13 @@ def reap_stale_leases(
             update(tasks)
             .where(
                 tasks.c.id == task_id,
-                tasks.c.status == Status.RUNNING.value,
+                tasks.c.status == TaskStatus.RUNNING.value,
                 tasks.c.lease_token == token,
                 tasks.c.lease_until == lease_until,
                 tasks.c.lease_until < cutoff,
             )
             .values(
-                status=Status.READY.value,
+                status=TaskStatus.READY.value,
                 lease_owner=None,
                 lease_until=None,
                 updated_at=aware(now),

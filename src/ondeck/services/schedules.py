@@ -8,18 +8,18 @@ creating anything is the jobs tick's job and nobody else's.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from datetime import date, datetime, tzinfo
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Row, insert, select, text, update
 
-from ondeck.core.clock import aware, iso, today
+from ondeck.core.clock import aware, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
+from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice, parse_rule
+from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
 from ondeck.core.validation import check_body, check_priority, check_project, check_title
 from ondeck.db.dialect import is_postgres
-from ondeck.db.tables import MISSED_POLICIES, SCHEDULE_KINDS, fires, schedules
+from ondeck.db.tables import fires, schedules
 from ondeck.entrypoints.jobs import WAKE_CHANNEL
 from ondeck.services import events
 
@@ -27,81 +27,12 @@ MAX_LIST = 1000
 UNSET: Any = object()
 
 
-@lru_cache(maxsize=4096)
-def parse_rule(text_: str) -> Any:
-    """A parsed rule, or `InvalidInput` (code `invalid_rule`) with the rules module's message."""
-    from ondeck.core import rules
-
-    try:
-        return rules.parse(text_)
-    except rules.RuleError as exc:
-        raise InvalidInput(str(exc), code=getattr(exc, "code", "invalid_rule")) from None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Schedule:
-    id: int
-    title: str
-    body: str
-    kind: str
-    rule: str
-    project: str | None
-    start_on: date
-    next_due: date | None
-    missed: str
-    last_fired_on: date | None
-    last_fired_at: datetime | None
-    enabled: bool
-    priority: int
-    created_at: datetime
-    updated_at: datetime
-    deleted_at: datetime | None
-
-    @property
-    def rule_text(self) -> str:
-        try:
-            return str(parse_rule(self.rule).describe())
-        except InvalidInput:
-            return f"unreadable rule {self.rule!r}"
-
-    def upcoming(self, day: date, count: int = 5) -> list[date]:
-        """The next `count` dates it will fire on, from `day` (today) on."""
-        begin = max(day, self.start_on)
-        if self.next_due is not None and self.next_due > begin:
-            begin = self.next_due  # already fired today: the next one is next_due
-        return list(parse_rule(self.rule).occurrences(self.start_on, begin, count))
-
-    def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
-        data = asdict(self)
-        del data["deleted_at"]
-        data["rule_text"] = self.rule_text
-        for key in ("start_on", "next_due", "last_fired_on"):
-            data[key] = data[key].isoformat() if data[key] else None
-        for key in ("last_fired_at", "created_at", "updated_at"):
-            data[key] = iso(data[key], zone)
-        return data
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fire:
-    id: int
-    schedule_id: int
-    fire_date: date
-    fired_at: datetime
-    task_id: int | None
-    skipped: int
-
-    def to_json(self, zone: tzinfo) -> dict[str, Any]:
-        data = asdict(self)
-        data["fire_date"] = self.fire_date.isoformat()
-        data["fired_at"] = iso(self.fired_at, zone)
-        return data
+# `list_schedules`: by next due date, none (a finished rule) last, then age.
+SCHEDULE_ORDER = (schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
 
 
 def schedule_from_row(row: Row[Any]) -> Schedule:
-    values = dict(row._mapping)
-    values["enabled"] = bool(values["enabled"])
-    return Schedule(**values)
+    return Schedule.from_values(row._mapping)
 
 
 def first_due(rule_text: str, start: date, day: date, fired_on: date | None = None) -> date:
@@ -117,16 +48,12 @@ def first_due(rule_text: str, start: date, day: date, fired_on: date | None = No
     return found
 
 
-def _check_kind(kind: str) -> str:
-    if kind not in SCHEDULE_KINDS:
-        raise InvalidInput(f"kind {kind!r}: use one of {', '.join(SCHEDULE_KINDS)}")
-    return kind
+def _check_kind(kind: str) -> ScheduleKind:
+    return choice(ScheduleKind, kind, "kind")
 
 
-def _check_missed(missed: str) -> str:
-    if missed not in MISSED_POLICIES:
-        raise InvalidInput(f"missed {missed!r}: use one of {', '.join(MISSED_POLICIES)}")
-    return missed
+def _check_missed(missed: str) -> MissedPolicy:
+    return choice(MissedPolicy, missed, "missed")
 
 
 def _subject(schedule_id: int) -> str:
@@ -156,7 +83,7 @@ def list_schedules(
     query = (
         select(schedules)
         .where(schedules.c.deleted_at.is_(None))
-        .order_by(schedules.c.next_due.is_(None), schedules.c.next_due, schedules.c.id)
+        .order_by(*SCHEDULE_ORDER)
         .limit(max(1, min(limit, MAX_LIST)))
     )
     if kind is not None:
@@ -200,12 +127,12 @@ def create_schedule(
     *,
     title: str,
     rule: str,
-    kind: str = "task",
+    kind: str = ScheduleKind.TASK,
     body: str = "",
     start_on: date | None = None,
     project: str | None = None,
     priority: int = 2,
-    missed: str = "latest",
+    missed: str = MissedPolicy.LATEST,
     actor: str = "cli",
 ) -> Schedule:
     """Validate everything first, so a refused schedule writes nothing."""

@@ -1,14 +1,18 @@
 """What the API's routers share: field types with the services' limits (so the OpenAPI
-document tells the truth), the strict date, and the error shape every 4xx uses."""
+document tells the truth), the strict date, and the error shape every 4xx uses.
+
+Statuses, kinds and policies are `core.models`' enums: the document names each as a schema
+(`TaskStatus`, `ScheduleKind`, `MissedPolicy`) listing its values."""
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.core.validation import (
     BODY_MAX,
     PRIORITY_MAX,
@@ -70,7 +74,7 @@ class TaskOut(BaseModel):
     id: int
     title: str
     body: str
-    status: Literal["READY", "RUNNING", "DONE", "CANCELLED"]
+    status: TaskStatus
     priority: int
     due_on: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
     project: str | None
@@ -89,8 +93,10 @@ class DoneAndNext(BaseModel):
     next: TaskOut | None = Field(description="The task now held; null when none was READY.")
 
 
-Kind = Literal["task", "remind", "backup"]
-Missed = Literal["latest", "all", "skip"]
+# Strict(False): a strict body takes only enum members from Python, and FastAPI validates the
+# decoded JSON as Python; the JSON text "task" must still be the member it names.
+Kind = Annotated[ScheduleKind, Strict(False)]
+Missed = Annotated[MissedPolicy, Strict(False)]
 
 
 class ScheduleOut(BaseModel):

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import MissedPolicy, Schedule, ScheduleKind
 from ondeck.core.validation import (
     BIGINT_MAX,
     PRIORITY_DEFAULT,
@@ -70,12 +71,12 @@ class ScheduleDetail(BaseModel):
 class ScheduleIn(StrictBody):
     title: Title
     rule: Rule
-    kind: Kind = "task"
+    kind: Kind = ScheduleKind.TASK
     body: Body = ""
     start_on: Day | None = Field(None, description="First possible date (default today).")
     project: Project | None = None
     priority: Priority = PRIORITY_DEFAULT
-    missed: Missed = "latest"
+    missed: Missed = MissedPolicy.LATEST
 
 
 class SchedulePatch(StrictBody):
@@ -90,7 +91,7 @@ class SchedulePatch(StrictBody):
     missed: Missed | None = None
 
 
-def _out(store: Store, schedule: schedules.Schedule) -> dict[str, Any]:
+def _out(store: Store, schedule: Schedule) -> dict[str, Any]:
     return schedule.to_json(store.now(), store.settings.zone)
 
 

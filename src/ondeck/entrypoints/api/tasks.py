@@ -13,6 +13,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import Field
 
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import OPEN, Task
 from ondeck.core.validation import (
     BIGINT_MAX,
     NOTE_MAX,
@@ -130,7 +131,7 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-def _out(store: Store, task: backlog.Task, now: Any) -> dict[str, Any]:
+def _out(store: Store, task: Task, now: Any) -> dict[str, Any]:
     return task.to_json(now, store.settings.zone)
 
 
@@ -147,7 +148,7 @@ def list_tasks(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[dict[str, Any]]:
-    statuses = backlog.parse_statuses(status) if status else backlog.OPEN
+    statuses = backlog.parse_statuses(status) if status else OPEN
     now = store.now()
     with store.read() as conn:
         found = backlog.list_tasks(

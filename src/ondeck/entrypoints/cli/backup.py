@@ -17,13 +17,14 @@ def register(app: typer.Typer) -> None:
     def backup(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Back up the database now (into ONDECK_BACKUP_DIR), verified, old files pruned."""
         from ondeck.core.errors import OndeckError
+        from ondeck.core.models import BackupStatus
         from ondeck.services import maintenance
 
         cli = cli_of(ctx)
         result = maintenance.run_backup(cli.engine, cli.settings, cli.now(), actor=cli.actor)
         if as_json:
             print_json(result.to_json(cli.settings.zone))
-        if result.status != "ok":
+        if result.status != BackupStatus.OK:
             raise OndeckError(f"backup {result.id} failed: {result.error}", code="backup_failed")
         if not as_json:
             typer.echo(f"backup {result.id}: {result.file} ({result.bytes} bytes)")

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
 
 if TYPE_CHECKING:
-    from ondeck.services.schedules import Schedule
+    from ondeck.core.models import Schedule
 
 app = typer.Typer(
     help="Schedules: recurring tasks, reminders and the backup.", no_args_is_help=True
@@ -50,12 +51,12 @@ def add(
     rule: Annotated[str, typer.Option("--rule", help=RuleHelp, show_default=False)],
     kind: Annotated[
         str, typer.Option("--kind", help="task (makes a task), remind (only told) or backup.")
-    ] = "task",
+    ] = ScheduleKind.TASK.value,
     body: Annotated[str, typer.Option("--body", help="Details for the tasks it makes.")] = "",
     start: Annotated[str | None, typer.Option("--start", help=StartHelp)] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project name.")] = None,
     priority: Annotated[int, typer.Option("--priority", help="0 (most urgent) to 9.")] = 2,
-    missed: Annotated[str, typer.Option("--missed", help=MissedHelp)] = "latest",
+    missed: Annotated[str, typer.Option("--missed", help=MissedHelp)] = MissedPolicy.LATEST.value,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a schedule; it first comes due on the first matching day from today (or --start)."""

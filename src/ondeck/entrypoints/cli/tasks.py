@@ -13,7 +13,7 @@ import typer
 from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
 
 if TYPE_CHECKING:
-    from ondeck.services.backlog import Task
+    from ondeck.core.models import Task
 
 app = typer.Typer(help="The backlog: tasks and their leases.", no_args_is_help=True)
 
@@ -102,10 +102,11 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List tasks by due date (undated last), then priority, then age."""
+    from ondeck.core.models import OPEN
     from ondeck.services import backlog
 
     cli = cli_of(ctx)
-    statuses = backlog.parse_statuses(status) if status else backlog.OPEN
+    statuses = backlog.parse_statuses(status) if status else OPEN
     before = _day(due_before, "--due-before date")
     now = cli.now()
     with cli.read() as conn:

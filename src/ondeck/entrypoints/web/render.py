@@ -22,10 +22,10 @@ from ondeck import __version__
 from ondeck.core.clock import iso, local, today
 from ondeck.core.errors import OndeckError
 from ondeck.core.humanize import relative, span
+from ondeck.core.models import Task
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.api.deps import Store
 from ondeck.entrypoints.web import auth
-from ondeck.services.backlog import Task
 from ondeck.services.context import Running
 from ondeck.services.context import running_state as running_view
 

@@ -20,10 +20,10 @@ from starlette.responses import Response
 from ondeck.core.clock import iso, today
 from ondeck.core.errors import InvalidInput
 from ondeck.core.humanize import span
+from ondeck.core.models import MissedPolicy, Schedule, ScheduleKind
 from ondeck.core.rulecheck import check_rule
 from ondeck.core.rules import MAX_LENGTH
 from ondeck.core.validation import PRIORITY_DEFAULT, parse_date, parse_priority
-from ondeck.db.tables import MISSED_POLICIES, SCHEDULE_KINDS
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import (
     FormError,
@@ -40,11 +40,13 @@ from ondeck.entrypoints.web.render import (
 )
 from ondeck.services import events, schedules, workers
 from ondeck.services.context import JOBS_SILENT_TICKS
-from ondeck.services.schedules import Schedule
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
 RULE_HINT = "daily, weekly:MON,THU, monthly:1,15,last or every:3"
+# The form's choices and the list's filter, as the words the form sends.
+KINDS = tuple(kind.value for kind in ScheduleKind)
+MISSED_POLICIES = tuple(policy.value for policy in MissedPolicy)
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
 Text = Annotated[str, Form()]
@@ -76,7 +78,11 @@ class Jobs:
         return cls(last_tick=last, alive=alive, within=within)
 
 
-_WHAT = {"task": "will be created", "remind": "will fire", "backup": "will run"}
+_WHAT = {
+    ScheduleKind.TASK: "will be created",
+    ScheduleKind.REMIND: "will fire",
+    ScheduleKind.BACKUP: "will run",
+}
 
 
 def due_state(schedule: Schedule, day: date, jobs: Jobs, zone: Any) -> str | None:
@@ -107,12 +113,12 @@ def _rows(items: list[Schedule], day: date, jobs: Jobs, zone: Any) -> list[tuple
 def _empty_form() -> dict[str, str]:
     return {
         "title": "",
-        "kind": "task",
+        "kind": ScheduleKind.TASK.value,
         "rule": "",
         "start_on": "",
         "project": "",
         "priority": str(PRIORITY_DEFAULT),
-        "missed": "latest",
+        "missed": MissedPolicy.LATEST.value,
         "body": "",
     }
 
@@ -120,12 +126,12 @@ def _empty_form() -> dict[str, str]:
 def _schedule_form(s: Schedule) -> dict[str, str]:
     return {
         "title": s.title,
-        "kind": s.kind,
+        "kind": s.kind.value,
         "rule": s.rule,
         "start_on": s.start_on.isoformat(),
         "project": s.project or "",
         "priority": str(s.priority),
-        "missed": s.missed,
+        "missed": s.missed.value,
         "body": s.body,
     }
 
@@ -137,7 +143,7 @@ def _start(text: str) -> date | None:
 def _form_context(form: dict[str, str], preview_from: date) -> dict[str, Any]:
     return {
         "form": form,
-        "kinds": SCHEDULE_KINDS,
+        "kinds": KINDS,
         "missed_policies": MISSED_POLICIES,
         "rule_max": MAX_LENGTH,
         "preview": _preview(form["rule"], form["start_on"], preview_from) if form["rule"] else None,
@@ -188,7 +194,7 @@ def schedules_page(
     kind: Annotated[str, Query(max_length=16)] = "",
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> Response:
-    if kind not in SCHEDULE_KINDS:
+    if kind not in KINDS:
         kind = ""
     return _list_page(request, kind=kind, page=page)
 
@@ -270,12 +276,12 @@ def schedule_page(request: Request, schedule_id: Id) -> Response:
 def add_schedule(
     request: Request,
     title: Text = "",
-    kind: Text = "task",
+    kind: Text = ScheduleKind.TASK.value,
     rule: Text = "",
     start_on: Text = "",
     project: Text = "",
     priority: Text = "",
-    missed: Text = "latest",
+    missed: Text = MissedPolicy.LATEST.value,
     body: Text = "",
     next: Next = "/schedules",
 ) -> Response:
@@ -326,7 +332,7 @@ def edit_schedule(
     start_on: Text = "",
     project: Text = "",
     priority: Text = "",
-    missed: Text = "latest",
+    missed: Text = MissedPolicy.LATEST.value,
     body: Text = "",
 ) -> Response:
     store = store_of(request)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from starlette.responses import Response
 
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import OPEN, Task, TaskStatus
 from ondeck.core.validation import PRIORITY_DEFAULT, parse_date, parse_priority
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import (
@@ -30,20 +31,19 @@ from ondeck.entrypoints.web.render import (
     store_of,
 )
 from ondeck.services import backlog, events
-from ondeck.services.backlog import Status, Task
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
-STATUS_CHOICES = ("open", "READY", "RUNNING", "DONE", "CANCELLED", "all")
+STATUS_CHOICES = ("open", *(status.value for status in TaskStatus), "all")
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
 Text = Annotated[str, Form()]
 Next = Annotated[str, Form()]
 
 
-def _statuses(choice: str) -> tuple[Status, ...] | None:
+def _statuses(choice: str) -> tuple[TaskStatus, ...] | None:
     if choice == "open":
-        return backlog.OPEN
+        return OPEN
     return backlog.parse_statuses(choice)
 
 
