@@ -126,6 +126,9 @@ def _sqlite(database: str) -> BareDb | None:
         # The file is already in WAL mode (the engine that created it set it: it persists).
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
+        from ondeck.db import textpairs  # the full-text triggers of migration 0004 call it
+
+        textpairs.install(connection)
     return BareDb(connection, "sqlite")
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import (
     text,
 )
 
+from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.types import Id, Instant, Json
 
@@ -43,14 +44,15 @@ metadata = MetaData(
 )
 
 
-def _in(column: str, values: type[StrEnum]) -> str:
+def _in(column: str, values: type[StrEnum] | tuple[str, ...]) -> str:
     """`status IN ('READY', 'RUNNING', …)`: the enum's values in their declared order.
 
     Migration 0001 wrote these CHECKs out in full and is released: the text built here must
     stay exactly that (tests/integration/test_migrations.py compares them), so a new value
     needs a new migration as well as a new member.
     """
-    return f"{column} IN ({', '.join(repr(member.value) for member in values)})"
+    # (A tuple of plain words too: the sessions' statuses have no enum yet.)
+    return f"{column} IN ({', '.join(repr(str(member)) for member in values)})"
 
 
 def _is(column: str, value: StrEnum) -> str:
@@ -332,3 +334,104 @@ hook_receipts = Table(
     Column("kind", String(16), nullable=False),
     Column("at", Instant, nullable=False),
 )
+
+
+# --- memory: notes and handoffs (issue 15) ------------------------------------------------
+
+_NOTE_ACTIVE = "status = 'active'"
+
+notes = Table(
+    "notes",
+    metadata,
+    # What a session should know that is not a task (core/memory.py). Events (`note:<id>`)
+    # hold every change, with the texts it replaced; this row is the current state.
+    Column("id", Id, primary_key=True),
+    # Sides are hard partitions. NULL: no sides are configured (one pool), or the note came
+    # from an unclassified session (shown to nobody but a person asking for the inbox).
+    Column("side", String(64)),
+    # NULL: the whole side.
+    Column("project", String(64)),
+    Column("kind", String(16), nullable=False, server_default="note"),
+    Column("text", Text, nullable=False),
+    Column("pinned", Boolean, nullable=False, server_default=text("false")),
+    Column("status", String(16), nullable=False, server_default="active"),
+    # Why it is wrong (or expired): the words of whoever said so.
+    Column("status_reason", Text),
+    Column("status_at", Instant),
+    # The note this one replaces, and (on the replaced one) the note that replaced it. Kept
+    # SET NULL if the other is deleted: the status still says it was superseded.
+    Column("supersedes", Id, ForeignKey("notes.id", ondelete="SET NULL")),
+    Column("superseded_by", Id, ForeignKey("notes.id", ondelete="SET NULL")),
+    # A calendar date in the configured zone: from the day after, the note is expired.
+    Column("expires_on", Date),
+    # `person`, `agent:<session id>` or `hook`.
+    Column("origin", String(220), nullable=False),
+    Column("session_id", Id, ForeignKey("sessions.id")),
+    # Where a handoff was written: the brief says what changed in git since.
+    Column("git_root", Text),
+    Column("branch", String(255)),
+    Column("head", String(64)),
+    # Secrets and private spans the scrubber took out of the text before it was stored.
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    CheckConstraint(_in("kind", NoteKind), name="kind"),
+    CheckConstraint(_in("status", NoteStatus), name="status"),
+    CheckConstraint("length(text) BETWEEN 1 AND 8000", name="text_length"),
+    CheckConstraint("origin IN ('person', 'hook') OR origin LIKE 'agent:%'", name="origin"),
+    # A handoff is a session's own words: it always names its session.
+    CheckConstraint("kind <> 'handoff' OR session_id IS NOT NULL", name="handoff_has_session"),
+    CheckConstraint("supersedes IS NULL OR supersedes <> id", name="not_itself"),
+    CheckConstraint(
+        "status IN ('wrong', 'expired') OR status_reason IS NULL", name="reason_when_not_true"
+    ),
+    CheckConstraint("redactions >= 0", name="redactions"),
+    # One handoff per session: writing it again replaces it.
+    Index(
+        "uq_notes_handoff_session",
+        "session_id",
+        unique=True,
+        sqlite_where=text("kind = 'handoff'"),
+        postgresql_where=text("kind = 'handoff'"),
+    ),
+    # A note is replaced once: a second supersede of it is refused by the store too.
+    Index(
+        "uq_notes_supersedes",
+        "supersedes",
+        unique=True,
+        sqlite_where=text("supersedes IS NOT NULL"),
+        postgresql_where=text("supersedes IS NOT NULL"),
+    ),
+    # The brief's latest handoff of a project (services/brief.py), newest first.
+    Index(
+        "ix_notes_handoffs",
+        "side",
+        "project",
+        "id",
+        sqlite_where=text("kind = 'handoff'"),
+        postgresql_where=text("kind = 'handoff'"),
+    ),
+    # The brief's pinned notes of a project and of the side.
+    Index(
+        "ix_notes_pinned",
+        "side",
+        "project",
+        "id",
+        sqlite_where=text(f"pinned AND {_NOTE_ACTIVE}"),
+        postgresql_where=text(f"pinned AND {_NOTE_ACTIVE}"),
+    ),
+    # The jobs tick's expiry step: active notes by the date they expire.
+    Index(
+        "ix_notes_expiry",
+        "expires_on",
+        sqlite_where=text(f"{_NOTE_ACTIVE} AND expires_on IS NOT NULL"),
+        postgresql_where=text(f"{_NOTE_ACTIVE} AND expires_on IS NOT NULL"),
+    ),
+    # `note list` by side and project, newest first; the session page's notes.
+    Index("ix_notes_side_project", "side", "project", "id"),
+    Index("ix_notes_session_id", "session_id"),
+)
+
+# Recall's tasks are those of projects whose sessions live in the side asked for, and in no
+# other: services/recall.py asks this index, per matching task, which sides a project has.
+Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)

@@ -62,6 +62,9 @@ def default_steps() -> list[tuple[str, Step]]:
     from ondeck.services.sessions import sessions_step
 
     steps.append(("sessions", sessions_step))
+    from ondeck.services.notes import notes_step
+
+    steps.append(("notes", notes_step))
     return steps
 
 

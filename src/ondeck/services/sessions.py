@@ -457,6 +457,10 @@ def move_session(
     ).first()
     if row is None:
         raise Conflict(f"session {before.id} changed while this request ran; nothing was changed")
+    from ondeck.services.notes import follow_session
+
+    # Its handoff and notes live where it does.
+    follow_session(conn, now, before.id, side=new_side, project=new_project, actor=actor)
     event_log.record(
         conn,
         now,

@@ -35,6 +35,7 @@ def _register() -> None:
         db,
         hooks,
         mcp,
+        notes,
         rules,
         schedules,
         server,
@@ -50,6 +51,7 @@ def _register() -> None:
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
+    notes.register(app)
 
 
 _register()
