@@ -430,6 +430,9 @@ notes = Table(
     # `note list` by side and project, newest first; the session page's notes.
     Index("ix_notes_side_project", "side", "project", "id"),
     Index("ix_notes_session_id", "session_id"),
+    # Ids are never reused after a delete (SQLite would reuse the highest): the events of a
+    # deleted note must never read as another note's history.
+    sqlite_autoincrement=True,
 )
 
 # Recall's tasks are those of projects whose sessions live in the side asked for, and in no

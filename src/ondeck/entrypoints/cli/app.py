@@ -36,6 +36,7 @@ def _register() -> None:
         hooks,
         mcp,
         notes,
+        recall,
         rules,
         schedules,
         server,
@@ -52,6 +53,7 @@ def _register() -> None:
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
     notes.register(app)
+    recall.register(app)
 
 
 _register()

@@ -163,9 +163,10 @@ def add(
             session_id=session_id,
             actor=cli.actor,
         )
-    where = note.project or "the whole side"
-    side_text = f" ({note.side})" if note.side else ""
-    _show(cli, note, as_json, f"added {note.kind.value} {note.id} for {where}{side_text}")
+    where = f"project {note.project}" if note.project else "no project"
+    if note.side:
+        where = f"side {note.side}, " + (where if note.project else "the whole side")
+    _show(cli, note, as_json, f"added {note.kind.value} {note.id} ({where})")
 
 
 @app.command("list")

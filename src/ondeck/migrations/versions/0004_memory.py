@@ -184,6 +184,7 @@ def upgrade() -> None:
             ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_notes")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("notes", schema=None) as batch_op:
         batch_op.create_index(
