@@ -220,7 +220,7 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     read the whole table): its plan names the trigram machinery, for both term lengths."""
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from ondeck.services.recall import _matching, _SOURCES
+    from ondeck.services.recall import _SOURCES, _matching
 
     for name, source in _SOURCES.items():
         clauses = _matching(engine.dialect.name, source, [term])
