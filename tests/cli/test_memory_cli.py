@@ -167,3 +167,61 @@ def test_handoff_is_written_for_the_session_with_the_head_it_was_written_at(
     assert again["id"] == first["id"] and again["text"] == "next: recall"
     code, out, _ = ondeck("handoff", "once more", "--session", "abcdef12", cwd=repo)
     assert code == 0 and out.startswith("replaced the handoff of session")
+
+
+def test_the_session_start_hook_briefs_the_next_session_of_the_project(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Real hooks in a real repository: a session writes its handoff, ends; a commit lands;
+    the next session's start hook shows the handoff, its age, HEAD and the commit on top,
+    within the 9,000 characters."""
+    import os
+
+    from support.hooks import commit_file, git, payload, run_hook
+    from support.pg import free_port
+
+    repo = new_repo(tmp_path / "api", commits=2)
+    env = {
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_PORT": str(free_port()),  # no server: the hook reads the database
+        "ONDECK_TZ": "UTC",
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+    }
+    first = payload("start", session_id="first-session-0001", cwd=str(repo))
+    done = run_hook("session-start", first, env)
+    assert done.returncode == 0, done.stderr
+    code = subprocess_ondeck(
+        ["handoff", "next: finish the brief", "--session", "first-session-0001"], env, repo
+    )
+    assert code.returncode == 0, code.stderr
+    ended = payload("end", session_id="first-session-0001", cwd=str(repo))
+    assert run_hook("session-end", ended, env).returncode == 0
+    commit_file(repo, "brief.py", "x", "add the brief")
+    second = payload("start", session_id="second-session-0002", cwd=str(repo))
+    done = run_hook("session-start", second, env)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout) < 9_000
+    text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    head = git(repo, "rev-parse", "HEAD~1")
+    assert "## Memory" in text and "next: finish the brief" in text
+    assert f"at main {head[:12]}" in text and "1 commit(s) on top" in text
+    assert "add the brief" in text
+    assert "This session: session 2 (second-session-0002)" in text
+    assert os.environ.get("ONDECK_DATABASE_URL") != db_url
+
+
+def subprocess_ondeck(args: list[str], env: dict[str, str], cwd: Path):  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+
+    from support.hooks import ONDECK
+
+    return subprocess.run(
+        [ONDECK, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        cwd=cwd,
+        check=False,
+    )

@@ -159,3 +159,66 @@ def changed_paths(root: str, start: str, deadline: Deadline) -> Listing:
         return Listing(items=None, note=f"files not read: {exc}")
     paths = sorted({p for p in (tracked + "\0" + untracked).split("\0") if p})
     return Listing(items=paths, total=len(paths))
+
+
+# --- what changed since a handoff (the brief, issue 15) ----------------------------------
+
+DRIFT_SUBJECTS = 5
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Drift:
+    """Where `cwd`'s repository is now against a commit a handoff was written at."""
+
+    head: str | None = None  # HEAD now
+    branch: str | None = None  # the branch now (None: detached, or not read)
+    descendant: bool | None = None  # HEAD has the commit in its history (None: not known)
+    ahead: int | None = None  # commits on top of it (when a descendant)
+    subjects: list[tuple[str, str]] = field(default_factory=list)  # the newest, (sha, subject)
+    note: str | None = None  # why something was not read
+
+
+def drift(cwd: str | None, since: str, deadline: Deadline) -> Drift:
+    """What changed in `cwd`'s repository since commit `since`: commits on top, or that HEAD
+    does not descend from it (a rewritten branch, another branch, a commit not here)."""
+    repo = read_repo(cwd, deadline)
+    if repo.root is None:
+        return Drift(note="not read: the working directory is not in a git repository")
+    if repo.head is None:
+        return Drift(branch=repo.branch, note="not read: the repository has no commit yet")
+    if repo.head.startswith(since) or since.startswith(repo.head):
+        return Drift(head=repo.head, branch=repo.branch, descendant=True, ahead=0)
+    left = deadline.left()
+    if left <= 0:
+        return Drift(head=repo.head, branch=repo.branch, note="not read: out of time")
+    try:
+        done = subprocess.run(
+            ["git", "-C", repo.root, "merge-base", "--is-ancestor", since, repo.head],
+            capture_output=True,
+            timeout=left,
+            env={**os.environ, **_ENV_EXTRA},
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (subprocess.TimeoutExpired, OSError):
+        return Drift(head=repo.head, branch=repo.branch, note="not read: git did not answer")
+    if done.returncode == 1:
+        return Drift(head=repo.head, branch=repo.branch, descendant=False)
+    if done.returncode != 0:
+        # 128: the commit is not in this repository (rewritten and collected, or never here).
+        return Drift(
+            head=repo.head,
+            branch=repo.branch,
+            descendant=False,
+            note=f"commit {since[:12]} is not in this repository",
+        )
+    log = commits_between(repo.root, since, repo.head, deadline)
+    if log.items is None:
+        return Drift(head=repo.head, branch=repo.branch, descendant=True, note=log.note)
+    return Drift(
+        head=repo.head,
+        branch=repo.branch,
+        descendant=True,
+        ahead=log.total,
+        subjects=[(sha, subject) for sha, subject in log.items[:DRIFT_SUBJECTS]],  # type: ignore[misc]
+    )

@@ -337,6 +337,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     now = clock.now()
     notes: list[str] = []
     project = None
+    place: dict[str, Any] = {"side": None, "unclassified": False}
     delivery = Delivery(config)
     try:
         record = None
@@ -347,6 +348,10 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         if record is not None:
             classification = record["classification"]
             project = classification["project"]["value"]
+            place = {
+                "side": classification["side"]["value"],
+                "unclassified": classification["unclassified"],
+            }
             result = _send_start(delivery, record, now, notes)
             if classification["unclassified"]:
                 number = result["session"]["id"] if result else None
@@ -354,25 +359,62 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         else:
             _, classification_ = observe(payload.get("cwd"), config)
             project = classification_.project.value
+            place = {
+                "side": classification_.side.value,
+                "unclassified": classification_.unclassified,
+            }
+        brief = _brief_of(payload, config, project, place)
         markdown = None
         if delivery.server_ok is not False:
-            markdown = _context_from_server(config, project)
+            markdown = _context_from_server(config, project, brief)
         source = config.local_url
         if markdown is None:
             markdown, source = (
-                _context_from_database(delivery, config, project, now),
+                _context_from_database(delivery, config, project, now, brief),
                 "the database",
             )
         _debug(f"session context from {source}")
     finally:
         delivery.close()
-    if notes:
-        markdown = (
-            markdown.rstrip("\n")
-            + "\n\n## This session\n"
-            + "".join(f"- {note}\n" for note in notes)
-        )
-    return markdown
+    return _with_notes(markdown, notes)
+
+
+def _brief_of(
+    payload: dict[str, Any], config: HookConfig, project: str | None, place: dict[str, Any]
+) -> dict[str, Any]:
+    """What the brief needs to know of this session (services/brief.BriefRequest)."""
+    session = payload.get("session_id")
+    source = payload.get("source")
+    cwd = payload.get("cwd")
+    return {
+        "sides_on": bool(config.sides),
+        "side": place["side"],
+        "project": project,
+        "unclassified": bool(place["unclassified"]),
+        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        "cwd": cwd if isinstance(cwd, str) and cwd and "\x00" not in cwd else None,
+    }
+
+
+def _with_notes(markdown: str, notes: list[str]) -> str:
+    """The context and the hook's notes about this session, within the hook's 9,000
+    characters (the context left them their room: services/brief_render.HOOK_NOTES_ROOM)."""
+    if not notes:
+        return markdown
+    from ondeck.services.brief_render import HOOK_OUTPUT_MAX, HOOK_WRAPPER, total
+
+    lines = [*markdown.rstrip("\n").split("\n"), "", "## This session"]
+    room = HOOK_OUTPUT_MAX - HOOK_WRAPPER - total(lines)
+    for note in notes:
+        line = f"- {note}"
+        while line and total([line]) > room:
+            line = line[: max(len(line) // 2, 0)].rstrip() + "…" if len(line) > 40 else ""
+        if not line:
+            break
+        lines.append(line)
+        room -= total([line])
+    return "\n".join(lines) + "\n"
 
 
 def _send_start(
@@ -397,7 +439,9 @@ def _unclassified_note(reason: str, number: int | None) -> str:
     )
 
 
-def _context_from_server(config: HookConfig, project: str | None) -> str | None:
+def _context_from_server(
+    config: HookConfig, project: str | None, brief: dict[str, Any]
+) -> str | None:
     """Ask the running server, whose imports and connections are already warm.
 
     Used only when the server answers for the same database this hook is configured for
@@ -407,9 +451,15 @@ def _context_from_server(config: HookConfig, project: str | None) -> str | None:
 
     from ondeck.entrypoints.hook_http import HttpError, request
 
-    query = urllib.parse.urlencode(
-        {"format": "markdown", **({"project": project} if project else {})}
-    )
+    asked: dict[str, Any] = {"format": "markdown", "brief": "true"}
+    if project:
+        asked["project"] = project
+    for key in ("side", "source", "session", "cwd"):
+        if brief.get(key):
+            asked[key] = brief[key]
+    if brief.get("unclassified"):
+        asked["unclassified"] = "true"
+    query = urllib.parse.urlencode(asked)
     headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
     try:
         status, found, body = request(
@@ -427,9 +477,14 @@ def _context_from_server(config: HookConfig, project: str | None) -> str | None:
 
 
 def _context_from_database(
-    delivery: Delivery, config: HookConfig, project: str | None, now: datetime
+    delivery: Delivery,
+    config: HookConfig,
+    project: str | None,
+    now: datetime,
+    brief: dict[str, Any],
 ) -> str:
     from ondeck.db.engine import reading
+    from ondeck.services.brief import BriefRequest
     from ondeck.services.context import build_context
     from ondeck.services.context_render import to_markdown
     from ondeck.services.sessions import context_warnings
@@ -443,6 +498,7 @@ def _context_from_database(
             lease_grace=config.lease_grace,
             tick_seconds=config.tick_seconds,
             extra_warnings=context_warnings(conn, now, config),
+            brief=BriefRequest(**brief),
         )
     return to_markdown(ctx, config.zone)
 

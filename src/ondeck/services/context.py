@@ -21,6 +21,7 @@ from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.core.humanize import span
 from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
 from ondeck.db.tables import backups, fires, schedules, tasks, workers
+from ondeck.services.brief import Brief, BriefRequest, build_brief
 from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class Context:
     # How many of each list were left out to stay within the budget.
     omitted: dict[str, int] = field(default_factory=dict)
     budget: int = DEFAULT_BUDGET
+    # What the session should know that is not a task (services/brief.py), when asked.
+    brief: Brief | None = None
 
 
 @lru_cache(maxsize=1024)
@@ -284,6 +287,7 @@ def build_context(
     tick_seconds: float = 60.0,
     char_budget: int = DEFAULT_CHARS,
     extra_warnings: Sequence[tuple[str, str]] = (),
+    brief: BriefRequest | None = None,
 ) -> Context:
     now = aware(now)
     day = today(now, zone)
@@ -355,6 +359,9 @@ def build_context(
         if left_out > 0:
             ctx.omitted[name] = left_out
     _fit_characters(ctx, zone, char_budget)
+    if brief is not None:
+        ctx.brief = build_brief(conn, now, brief, day)
+        _fit_for_hook(ctx, zone)
     return ctx
 
 
@@ -366,6 +373,7 @@ def context_for(
     budget: int = DEFAULT_BUDGET,
     *,
     char_budget: int = DEFAULT_CHARS,
+    brief: BriefRequest | None = None,
 ) -> Context:
     """`build_context` with the configured zone, lease grace and tick, and the session
     records' warnings (unclassified sessions, a stuck spool): what entry points call."""
@@ -381,6 +389,7 @@ def context_for(
         tick_seconds=settings.tick_seconds,
         char_budget=char_budget,
         extra_warnings=context_warnings(conn, now, settings),
+        brief=brief,
     )
 
 
@@ -410,3 +419,13 @@ def _fit_characters(ctx: Context, zone: tzinfo, limit: int) -> None:
     from ondeck.services.context_render import fit_markdown
 
     fit_markdown(ctx, zone, limit, ("backlog", "due", "running", "reminders"))
+
+
+def _fit_for_hook(ctx: Context, zone: tzinfo) -> None:
+    """With a brief, the hook's whole output must stay under 9,000 characters: leave the
+    brief its minimum room, counting what the hook's JSON spends (services/brief_render)."""
+    from ondeck.services import brief_render as b
+    from ondeck.services.context_render import fit_markdown
+
+    limit = b.HOOK_OUTPUT_MAX - b.HOOK_WRAPPER - b.HOOK_NOTES_ROOM - b.BRIEF_MIN
+    fit_markdown(ctx, zone, limit, ("backlog", "due", "running", "reminders"), measure=b.cost)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import Any
 
@@ -10,6 +11,7 @@ from ondeck.core.clock import iso, local
 from ondeck.core.humanize import relative, span
 from ondeck.core.models import Task
 from ondeck.entrypoints.hooks import hook_output
+from ondeck.services import brief_render
 from ondeck.services.context import Context, Due, Reminder, Running
 
 
@@ -86,10 +88,22 @@ def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
 
 
 def to_markdown(ctx: Context, zone: tzinfo) -> str:
-    return "\n".join(_lines(ctx, _item_lines(ctx, zone))) + "\n"
+    lines = _lines(ctx, _item_lines(ctx, zone))
+    if ctx.brief is not None:
+        # The brief takes what is left of the hook's 9,000 characters (brief_render).
+        b = brief_render
+        room = b.HOOK_OUTPUT_MAX - b.HOOK_WRAPPER - b.HOOK_NOTES_ROOM - b.total(lines)
+        lines += b.brief_lines(ctx.brief, room)
+    return "\n".join(lines) + "\n"
 
 
-def fit_markdown(ctx: Context, zone: tzinfo, limit: int, order: tuple[str, ...]) -> None:
+def fit_markdown(
+    ctx: Context,
+    zone: tzinfo,
+    limit: int,
+    order: tuple[str, ...],
+    measure: Callable[[str], int] | None = None,
+) -> None:
     """Drop items from the end of the lists, taken in `order`, one at a time, until
     `to_markdown(ctx, zone)` is at most `limit` characters; count each in `ctx.omitted`.
 
@@ -99,7 +113,10 @@ def fit_markdown(ctx: Context, zone: tzinfo, limit: int, order: tuple[str, ...])
     items = _item_lines(ctx, zone)
     while True:
         lines = _lines(ctx, items)
-        if sum(map(len, lines)) + len(lines) <= limit:  # the joined length, final newline included
+        # The joined length, final newline included; or what `measure` says a line and its
+        # line break cost (the hook's JSON: brief_render.cost).
+        size = sum(map(len, lines)) + len(lines) if measure is None else sum(map(measure, lines))
+        if size <= limit:
             return
         name = next((name for name in order if items[name]), None)
         if name is None:
@@ -146,6 +163,7 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
         },
         "omitted": dict(ctx.omitted),
         "budget": ctx.budget,
+        **({"brief": brief_render.to_json(ctx.brief, zone)} if ctx.brief is not None else {}),
     }
 
 

@@ -36,10 +36,52 @@ def get_context(
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     format: Annotated[Format, Query()] = Format.json,
     budget: Annotated[int, Query(ge=1, le=500)] = 20,
+    brief: Annotated[
+        bool, Query(description="Add the brief: handoff, pinned notes, recent sessions.")
+    ] = False,
+    side: Annotated[
+        str | None,
+        Query(pattern=PROJECT_PATTERN, description="The session's side (the brief's notes)."),
+    ] = None,
+    unclassified: Annotated[
+        bool, Query(description="The session is unclassified: the brief shows no memory.")
+    ] = False,
+    source: Annotated[
+        str | None,
+        Query(pattern=r"^[a-z_]{1,16}$", description="How the session started: startup, …"),
+    ] = None,
+    session: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="The session's own id.")
+    ] = None,
+    cwd: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=4000,
+            description="The session's directory on this machine: the handoff's git drift.",
+        ),
+    ] = None,
 ) -> Any:
+    from ondeck.services.brief import BriefRequest
+
     settings = store.settings
+    request = None
+    if side is not None and side not in settings.sides:
+        from ondeck.core.errors import InvalidInput
+
+        raise InvalidInput(f"side {side!r} is not configured")
+    if brief:
+        request = BriefRequest(
+            sides_on=bool(settings.sides),
+            side=side,
+            project=project,
+            unclassified=unclassified,
+            source=source,
+            session=session,
+            cwd=cwd if cwd and "\x00" not in cwd else None,
+        )
     with store.read() as conn:
-        ctx = context_for(conn, store.now(), settings, project, budget)
+        ctx = context_for(conn, store.now(), settings, project, budget, brief=request)
     if format is Format.markdown:
         return PlainTextResponse(to_markdown(ctx, settings.zone), media_type="text/markdown")
     if format is Format.hook:
