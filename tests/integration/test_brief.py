@@ -234,7 +234,7 @@ def test_the_hook_output_stays_under_9000_characters_whatever_is_stored(engine: 
         "more pinned note(s) left out: `ondeck note list --pinned --project api --side work`"
         in text
     )
-    assert "### Handoff" in text and f"`ondeck note show" in text
+    assert "### Handoff" in text and "`ondeck note show" in text
     # The brief's JSON for programs is not cut: it lists what the queries found.
     data = to_json(ctx, UTC)["brief"]
     assert data["pinned_total"] == 1_000 and len(data["recent_sessions"]) == 3
