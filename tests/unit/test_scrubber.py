@@ -305,6 +305,7 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "run `login <password>` and more",
             "Vec<Password> = load()",
             "if len(password)>8:",
+            'password = "CHANGE_ME"',
         ],
     ),
     "secret": (
@@ -354,6 +355,9 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "token=self.token",
             'after={"token": "lease_token"}',
             "# Fencing token: only grows",
+            '_DEFAULT_TOKEN = "_sa_default"',
+            'metavalue_token = "NULL"',
+            "connect(\n    host=host,\n    token=tok,\n    auth_token=handle)",
             "List<Token>tokens",
         ],
     ),

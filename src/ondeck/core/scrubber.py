@@ -21,8 +21,8 @@ same characters) and each scan from a start is bounded by a delimiter, so a host
 costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
 ones).
 
-High entropy (the last row) is a run of at least 32 characters of the base64 alphabets
-(A–Z a–z 0–9 + / _ -, `=` padding) that
+High entropy (the last row) is a run of the base64 alphabets (A–Z a–z 0–9 + / _ -, `=`
+padding), at least 30 characters from a letter or digit to a letter or digit, that
 - mixes upper case, lower case and digits: hex (git SHAs, digests, UUIDs) has no upper
   and lower case together, and is too common in an agent's text to redact at 4 bits a
   character; words and paths rarely hold all three;
@@ -34,8 +34,8 @@ High entropy (the last row) is a run of at least 32 characters of the base64 alp
   judged by what it says (redacted only if that text holds a secret).
 A run split by `/`, `_` or `-` into two or more word-like parts (a path such as
 `com/python/cpython/blob/…`, `Cryptography_HAS_TLSv1_3`) is judged part by part.
-Random tokens of 32 characters miss these bounds about 1 time in 150 (40 characters:
-1 in 400); secrets with a known shape or a key name are caught by the rows above it.
+Random tokens of 32 to 40 characters miss these bounds about 1 time in 100 (64: 1 in 400);
+secrets with a known shape or a key name are caught by the rows above it.
 """
 
 from __future__ import annotations
@@ -143,9 +143,12 @@ def _squash(text: str) -> str:
 
 def _placeholder(value: str, names: Sequence[str]) -> bool:
     """Short, templated (`${X}`, `<password>`, `{token}`), masked (`****`), already redacted,
-    or a name rather than a value: the key's own (`password=password`, `"Password"`) or
-    one that holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
+    or a name rather than a value: a snake_case or upper-case word (`"_sa_default"`,
+    `"NULL"`, `"CHANGE_ME"`), the key's own (`password=password`, `"Password"`) or one that
+    holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
     if len(value.strip()) < 4 or value.startswith(_PLACEHOLDER_START) or set(value) <= _MASK:
+        return True
+    if _LETTERS.fullmatch(value) and ("_" in value or value.isupper()):
         return True
     squashed = _squash(value)
     if any(squashed == _squash(name) for name in names):
@@ -195,11 +198,10 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     if _LETTERS.fullmatch(value):
         # A plain word is a secret where configuration is written (`password = letmein` at
         # the start of a line, `--password letmein`); elsewhere it is prose ("the token:
-        # only") or a variable (`f(token=tok)`), as is a snake_case name anywhere.
+        # only") or a variable (`f(token=tok)`, also when the call spans lines).
         line = text.rfind("\n", 0, key_start) + 1
-        if "_" in value or not (
-            key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
-        ):
+        configured = key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
+        if not configured or text[end : end + 1] in (",", ")"):
             return ()
     return ((start, end),)
 
@@ -224,7 +226,9 @@ def _authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
 
 # --- high entropy --------------------------------------------------------------------------
 
-_MIN_RANDOM = 32
+# 30 from a letter or digit to a letter or digit: a 32-character base64 token may begin or
+# end with `+`, `/`, `-` or `_`, which the run leaves out (so that `https://` stays).
+_MIN_RANDOM = 30
 _WORDS = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
 _WORD_PART = re.compile(
     r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
@@ -501,7 +505,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "high_entropy",
         # From a letter or digit to a letter or digit (`https://` keeps its slashes); the
         # regex needs no lookbehind: it tries a run from its first letter or digit.
-        re.compile(r"[A-Za-z0-9][A-Za-z0-9+/_-]{30,}[A-Za-z0-9]={0,2}"),
+        re.compile(rf"[A-Za-z0-9][A-Za-z0-9+/_-]{{{_MIN_RANDOM - 2},}}[A-Za-z0-9]={{0,2}}"),
         "nothing (what counts as high entropy: the module docstring)",
         check=_entropy_check,
     ),
