@@ -8,6 +8,7 @@ from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.core.config import Settings, load_settings
+from ondeck.db.migrate import HEAD
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.jobs import Jobs
 
@@ -17,7 +18,7 @@ def test_health_says_the_database_is_ok_and_no_jobs_yet(engine: Engine, settings
         body = client.get("/api/v1/health").json()
     assert body["database"] == "ok"
     assert body["database_kind"] == engine.dialect.name
-    assert body["schema_version"] == "0001"
+    assert body["schema_version"] == HEAD
     assert body["jobs_last_tick_at"] is None
     assert body["jobs_ticking"] is False
 

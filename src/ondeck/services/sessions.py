@@ -286,6 +286,18 @@ def count_unclassified(conn: Connection) -> int:
     )
 
 
+def session_projects(conn: Connection, limit: int = 200) -> list[str]:
+    """Projects that have session records, for filters (ix_sessions_project, leading column)."""
+    rows = conn.execute(
+        select(sessions.c.project)
+        .where(sessions.c.project.is_not(None))
+        .group_by(sessions.c.project)
+        .order_by(sessions.c.project)
+        .limit(limit)
+    )
+    return [r.project for r in rows]
+
+
 def check_side_name(value: str) -> str:
     from ondeck.core.hook_config import is_name
 

@@ -38,6 +38,7 @@ def _register() -> None:
         rules,
         schedules,
         server,
+        sessions,
         tasks,
     )
 
@@ -50,6 +51,7 @@ def _register() -> None:
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
+    app.add_typer(sessions.app, name="session")
 
 
 _register()
