@@ -119,6 +119,7 @@ class Delivery:
                 self._drain(spool, self._post)
                 result = self._post([record])[0]
                 self.via = self.config.local_url
+                _debug(f"{record['kind']} stored through {self.via}")
                 return result
             except (_NoServer, _Unreachable) as exc:
                 self.server_ok = False
@@ -127,11 +128,13 @@ class Delivery:
             self._drain(spool, lambda batch: self._apply_here(batch, now))
             result = self._apply_here([checked], now, checked=True)[0]
             self.via = "the database"
+            _debug(f"{record['kind']} stored in {self.via}")
             return result
         except _Unreachable as exc:
             self.problem = str(exc)
         spool.append(self.config.spool_dir, record)
         self.via = "the spool"
+        _debug(f"{record['kind']} kept in the spool: {self.problem}")
         return None
 
     def waiting(self) -> int:
