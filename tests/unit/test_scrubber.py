@@ -393,6 +393,7 @@ NEAR_MISSES = [(kind, text) for kind, (_, near) in ROWS.items() for text in near
 
 
 def test_every_row_of_the_table_has_examples_and_near_misses() -> None:
+    assert all(pattern.regex.pattern == pattern.source for pattern in PATTERNS)  # compiles
     kinds = [pattern.kind for pattern in PATTERNS]
     assert len(set(kinds)) == len(kinds)
     assert sorted(ROWS) == sorted(kinds)

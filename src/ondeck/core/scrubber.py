@@ -69,6 +69,7 @@ class Scrubbed:
 
 
 Span = tuple[int, int]
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ class Pattern:
     """One row of the table: what it finds, and what of a match it keeps."""
 
     kind: str
-    regex: re.Pattern[str]
+    source: str  # the regular expression; `regex` compiles it when a text first needs it
     keeps: str  # for people: what stays around `[redacted:KIND]`
     # Lower-case strings of which every match holds one: without any, the row is skipped
     # (most texts hold no secret, and a substring test is far cheaper than a regex scan).
@@ -88,6 +89,15 @@ class Pattern:
     # text itself. Without a check: the group whose name starts with `secret` that took
     # part, else the whole match.
     check: Callable[[re.Match[str], str], Sequence[Span]] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        # Compiled on first use and kept: each hook is a new process, and one that never
+        # meets a row's hints should not pay for compiling it (most of the import's cost).
+        compiled = _COMPILED.get(self.source)
+        if compiled is None:
+            compiled = _COMPILED[self.source] = re.compile(self.source)
+        return compiled
 
     def spans(self, text: str, lowered: str) -> Iterator[Span]:
         if self.hints and not any(hint in lowered for hint in self.hints):
@@ -304,12 +314,12 @@ _VALUE = (
 )
 
 
-def _assignment(words: str) -> re.Pattern[str]:
+def _assignment(words: str) -> str:
     """`KEY = value`, `"key": "value"`, `key: value`, `--key value`, `<key>value</key>`,
     where the key ends with one of `words` (digits may follow); read folded, so `words` are
     in lower case. The check makes sure the word starts the key or follows `_`, `-`, `.` or
     a camelCase step."""
-    return re.compile(
+    return (
         rf"(?:(?P<word>{words})\d*(?![a-z0-9])\\?[\"']?[ \t]*(?P<sep>===?|!==?|:=|=>|=|:(?!:)|>)"
         rf"|--(?<![a-z0-9_-]--)(?:[a-z0-9-]*-)?(?P<fword>{words})[ \t]+(?=[^\s-]))[ \t]*" + _VALUE
     )
@@ -327,7 +337,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "private_key",
         # A whole block; cut short (no END), the header and the key lines that follow it.
-        re.compile(
+        (
             rf"{_PEM_BEGIN}(?:(?:[^-]|-(?!---))*?{_PEM_END}"
             r"|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{16,}|[A-Za-z][A-Za-z0-9-]*:[ \t][^\n\\]*))+)"
         ),
@@ -336,15 +346,13 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "aws_key_id",
-        re.compile(
-            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z2-7]{16}(?![A-Za-z0-9])"
-        ),
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z2-7]{16}(?![A-Za-z0-9])",
         "nothing",
         hints=("a3t", "akia", "asia", "abia", "acca"),
     ),
     Pattern(
         "aws_secret",
-        re.compile(
+        (
             r"(?:aws[_.-]?secret(?:[_.-]?access)?(?:[_.-]?key)?|secret[_.-]?access[_.-]?key)"
             r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+=])"
         ),
@@ -354,7 +362,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "github_token",
-        re.compile(
+        (
             r"gh[pousr]_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{36,251}(?![A-Za-z0-9_])"
             r"|github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,255}(?![A-Za-z0-9_])"
         ),
@@ -363,7 +371,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "gitlab_token",
-        re.compile(
+        (
             rf"gl(?<![A-Za-z0-9_-]gl)(?:{'|'.join(_GITLAB_KINDS)})"
             r"-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*"
         ),
@@ -372,7 +380,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "slack_token",
-        re.compile(
+        (
             r"xox(?<![A-Za-z0-9-]xox)(?:[bpare](?:\.xox[bp])?-\d+-[A-Za-z0-9-]{8,}"
             r"|[os]-\d+-\d+-\d+-[A-Fa-f0-9]+)|xapp-(?<![A-Za-z0-9-]xapp-)\d-[A-Za-z0-9-]{10,}"
         ),
@@ -381,7 +389,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "slack_webhook",
-        re.compile(
+        (
             r"https://hooks\.slack\.com/(?:services|workflows|triggers)/"
             r"(?P<secret>[A-Za-z0-9_/+-]{20,})"
         ),
@@ -390,7 +398,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "stripe_key",
-        re.compile(
+        (
             r"sk_(?:live|test)_(?<![A-Za-z0-9_]........)[A-Za-z0-9]{16,}"
             r"|rk_(?:live|test)_(?<![A-Za-z0-9_]........)[A-Za-z0-9]{16,}"
             r"|whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9]{24,}"
@@ -400,15 +408,13 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "anthropic_key",
-        re.compile(
-            r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}"
-        ),
+        r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}",
         "nothing",
         hints=("sk-ant-",),
     ),
     Pattern(
         "openai_key",
-        re.compile(
+        (
             r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
             r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})"
         ),
@@ -417,31 +423,31 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "google_api_key",
-        re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
+        r"AIza(?<![A-Za-z0-9_-]AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])",
         "nothing",
         hints=("aiza",),
     ),
     Pattern(
         "huggingface_token",
-        re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])"),
+        r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])",
         "nothing",
         hints=("hf_",),
     ),
     Pattern(
         "npm_token",
-        re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+        r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])",
         "nothing",
         hints=("npm_",),
     ),
     Pattern(
         "pypi_token",
-        re.compile(r"pypi-AgEIcHlwaS5vcmc(?<![A-Za-z0-9_-]pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_-]{50,}"),
+        r"pypi-AgEIcHlwaS5vcmc(?<![A-Za-z0-9_-]pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_-]{50,}",
         "nothing",
         hints=("pypi-ageichlwas5vcmc",),
     ),
     Pattern(
         "jwt",
-        re.compile(
+        (
             r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
             r"(?:\.[A-Za-z0-9_-]+){0,2}"
         ),
@@ -450,14 +456,14 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "url_password",
-        re.compile(r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@"),
+        r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@",
         "the scheme, user name and host",
         hints=("://",),
         check=_url_password_check,
     ),
     Pattern(
         "authorization",
-        re.compile(
+        (
             r"authorization(?<![a-z0-9_]authorization)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
             r"(?:(?:bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?"
             r"(?P<secret>[^\s\"',;()\[\]{}<>]{8,})"
@@ -505,7 +511,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "high_entropy",
         # From a letter or digit to a letter or digit (`https://` keeps its slashes); the
         # regex needs no lookbehind: it tries a run from its first letter or digit.
-        re.compile(rf"[A-Za-z0-9][A-Za-z0-9+/_-]{{{_MIN_RANDOM - 2},}}[A-Za-z0-9]={{0,2}}"),
+        (rf"[A-Za-z0-9][A-Za-z0-9+/_-]{{{_MIN_RANDOM - 2},}}[A-Za-z0-9]={{0,2}}"),
         "nothing (what counts as high entropy: the module docstring)",
         check=_entropy_check,
     ),
