@@ -136,3 +136,67 @@ def test_move_to_a_side_when_sides_are_configured(
         assert bad.status_code == 422 and "not configured" in bad.json()["error"]["message"]
         extra = c.post(f"{API}/sessions/{inbox[0]['id']}/move", json={"side": "own", "x": 1})
         assert extra.status_code == 422
+
+
+def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
+    engine: Engine, settings: Settings, tmp_path: Any
+) -> None:
+    """The hooks' warm path: the event as received, the hook's rules; the server reads the
+    place (here a real git repository), classifies, scrubs, stores, and reads git at the end."""
+    from support.hooks import commit_file, new_repo, payload
+
+    repo = new_repo(tmp_path / "site")
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    rules = {"projects": {str(repo): "website"}, "sides": {}, "remotes": {}}
+    events = [
+        {
+            "hook": "session-start",
+            "payload": payload("start", cwd=str(repo)),
+            "at": NOW.isoformat(),
+        },
+        {
+            "hook": "stop",
+            "payload": payload("stop", cwd=str(repo), last_assistant_message=f"rotated {key}"),
+            "at": later(NOW, minutes=1).isoformat(),
+            "transcript_size": 10,
+        },
+    ]
+    local = ("127.0.0.1", 50000)
+    with (
+        time_machine.travel(NOW, tick=False),
+        TestClient(create_app(settings, engine), client=local) as c,
+    ):
+        answer = c.post(f"{API}/sessions/hook-events", json={"events": events, "rules": rules})
+        assert answer.status_code == 200, answer.text
+        results = answer.json()["results"]
+        assert [r["outcome"] for r in results] == ["applied", "applied"]
+        assert results[0]["classification"]["project"] == {"value": "website"}
+        commit_file(repo, "a.txt", "a\n", "a change")
+        end = {
+            "hook": "session-end",
+            "payload": payload("end", cwd=str(repo)),
+            "at": later(NOW, minutes=2).isoformat(),
+        }
+        assert (
+            c.post(
+                f"{API}/sessions/hook-events", json={"events": [end], "rules": rules}
+            ).status_code
+            == 200
+        )
+        shown = c.get(f"{API}/sessions/{SESSION_ID}").json()
+        assert shown["project"] == "website" and shown["project_rule"] == "path"
+        assert shown["last_word"] == "rotated [redacted:github_token]"
+        assert shown["commits"]["total"] == 1 and shown["files"]["paths"] == ["a.txt"]
+        bad = c.post(f"{API}/sessions/hook-events", json={"events": events, "rules": {"sides": 1}})
+        assert bad.status_code == 422
+        odd = c.post(
+            f"{API}/sessions/hook-events",
+            json={"events": [{"hook": "other"}, {"hook": "stop", "payload": {}}], "rules": {}},
+        )
+        assert [r["outcome"] for r in odd.json()["results"]] == ["rejected", "rejected"]
+    with TestClient(create_app(settings, engine)) as remote:  # not a loopback address
+        refused = remote.post(
+            f"{API}/sessions/hook-events", json={"events": events, "rules": rules}
+        )
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "forbidden"

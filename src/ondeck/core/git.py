@@ -58,7 +58,8 @@ def _git(cwd: str, args: list[str], deadline: Deadline) -> str:
         raise _Failed("out of time (git reads share 1 s)")
     try:
         done = subprocess.run(
-            ["git", "-C", cwd, *args],
+            # No fsmonitor: a repository's config must not make a read run a program.
+            ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
             capture_output=True,
             timeout=left,
             env={**os.environ, **_ENV_EXTRA},
