@@ -145,3 +145,10 @@ def test_paths_are_made_as_pathlib_makes_them(text: str) -> None:
     change with the way the path is built."""
     assert posix_path(text) == str(Path(text).expanduser())
     assert database_url(None, text) == f"sqlite:///{Path(text).expanduser() / 'ondeck.db'}"
+
+
+def test_the_session_settings_are_documented() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "ONDECK_SESSION_GRACE" in readme
+    for key in ("[sides]", "[remotes]", "no_capture", "private_globs", ".ondeck.toml"):
+        assert key in readme, key
