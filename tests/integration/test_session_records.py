@@ -420,3 +420,13 @@ def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
     summary = jobs.tick(later(NOW, hours=13))["sessions"]
     assert summary["lost"] == 1 and summary["ids"] == [s.id]
     assert the_session(engine).status == "lost"
+
+
+def test_a_hook_clock_ahead_never_keeps_a_session_heard_from_in_the_future(
+    engine: Engine,
+) -> None:
+    apply(engine, record("start", later(NOW, days=30)), now=NOW)
+    s = the_session(engine)
+    assert s.started_at == NOW and s.last_seen_at == NOW
+    with engine.begin() as conn:
+        assert svc.mark_lost(conn, later(NOW, hours=13), timedelta(hours=12)) == [s.id]

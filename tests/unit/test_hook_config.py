@@ -118,7 +118,7 @@ def test_an_unknown_zone_is_refused_where_it_is_used(
     _setup(monkeypatch, tmp_path, {"ONDECK_TZ": "Mars/Olympus"}, "")
     config = load_hook_config()
     with pytest.raises(ConfigError, match="ONDECK_TZ=Mars/Olympus: unknown time zone"):
-        config.zone
+        _ = config.zone
     with pytest.raises(ConfigError, match="unknown time zone"):
         load_settings()
 

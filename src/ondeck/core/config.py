@@ -101,6 +101,14 @@ class Settings(BaseSettings):
             return None
         return value
 
+    @field_validator("session_grace")
+    @classmethod
+    def _session_grace(cls, value: timedelta) -> timedelta:
+        # Shorter, and every session between two turns would flap between open and lost.
+        if value < timedelta(minutes=10):
+            raise ValueError("a session grace shorter than 10m would mark live sessions lost")
+        return value
+
     @model_validator(mode="after")
     def _rules(self) -> Settings:
         problem = rules_problem(self.projects, self.sides, self.remotes)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from ondeck.core.hook_config import HookConfig
 
-MAX_STDIN = 1024 * 1024
+MAX_STDIN = 8 * 1024 * 1024  # a last word may be long: its texts are cut to a window later
 SERVER_TIMEOUT_S = 3.0
 RECORDS_PATH = "/api/v1/sessions/records"
 EVENTS_PATH = "/api/v1/sessions/hook-events"
@@ -124,12 +124,12 @@ class Server:
 
     def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
         """The event as received: the server makes and stores its record(s)."""
-        from ondeck.services.hook_records import transcript_size
+        from ondeck.services.hook_records import transcript_size, trim
 
         self.drain_spool()
         event = {
             "hook": verb,
-            "payload": payload,
+            "payload": trim(payload),
             "at": at,
             "transcript_size": transcript_size(payload),
         }

@@ -40,6 +40,12 @@ PATH_MAX = 1_000
 PLACE_MAX = 4_000
 EXTERNAL_ID_MAX = 200
 WORD_MAX = 64  # source, reason, trigger: Claude Code's short words
+# The texts a hook keeps (capped at 4,000 and 8,000) are first cut to this window: the
+# scrubber then reads a bounded text (a secret starting before the cap would have to be
+# longer than the window to be cut), and the server path never sends megabytes.
+TEXT_WINDOW = 65_536
+TEXT_FIELDS = {"stop": "last_assistant_message", "compact": "compact_summary"}
+TRIMMED = "ondeck_trimmed"  # the payload's note of the lengths before the window
 
 
 def session_id_of(payload: dict[str, Any]) -> str | None:
@@ -69,6 +75,32 @@ def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> 
     return digest.hexdigest()[:32]
 
 
+def trim(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with its long texts cut to TEXT_WINDOW (and their lengths noted): what
+    both paths make a record of, so an event has one fingerprint whichever path it took."""
+    long = {
+        name: len(value)
+        for name in TEXT_FIELDS.values()
+        if isinstance(value := payload.get(name), str) and len(value) > TEXT_WINDOW
+    }
+    if not long:
+        return payload
+    cut = {name: payload[name][:TEXT_WINDOW] for name in long}
+    return {**payload, **cut, TRIMMED: long}
+
+
+def clean_text(value: str) -> str:
+    """Text as the stores take it: no NUL (PostgreSQL refuses it), no lone surrogates (not
+    UTF-8: a JSON payload may hold `\\ud800`)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
 def transcript_size(payload: dict[str, Any]) -> int:
     """The size of the session's transcript now (-1: none), part of an event's identity."""
     import os
@@ -89,16 +121,17 @@ def _word(value: Any) -> str | None:
     return value if value and value.isprintable() else None
 
 
-def scrubbed(text: str, limit: int) -> dict[str, Any]:
+def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
     """A text as a record keeps it: scrubbed whole (so a secret cut in two by the cap is still
-    found), then capped; with its length before the cap and what the scrubber removed."""
+    found), then capped; with its length before the cap (`chars`, when the payload's window
+    cut it already) and what the scrubber removed."""
     from ondeck.core.scrubber import scrub
 
-    clean = scrub(text)
+    clean = scrub(clean_text(text))
     kept = clean.text
     return {
         "value": kept[:limit],
-        "chars": len(kept),
+        "chars": chars if chars is not None else len(kept),
         "redactions": clean.redactions,
         "kinds": dict(clean.kinds),
     }
@@ -110,7 +143,10 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     from ondeck.core.git import Deadline, read_repo
     from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
 
-    place = cwd if isinstance(cwd, str) and cwd and "\x00" not in cwd else None
+    # Only an absolute path is a place: a relative one would be read from wherever this
+    # process runs (and say something of another directory).
+    usable = isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd
+    place = clean_text(cwd) if usable else None
     repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
     facts = Facts(
         cwd=place,
@@ -135,6 +171,7 @@ def make_record(
     """The record of a hook event as the hook saw it (None: no usable session id)."""
     if session_id_of(payload) is None:
         return None
+    payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
     return new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
 
@@ -170,12 +207,14 @@ def new_record(
         record["reason"] = _word(payload.get("reason"))
     elif kind == "compact":
         record["trigger"] = _word(payload.get("trigger"))
-    text_field = {"stop": "last_assistant_message", "compact": "compact_summary"}.get(kind)
+    text_field = TEXT_FIELDS.get(kind)
     if text_field is not None and capture:
         value = payload.get(text_field)
         if isinstance(value, str):
             limit = LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX
-            record["text"] = scrubbed(value, limit)
+            trimmed = payload.get(TRIMMED)
+            chars = trimmed.get(text_field) if isinstance(trimmed, dict) else None
+            record["text"] = scrubbed(value, limit, chars if isinstance(chars, int) else None)
     return record
 
 
@@ -199,7 +238,7 @@ def changes_record(
 
     def clean_lines(lines: list[str], limit: int) -> list[str]:
         nonlocal redactions
-        flat = [line.replace("\n", " ") for line in lines]
+        flat = [clean_text(line).replace("\n", " ") for line in lines]
         # One scrub for all lines, as long as it keeps them apart (a `<private>` span opened
         # on one line and closed on another would not): else one scrub per line.
         results = [scrub("\n".join(flat))]
@@ -299,7 +338,7 @@ def _facts(facts: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, limit in (("cwd", PLACE_MAX), ("git_root", PLACE_MAX), ("branch", 255), ("head", 64)):
         value = facts.get(key)
-        out[key] = value[:limit] if isinstance(value, str) and value else None
+        out[key] = clean_text(value)[:limit] if isinstance(value, str) and value else None
     return out
 
 

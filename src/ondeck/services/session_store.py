@@ -260,6 +260,10 @@ class Applied(dict[str, Any]):
 
 def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = None) -> Applied:
     """Apply one checked record (hook_records.parse_record) in the caller's transaction."""
+    if record["at"] > now:
+        # A hook whose clock runs ahead must not keep its session "heard from" in the
+        # future (never lost); what the store's clock says is the latest it can be.
+        record = {**record, "at": now}
     agent, external = record["agent"], record["session"]
     actor = actor or f"hook:{external[:60]}"
     row = _locked(db, agent, external)
