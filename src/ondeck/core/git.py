@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 GIT_BUDGET_S = 1.0
 COMMITS_MAX = 50
@@ -43,7 +44,7 @@ class Repo:
 class Listing:
     """Commits (sha, subject) or paths, at most a limit, with the total and why not read."""
 
-    items: list[tuple[str, str]] | list[str] | None
+    items: list[Any] | None  # (sha, subject) pairs, or paths
     total: int = 0
     note: str | None = None
 

@@ -272,19 +272,24 @@ class HookConfig:
         if not isinstance(rules, dict) or set(rules) - set(RULE_FIELDS):
             raise ValueError("rules must be an object of projects, sides, remotes, ...")
         try:
-            values = {
-                "projects": _str_map(rules.get("projects", {})),
-                "sides": {_text(k): _str_list(v) for k, v in _mapping(rules.get("sides", {}))},
-                "remotes": {_text(k): _str_map(v) for k, v in _mapping(rules.get("remotes", {}))},
-                "no_capture": _str_list(rules.get("no_capture", [])),
-                "private_globs": _str_list(rules.get("private_globs", [])),
-            }
+            projects = _str_map(rules.get("projects", {}))
+            sides = {_text(k): _str_list(v) for k, v in _mapping(rules.get("sides", {}))}
+            remotes = {_text(k): _str_map(v) for k, v in _mapping(rules.get("remotes", {}))}
+            no_capture = _str_list(rules.get("no_capture", []))
+            private_globs = _str_list(rules.get("private_globs", []))
         except _Unsure:
             raise ValueError("rules hold a value of the wrong kind") from None
-        problem = rules_problem(values["projects"], values["sides"], values["remotes"])
+        problem = rules_problem(projects, sides, remotes)
         if problem is not None:
             raise ValueError(problem)
-        return cls(**values, **kwargs)
+        return cls(
+            projects=projects,
+            sides=sides,
+            remotes=remotes,
+            no_capture=no_capture,
+            private_globs=private_globs,
+            **kwargs,
+        )
 
 
 RULE_FIELDS = ("projects", "sides", "remotes", "no_capture", "private_globs")

@@ -114,7 +114,8 @@ def _parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
 
 
 def _unchunk(data: bytes) -> bytes:
-    out, at = [], 0
+    out: list[bytes] = []
+    at = 0
     while True:
         end = data.find(b"\r\n", at)
         if end < 0:

@@ -167,11 +167,10 @@ def instant_in(db: Db, value: datetime | None) -> Any:
 def instant_out(value: Any) -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def json_in(value: Any) -> str | None:
