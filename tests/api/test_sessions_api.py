@@ -92,7 +92,7 @@ def test_list_show_and_move(client: TestClient, engine: Engine, settings: Settin
     assert shown.status_code == 200
     body = shown.json()
     assert body["id"] == listed[0]["id"] and body["classification"]["reason"]
-    assert [e["kind"] for e in body["history"]] == ["session.started", "session.last_word"]
+    assert [e["kind"] for e in body["history"]] == ["session.started"], "not every turn"
     moved = client.post(f"{API}/sessions/{body['id']}/move", json={"project": "site"})
     assert moved.status_code == 200, moved.text
     assert (moved.json()["project"], moved.json()["project_rule"]) == ("site", "moved")

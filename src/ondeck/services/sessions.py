@@ -39,6 +39,7 @@ FILTERS = (*STATUSES, "unclassified")
 MAX_LIMIT = 500
 TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
 PREVIEW = 200
+HISTORY_MAX = 500
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -404,9 +405,18 @@ def session_detail(conn: Connection, ref: str | int) -> SessionDetail:
             .order_by(session_compactions.c.id)
         )
     ]
-    history = list(
-        reversed(event_log.list_events(conn, subject=f"session:{session.id}", limit=500))
+    # Oldest first, without the one event every turn writes (a long session has thousands):
+    # ix_events_subject, from the session's first event on.
+    rows = conn.execute(
+        select(events)
+        .where(
+            events.c.subject == f"session:{session.id}",
+            events.c.kind != "session.last_word",
+        )
+        .order_by(events.c.id)
+        .limit(HISTORY_MAX)
     )
+    history = [event_log.Event(**row._mapping) for row in rows]
     return SessionDetail(
         session=session,
         compactions=compactions,
