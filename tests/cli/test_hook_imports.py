@@ -115,3 +115,61 @@ def test_the_other_hooks_write_the_database_without_sqlalchemy_or_pydantic(
             "session-end": "session.changes_read",
         }[verb]
     )
+
+
+THIN_SKIP = (
+    *LIGHT_HOOKS_SKIP,
+    "psycopg",
+    "sqlite3",
+    "typing",
+    "dataclasses",
+    "pathlib",
+    "subprocess",
+    "ondeck.core.scrubber",
+    "ondeck.services.classify",
+)
+PROBE_THIN = PROBE.replace('{{name.split(".")[0] for name in sys.modules}}', "set(sys.modules)")
+
+
+@pytest.mark.slow
+def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_path: Path) -> None:
+    """The warm path costs a hook almost nothing: no database driver, no scrubber, no git,
+    not even typing or pathlib; the server does the rest."""
+    import time
+    import urllib.request
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_PORT": str(port),
+        "ONDECK_DEBUG": "1",
+    }
+    ondeck = str(Path(sys.executable).with_name("ondeck"))
+    server = subprocess.Popen([ondeck, "serve", "--no-jobs"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        for verb in ("stop", "post-compact", "session-end"):
+            event = {"session_id": "s", "cwd": str(tmp_path), "last_assistant_message": "x"}
+            result = subprocess.run(
+                [sys.executable, "-c", PROBE_THIN.format(watched=THIN_SKIP, verb=verb)],
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+                check=False,
+            )
+            assert result.returncode == 0, result.stderr
+            assert f"stored through http://127.0.0.1:{port}" in result.stderr, result.stderr
+            loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
+            assert loaded == ["LOADED []"], result.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -5,6 +5,7 @@ comes back (the spool). Both stores."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import make_url
 
 from ondeck.core import clock
+from ondeck.core.errors import NotFound
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.services import backlog
@@ -248,3 +250,62 @@ def test_a_session_start_with_the_database_gone_is_spooled_and_said(
     assert "could not read its database" in context
     assert "kept in the spool (1 event(s) waiting" in context
     assert len(session.spooled()) == 1
+
+
+@pytest.mark.slow
+def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
+    engine: Engine, db_url: str, tmp_path: Path, repo: Path
+) -> None:
+    """The warm path: records go to the running server (the spool drained through it first);
+    a server of another database is never sent anything."""
+    import subprocess
+    import time
+    import urllib.request
+
+    from ondeck.services import spool
+    from support.hooks import ONDECK
+    from support.hooks import record as make_record
+
+    session = Session(tmp_path, db_url, repo)
+    port = free_port()
+    session.env.update(ONDECK_PORT=str(port), ONDECK_DEBUG="1")
+    waiting = make_record("start", clock.now())
+    spool.append(
+        session.data / "spool",
+        {**waiting, "session": "spooled-before", "at": waiting["at"].isoformat()},
+    )
+    server = subprocess.Popen(
+        [ONDECK, "serve", "--no-jobs"],
+        env={**os.environ, **session.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        for verb, name in (("session-start", "start"), ("stop", "stop"), ("session-end", "end")):
+            done = run_hook(
+                verb,
+                payload(name, cwd=str(repo), transcript_path=str(session.transcript)),
+                session.env,
+            )
+            assert done.returncode == 0
+            assert f"stored through http://127.0.0.1:{port}" in done.stderr, done.stderr
+        assert session.spooled() == []
+        with engine.connect() as conn:
+            assert svc.find_session(conn, "spooled-before").start_source == "startup"
+            s = svc.find_session(conn, SESSION_ID)
+        assert s.status == "ended" and s.commits == {"items": [], "total": 0}
+        other = {**session.env, "ONDECK_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
+        done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
+        assert "server: it serves another database" in done.stderr
+        assert "stored in the database" in done.stderr
+        with engine.connect() as conn, pytest.raises(NotFound):
+            svc.find_session(conn, "elsewhere")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -420,3 +420,34 @@ def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
     summary = jobs.tick(later(NOW, hours=13))["sessions"]
     assert summary["lost"] == 1 and summary["ids"] == [s.id]
     assert the_session(engine).status == "lost"
+
+
+def test_a_hook_clock_ahead_never_keeps_a_session_heard_from_in_the_future(
+    engine: Engine,
+) -> None:
+    apply(engine, record("start", later(NOW, days=30)), now=NOW)
+    s = the_session(engine)
+    assert s.started_at == NOW and s.last_seen_at == NOW
+    with engine.begin() as conn:
+        assert svc.mark_lost(conn, later(NOW, hours=13), timedelta(hours=12)) == [s.id]
+
+
+def test_a_long_session_keeps_its_start_in_the_history_and_timeline(engine: Engine) -> None:
+    """Every turn writes an event: a session of a thousand turns still shows how it began."""
+    from ondeck.services import events as event_log
+
+    apply(engine, record("start", NOW))
+    s = the_session(engine)
+    with engine.begin() as conn:
+        event_log.record_many(
+            conn,
+            NOW,
+            [
+                {"actor": "hook:x", "kind": "session.last_word", "subject": f"session:{s.id}"}
+                for _ in range(1000)
+            ],
+        )
+    apply(engine, record("end", later(NOW, hours=5)))
+    with engine.connect() as conn:
+        detail = svc.session_detail(conn, s.id)
+    assert [e.kind for e in detail.history] == ["session.started", "session.ended"]

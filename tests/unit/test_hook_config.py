@@ -10,7 +10,13 @@ import pytest
 
 from ondeck.core.config import load_settings
 from ondeck.core.errors import ConfigError
-from ondeck.core.hook_config import HookConfig, load_hook_config, read_quickly
+from ondeck.core.hook_config import (
+    HookConfig,
+    database_url,
+    load_hook_config,
+    posix_path,
+    read_quickly,
+)
 
 PLAIN_CASES = [
     ({}, ""),
@@ -43,7 +49,6 @@ UNSURE_CASES = [
 
 BAD_CASES = [
     ({"ONDECK_PORT": "99999"}, "", "ONDECK_PORT"),
-    ({"ONDECK_TZ": "Mars/Olympus"}, "", "unknown time zone"),
     ({"ONDECK_SIDES": "{not json"}, "", "sides"),
     ({"ONDECK_SIDES": '{"bad side": []}'}, "", "not a side name"),
     ({}, '[remotes]\n"x" = { side = "w" }\n[sides]\nwork = []\n', "which sides does not list"),
@@ -71,7 +76,7 @@ def test_the_quick_reader_reads_what_the_settings_read(
     full = HookConfig.from_settings(load_settings())
     assert quick == full
     assert (quick.url, quick.store_id, quick.local_url) == (full.url, full.store_id, full.local_url)
-    assert quick.spool_dir == load_settings().spool_dir
+    assert quick.spool_dir == str(load_settings().spool_dir)
 
 
 @pytest.mark.parametrize(("env", "toml"), UNSURE_CASES)
@@ -104,3 +109,46 @@ def test_the_database_url_given_on_the_command_line_wins(
 ) -> None:
     _setup(monkeypatch, tmp_path, {"ONDECK_DATABASE_URL": "sqlite:////a.db"}, "")
     assert load_hook_config("sqlite:////b.db").url == "sqlite:////b.db"
+
+
+def test_an_unknown_zone_is_refused_where_it_is_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A stop hook has no use for the zone; session-start's context does, and says so."""
+    _setup(monkeypatch, tmp_path, {"ONDECK_TZ": "Mars/Olympus"}, "")
+    config = load_hook_config()
+    with pytest.raises(ConfigError, match="ONDECK_TZ=Mars/Olympus: unknown time zone"):
+        _ = config.zone
+    with pytest.raises(ConfigError, match="unknown time zone"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/srv/od",
+        "/srv//od/",
+        "~/od/./x",
+        "rel/path",
+        "/a/../b",
+        "//net/share",
+        "///x",
+        ".",
+        "./",
+        "~",
+        "/",
+        "한글/폴더",
+    ],
+)
+def test_paths_are_made_as_pathlib_makes_them(text: str) -> None:
+    """The database URL (and so the store fingerprint a server is matched by) must not
+    change with the way the path is built."""
+    assert posix_path(text) == str(Path(text).expanduser())
+    assert database_url(None, text) == f"sqlite:///{Path(text).expanduser() / 'ondeck.db'}"
+
+
+def test_the_session_settings_are_documented() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "ONDECK_SESSION_GRACE" in readme
+    for key in ("[sides]", "[remotes]", "no_capture", "private_globs", ".ondeck.toml"):
+        assert key in readme, key

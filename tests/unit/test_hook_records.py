@@ -189,3 +189,39 @@ def test_a_capture_off_record_with_text_or_place_is_refused() -> None:
         parse_record({**record, "text": {"value": "leak"}})
     with pytest.raises(ValueError, match="keeps no place"):
         parse_record({**record, "facts": {"cwd": "/p"}})
+
+
+def test_long_texts_are_cut_to_a_window_first_and_one_event_has_one_fingerprint() -> None:
+    """The server path sends the trimmed payload and makes the record there; the local path
+    trims the same way: the same event is the same fingerprint whichever path it took."""
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.hook_records import TEXT_WINDOW, make_record, trim
+
+    text = "word " * (TEXT_WINDOW // 2) + SECRETS["github_token"]
+    data = payload("stop", cwd="/nowhere/at/all", last_assistant_message=text)
+    local = make_record("stop", data, HookConfig(), NOW)
+    sent = json.loads(json.dumps(trim(data)))  # what travels to the server
+    served = make_record("stop", sent, HookConfig(), NOW)
+    assert local is not None and served is not None
+    assert local["fingerprint"] == served["fingerprint"]
+    assert local["text"] == served["text"]
+    assert local["text"]["chars"] == len(text) and len(local["text"]["value"]) == LAST_WORD_MAX
+    assert "ghp_" not in json.dumps(local)
+
+
+def test_nul_and_lone_surrogates_are_cleaned_not_refused() -> None:
+    record = _rec("stop", "last_assistant_message", "a\x00b \ud800 c")
+    assert record["text"]["value"] == "ab ? c"
+    assert parse_record(json.loads(json.dumps(record)))["text"]["value"] == "ab ? c"
+
+
+def test_only_an_absolute_working_directory_is_a_place(tmp_path: Path) -> None:
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.hook_records import observe
+
+    (tmp_path / ".ondeck.toml").write_text('project = "here"\n')
+    for cwd in ("relative/dir", "", None, 5, "/a\x00b"):
+        facts, c = observe(cwd, HookConfig())
+        assert facts["cwd"] is None and c.project.value is None
+    facts, c = observe(str(tmp_path), HookConfig())
+    assert facts["cwd"] == str(tmp_path) and c.project.value == "here"

@@ -305,6 +305,7 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "run `login <password>` and more",
             "Vec<Password> = load()",
             "if len(password)>8:",
+            'password = "CHANGE_ME"',
         ],
     ),
     "secret": (
@@ -354,6 +355,9 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "token=self.token",
             'after={"token": "lease_token"}',
             "# Fencing token: only grows",
+            '_DEFAULT_TOKEN = "_sa_default"',
+            'metavalue_token = "NULL"',
+            "connect(\n    host=host,\n    token=tok,\n    auth_token=handle)",
             "List<Token>tokens",
         ],
     ),
@@ -389,6 +393,7 @@ NEAR_MISSES = [(kind, text) for kind, (_, near) in ROWS.items() for text in near
 
 
 def test_every_row_of_the_table_has_examples_and_near_misses() -> None:
+    assert all(pattern.regex.pattern == pattern.source for pattern in PATTERNS)  # compiles
     kinds = [pattern.kind for pattern in PATTERNS]
     assert len(set(kinds)) == len(kinds)
     assert sorted(ROWS) == sorted(kinds)
@@ -539,6 +544,8 @@ def test_text_without_latin_letters_passes_unchanged(text: str) -> None:
     ("alphabet", "length", "found_at_least"),
     [
         (ALNUM, 32, 0.97),
+        (ALNUM + "+/", 32, 0.97),  # may start or end with + or /
+        (ALNUM + "-_", 32, 0.97),
         (ALNUM + "+/", 40, 0.98),
         (ALNUM + "-_", 40, 0.97),
         (ALNUM + "+/", 64, 0.99),

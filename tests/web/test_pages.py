@@ -9,6 +9,7 @@ import time_machine
 from sqlalchemy import Engine, insert
 
 from ondeck.core.config import Settings, load_settings
+from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.entrypoints.jobs import Jobs
 from ondeck.services import backlog, events, schedules
@@ -167,7 +168,7 @@ def test_system_shows_heartbeat_backups_database_and_zone(
     assert "jobs@" in page and "ticking" in page and "30 s ago" in page
     assert "/backups/ondeck-1.db" in page and "4.0 KiB" in page
     assert engine.dialect.name in page
-    assert "schema version</dt><dd>0001" in page
+    assert f"schema version</dt><dd>{HEAD}" in page
     assert "UTC" in page
 
 

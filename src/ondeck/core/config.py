@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ONDECK_", frozen=True, extra="ignore")
 
     database_url: str | None = None
-    data_dir: Path = Field(default_factory=default_data_dir)
+    data_dir: Path = Field(default_factory=lambda: Path(default_data_dir()))
     tz: str = Field(default_factory=local_zone_name)
     lease_grace: timedelta = timedelta(hours=6)
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -70,7 +70,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        path = config_file()
+        path = Path(config_file())
         if path.is_file():
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
@@ -99,6 +99,14 @@ class Settings(BaseSettings):
     def _token(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not value.get_secret_value():
             return None
+        return value
+
+    @field_validator("session_grace")
+    @classmethod
+    def _session_grace(cls, value: timedelta) -> timedelta:
+        # Shorter, and every session between two turns would flap between open and lost.
+        if value < timedelta(minutes=10):
+            raise ValueError("a session grace shorter than 10m would mark live sessions lost")
         return value
 
     @model_validator(mode="after")

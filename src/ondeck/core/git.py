@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 GIT_BUDGET_S = 1.0
 COMMITS_MAX = 50
@@ -43,7 +44,7 @@ class Repo:
 class Listing:
     """Commits (sha, subject) or paths, at most a limit, with the total and why not read."""
 
-    items: list[tuple[str, str]] | list[str] | None
+    items: list[Any] | None  # (sha, subject) pairs, or paths
     total: int = 0
     note: str | None = None
 
@@ -58,7 +59,8 @@ def _git(cwd: str, args: list[str], deadline: Deadline) -> str:
         raise _Failed("out of time (git reads share 1 s)")
     try:
         done = subprocess.run(
-            ["git", "-C", cwd, *args],
+            # No fsmonitor: a repository's config must not make a read run a program.
+            ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
             capture_output=True,
             timeout=left,
             env={**os.environ, **_ENV_EXTRA},

@@ -10,19 +10,22 @@ the caller reads the full settings instead, which accept or refuse the value wit
 message: so the two can never disagree on a value they both accept, and
 tests/unit/test_hook_config.py holds them together.
 
-The path, URL, fingerprint and name rules below are the ones `config.Settings` uses.
+The path, URL, fingerprint and name rules below are the ones `config.Settings` uses. With a
+server running, a hook's whole process is meant to cost no more than 4x `python -c pass`, so
+this module imports nothing beyond `os` and `json` until it needs more: not `pathlib`,
+`typing` or `dataclasses` (each about half a `python -c pass`), not `zoneinfo` (the zone is
+checked where it is used: the context of session-start).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
+    from typing import Any
     from zoneinfo import ZoneInfo
 
     from ondeck.core.config import Settings
@@ -32,17 +35,37 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 RULE_KEYS = frozenset({"side", "project"})
 
 
-def config_file() -> Path:
+def posix_path(text: str) -> str:
+    """`str(pathlib.Path(text).expanduser())`, without importing pathlib: repeated slashes
+    and `.` parts dropped, `..` kept, a leading `//` kept (tests/unit/test_hook_config.py
+    checks it against pathlib)."""
+    text = os.path.expanduser(text)
+    if text.startswith("//") and not text.startswith("///"):
+        root = "//"  # POSIX leaves the meaning of exactly two leading slashes open
+    else:
+        root = "/" if text.startswith("/") else ""
+    parts = [part for part in text.split("/") if part and part != "."]
+    return root + "/".join(parts) if (root or parts) else "."
+
+
+def join(base: str, *names: str) -> str:
+    """`str(Path(base) / name …)` for a base already made by posix_path."""
+    if base == ".":
+        return "/".join(names)
+    return base + ("" if base.endswith("/") else "/") + "/".join(names)
+
+
+def config_file() -> str:
     explicit = os.environ.get("ONDECK_CONFIG")
     if explicit:
-        return Path(explicit).expanduser()
+        return posix_path(explicit)
     base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
-    return Path(base).expanduser() / "ondeck" / "config.toml"
+    return join(posix_path(base), "ondeck", "config.toml")
 
 
-def default_data_dir() -> Path:
+def default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
-    return Path(base).expanduser() / "ondeck"
+    return join(posix_path(base), "ondeck")
 
 
 def local_zone_name() -> str:
@@ -51,7 +74,8 @@ def local_zone_name() -> str:
     if (tz and "/" in tz) or tz == "UTC":
         return tz
     try:
-        name = Path("/etc/timezone").read_text().strip()
+        with open("/etc/timezone") as handle:
+            name = handle.read().strip()
         if name:
             return name
     except OSError:
@@ -65,10 +89,10 @@ def local_zone_name() -> str:
     return "UTC"
 
 
-def database_url(explicit: str | None, data_dir: Path) -> str:
+def database_url(explicit: str | None, data_dir: str | os.PathLike[str]) -> str:
     if explicit:
         return explicit
-    return f"sqlite:///{data_dir.expanduser() / 'ondeck.db'}"
+    return f"sqlite:///{join(posix_path(os.fspath(data_dir)), 'ondeck.db')}"
 
 
 def store_fingerprint(url: str) -> str:
@@ -116,21 +140,71 @@ def rules_problem(
     return None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
 class HookConfig:
-    database_url: str | None = None
-    data_dir: Path = field(default_factory=default_data_dir)
-    host: str = "127.0.0.1"
-    port: int = 8787
-    token: str | None = None
-    tz: str = ""
-    lease_grace: timedelta = timedelta(hours=6)
-    tick_seconds: float = 60.0
-    projects: dict[str, str] = field(default_factory=dict)
-    sides: dict[str, list[str]] = field(default_factory=dict)
-    remotes: dict[str, dict[str, str]] = field(default_factory=dict)
-    no_capture: list[str] = field(default_factory=list)
-    private_globs: list[str] = field(default_factory=list)
+    """The settings a hook uses (a plain class: see the module's docstring)."""
+
+    __slots__ = (
+        "data_dir",
+        "database_url",
+        "host",
+        "lease_grace",
+        "no_capture",
+        "port",
+        "private_globs",
+        "projects",
+        "remotes",
+        "sides",
+        "tick_seconds",
+        "token",
+        "tz",
+    )
+
+    def __init__(
+        self,
+        *,
+        database_url: str | None = None,
+        data_dir: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 8787,
+        token: str | None = None,
+        tz: str | None = None,
+        lease_grace: timedelta = timedelta(hours=6),
+        tick_seconds: float = 60.0,
+        projects: dict[str, str] | None = None,
+        sides: dict[str, list[str]] | None = None,
+        remotes: dict[str, dict[str, str]] | None = None,
+        no_capture: list[str] | None = None,
+        private_globs: list[str] | None = None,
+    ) -> None:
+        self.database_url = database_url
+        self.data_dir = data_dir if data_dir is not None else default_data_dir()
+        self.host = host
+        self.port = port
+        self.token = token
+        self.tz = tz if tz is not None else local_zone_name()
+        self.lease_grace = lease_grace
+        self.tick_seconds = tick_seconds
+        self.projects = projects or {}
+        self.sides = sides or {}
+        self.remotes = remotes or {}
+        self.no_capture = no_capture or []
+        self.private_globs = private_globs or []
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookConfig) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={'***' if name == 'token' and self.token else getattr(self, name)!r}"
+            for name in self.__slots__
+        )
+        return f"HookConfig({shown})"
 
     @property
     def url(self) -> str:
@@ -145,20 +219,40 @@ class HookConfig:
         return local_server_url(self.host, self.port)
 
     @property
-    def spool_dir(self) -> Path:
-        return self.data_dir.expanduser() / "spool"
+    def spool_dir(self) -> str:
+        return join(posix_path(self.data_dir), "spool")
 
     @property
     def zone(self) -> ZoneInfo:
-        from zoneinfo import ZoneInfo
+        """The configured zone; a name that is not one is refused here, where it is used."""
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-        return ZoneInfo(self.tz)
+        from ondeck.core.errors import ConfigError
+
+        try:
+            return ZoneInfo(self.tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"ONDECK_TZ={self.tz[:60]}: unknown time zone: use an IANA name such as "
+                "Europe/Berlin"
+            ) from None
+
+    def rules(self) -> dict[str, Any]:
+        """The classification rules, as the hooks send them to a server (which classifies
+        a hook's event by the hook's rules: they are the hook's machine's paths)."""
+        return {
+            "projects": self.projects,
+            "sides": self.sides,
+            "remotes": self.remotes,
+            "no_capture": self.no_capture,
+            "private_globs": self.private_globs,
+        }
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HookConfig:
         return cls(
             database_url=settings.database_url or None,
-            data_dir=settings.data_dir,
+            data_dir=str(settings.data_dir),
             host=settings.host,
             port=settings.port,
             token=settings.token_value,
@@ -171,6 +265,40 @@ class HookConfig:
             no_capture=list(settings.no_capture),
             private_globs=list(settings.private_globs),
         )
+
+    @classmethod
+    def from_rules(cls, rules: Any, **kwargs: Any) -> HookConfig:
+        """A config holding rules a hook sent (checked: ValueError with the reason)."""
+        if not isinstance(rules, dict) or set(rules) - set(RULE_FIELDS):
+            raise ValueError("rules must be an object of projects, sides, remotes, ...")
+        try:
+            projects = _str_map(rules.get("projects", {}))
+            sides = {_text(k): _str_list(v) for k, v in _mapping(rules.get("sides", {}))}
+            remotes = {_text(k): _str_map(v) for k, v in _mapping(rules.get("remotes", {}))}
+            no_capture = _str_list(rules.get("no_capture", []))
+            private_globs = _str_list(rules.get("private_globs", []))
+        except _Unsure:
+            raise ValueError("rules hold a value of the wrong kind") from None
+        problem = rules_problem(projects, sides, remotes)
+        if problem is not None:
+            raise ValueError(problem)
+        return cls(
+            projects=projects,
+            sides=sides,
+            remotes=remotes,
+            no_capture=no_capture,
+            private_globs=private_globs,
+            **kwargs,
+        )
+
+
+RULE_FIELDS = ("projects", "sides", "remotes", "no_capture", "private_globs")
+
+
+def _mapping(value: Any) -> list[tuple[Any, Any]]:
+    if not isinstance(value, dict):
+        raise _Unsure
+    return list(value.items())
 
 
 def load_hook_config(database_url: str | None = None) -> HookConfig:
@@ -221,11 +349,11 @@ def read_quickly(database_url: str | None = None) -> HookConfig | None:
 def _raw_values() -> dict[str, Any]:
     values: dict[str, Any] = {}
     path = config_file()
-    if path.is_file():
+    if os.path.isfile(path):
         import tomllib
 
         try:
-            with path.open("rb") as handle:
+            with open(path, "rb") as handle:
                 document = tomllib.load(handle)
         except (OSError, ValueError):
             raise _Unsure from None
@@ -268,17 +396,15 @@ def _build(raw: dict[str, Any]) -> HookConfig:
         text = _text(raw["data_dir"])
         if not text:
             raise _Unsure
-        kwargs["data_dir"] = Path(text)
+        kwargs["data_dir"] = text
     if "host" in raw:
         kwargs["host"] = _text(raw["host"])
     if "port" in raw:
         kwargs["port"] = _whole(raw["port"], 0, 65535)
     if "token" in raw:
         kwargs["token"] = _text(raw["token"]) or None
-    tz = raw.get("tz")
-    if tz is None:
-        tz = local_zone_name()
-    kwargs["tz"] = _zone_name(tz)
+    if "tz" in raw:
+        kwargs["tz"] = _text(raw["tz"])  # checked where used (HookConfig.zone)
     if "lease_grace" in raw:
         kwargs["lease_grace"] = _duration(raw["lease_grace"])
     if "tick_seconds" in raw:
@@ -340,17 +466,6 @@ def _duration(value: Any) -> timedelta:
         return parse_duration(value, name="duration")
     except InvalidInput:
         raise _Unsure from None
-
-
-def _zone_name(value: Any) -> str:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    text = _text(value)
-    try:
-        ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise _Unsure from None
-    return text
 
 
 def _str_map(value: Any) -> dict[str, str]:

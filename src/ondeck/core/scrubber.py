@@ -21,8 +21,8 @@ same characters) and each scan from a start is bounded by a delimiter, so a host
 costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
 ones).
 
-High entropy (the last row) is a run of at least 32 characters of the base64 alphabets
-(A–Z a–z 0–9 + / _ -, `=` padding) that
+High entropy (the last row) is a run of the base64 alphabets (A–Z a–z 0–9 + / _ -, `=`
+padding), at least 30 characters from a letter or digit to a letter or digit, that
 - mixes upper case, lower case and digits: hex (git SHAs, digests, UUIDs) has no upper
   and lower case together, and is too common in an agent's text to redact at 4 bits a
   character; words and paths rarely hold all three;
@@ -34,8 +34,8 @@ High entropy (the last row) is a run of at least 32 characters of the base64 alp
   judged by what it says (redacted only if that text holds a secret).
 A run split by `/`, `_` or `-` into two or more word-like parts (a path such as
 `com/python/cpython/blob/…`, `Cryptography_HAS_TLSv1_3`) is judged part by part.
-Random tokens of 32 characters miss these bounds about 1 time in 150 (40 characters:
-1 in 400); secrets with a known shape or a key name are caught by the rows above it.
+Random tokens of 32 to 40 characters miss these bounds about 1 time in 100 (64: 1 in 400);
+secrets with a known shape or a key name are caught by the rows above it.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class Scrubbed:
 
 
 Span = tuple[int, int]
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ class Pattern:
     """One row of the table: what it finds, and what of a match it keeps."""
 
     kind: str
-    regex: re.Pattern[str]
+    source: str  # the regular expression; `regex` compiles it when a text first needs it
     keeps: str  # for people: what stays around `[redacted:KIND]`
     # Lower-case strings of which every match holds one: without any, the row is skipped
     # (most texts hold no secret, and a substring test is far cheaper than a regex scan).
@@ -88,6 +89,15 @@ class Pattern:
     # text itself. Without a check: the group whose name starts with `secret` that took
     # part, else the whole match.
     check: Callable[[re.Match[str], str], Sequence[Span]] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        # Compiled on first use and kept: each hook is a new process, and one that never
+        # meets a row's hints should not pay for compiling it (most of the import's cost).
+        compiled = _COMPILED.get(self.source)
+        if compiled is None:
+            compiled = _COMPILED[self.source] = re.compile(self.source)
+        return compiled
 
     def spans(self, text: str, lowered: str) -> Iterator[Span]:
         if self.hints and not any(hint in lowered for hint in self.hints):
@@ -143,9 +153,12 @@ def _squash(text: str) -> str:
 
 def _placeholder(value: str, names: Sequence[str]) -> bool:
     """Short, templated (`${X}`, `<password>`, `{token}`), masked (`****`), already redacted,
-    or a name rather than a value: the key's own (`password=password`, `"Password"`) or
-    one that holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
+    or a name rather than a value: a snake_case or upper-case word (`"_sa_default"`,
+    `"NULL"`, `"CHANGE_ME"`), the key's own (`password=password`, `"Password"`) or one that
+    holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
     if len(value.strip()) < 4 or value.startswith(_PLACEHOLDER_START) or set(value) <= _MASK:
+        return True
+    if _LETTERS.fullmatch(value) and ("_" in value or value.isupper()):
         return True
     squashed = _squash(value)
     if any(squashed == _squash(name) for name in names):
@@ -195,11 +208,10 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     if _LETTERS.fullmatch(value):
         # A plain word is a secret where configuration is written (`password = letmein` at
         # the start of a line, `--password letmein`); elsewhere it is prose ("the token:
-        # only") or a variable (`f(token=tok)`), as is a snake_case name anywhere.
+        # only") or a variable (`f(token=tok)`, also when the call spans lines).
         line = text.rfind("\n", 0, key_start) + 1
-        if "_" in value or not (
-            key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
-        ):
+        configured = key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
+        if not configured or text[end : end + 1] in (",", ")"):
             return ()
     return ((start, end),)
 
@@ -224,7 +236,9 @@ def _authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
 
 # --- high entropy --------------------------------------------------------------------------
 
-_MIN_RANDOM = 32
+# 30 from a letter or digit to a letter or digit: a 32-character base64 token may begin or
+# end with `+`, `/`, `-` or `_`, which the run leaves out (so that `https://` stays).
+_MIN_RANDOM = 30
 _WORDS = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
 _WORD_PART = re.compile(
     r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
@@ -300,12 +314,12 @@ _VALUE = (
 )
 
 
-def _assignment(words: str) -> re.Pattern[str]:
+def _assignment(words: str) -> str:
     """`KEY = value`, `"key": "value"`, `key: value`, `--key value`, `<key>value</key>`,
     where the key ends with one of `words` (digits may follow); read folded, so `words` are
     in lower case. The check makes sure the word starts the key or follows `_`, `-`, `.` or
     a camelCase step."""
-    return re.compile(
+    return (
         rf"(?:(?P<word>{words})\d*(?![a-z0-9])\\?[\"']?[ \t]*(?P<sep>===?|!==?|:=|=>|=|:(?!:)|>)"
         rf"|--(?<![a-z0-9_-]--)(?:[a-z0-9-]*-)?(?P<fword>{words})[ \t]+(?=[^\s-]))[ \t]*" + _VALUE
     )
@@ -323,7 +337,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "private_key",
         # A whole block; cut short (no END), the header and the key lines that follow it.
-        re.compile(
+        (
             rf"{_PEM_BEGIN}(?:(?:[^-]|-(?!---))*?{_PEM_END}"
             r"|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{16,}|[A-Za-z][A-Za-z0-9-]*:[ \t][^\n\\]*))+)"
         ),
@@ -332,15 +346,13 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "aws_key_id",
-        re.compile(
-            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z2-7]{16}(?![A-Za-z0-9])"
-        ),
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z2-7]{16}(?![A-Za-z0-9])",
         "nothing",
         hints=("a3t", "akia", "asia", "abia", "acca"),
     ),
     Pattern(
         "aws_secret",
-        re.compile(
+        (
             r"(?:aws[_.-]?secret(?:[_.-]?access)?(?:[_.-]?key)?|secret[_.-]?access[_.-]?key)"
             r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+=])"
         ),
@@ -350,7 +362,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "github_token",
-        re.compile(
+        (
             r"gh[pousr]_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{36,251}(?![A-Za-z0-9_])"
             r"|github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,255}(?![A-Za-z0-9_])"
         ),
@@ -359,7 +371,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "gitlab_token",
-        re.compile(
+        (
             rf"gl(?<![A-Za-z0-9_-]gl)(?:{'|'.join(_GITLAB_KINDS)})"
             r"-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*"
         ),
@@ -368,7 +380,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "slack_token",
-        re.compile(
+        (
             r"xox(?<![A-Za-z0-9-]xox)(?:[bpare](?:\.xox[bp])?-\d+-[A-Za-z0-9-]{8,}"
             r"|[os]-\d+-\d+-\d+-[A-Fa-f0-9]+)|xapp-(?<![A-Za-z0-9-]xapp-)\d-[A-Za-z0-9-]{10,}"
         ),
@@ -377,7 +389,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "slack_webhook",
-        re.compile(
+        (
             r"https://hooks\.slack\.com/(?:services|workflows|triggers)/"
             r"(?P<secret>[A-Za-z0-9_/+-]{20,})"
         ),
@@ -386,7 +398,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "stripe_key",
-        re.compile(
+        (
             r"sk_(?:live|test)_(?<![A-Za-z0-9_]........)[A-Za-z0-9]{16,}"
             r"|rk_(?:live|test)_(?<![A-Za-z0-9_]........)[A-Za-z0-9]{16,}"
             r"|whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9]{24,}"
@@ -396,15 +408,13 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "anthropic_key",
-        re.compile(
-            r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}"
-        ),
+        r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}",
         "nothing",
         hints=("sk-ant-",),
     ),
     Pattern(
         "openai_key",
-        re.compile(
+        (
             r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
             r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})"
         ),
@@ -413,31 +423,31 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "google_api_key",
-        re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
+        r"AIza(?<![A-Za-z0-9_-]AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])",
         "nothing",
         hints=("aiza",),
     ),
     Pattern(
         "huggingface_token",
-        re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])"),
+        r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])",
         "nothing",
         hints=("hf_",),
     ),
     Pattern(
         "npm_token",
-        re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+        r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])",
         "nothing",
         hints=("npm_",),
     ),
     Pattern(
         "pypi_token",
-        re.compile(r"pypi-AgEIcHlwaS5vcmc(?<![A-Za-z0-9_-]pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_-]{50,}"),
+        r"pypi-AgEIcHlwaS5vcmc(?<![A-Za-z0-9_-]pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_-]{50,}",
         "nothing",
         hints=("pypi-ageichlwas5vcmc",),
     ),
     Pattern(
         "jwt",
-        re.compile(
+        (
             r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
             r"(?:\.[A-Za-z0-9_-]+){0,2}"
         ),
@@ -446,14 +456,14 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "url_password",
-        re.compile(r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@"),
+        r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@",
         "the scheme, user name and host",
         hints=("://",),
         check=_url_password_check,
     ),
     Pattern(
         "authorization",
-        re.compile(
+        (
             r"authorization(?<![a-z0-9_]authorization)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
             r"(?:(?:bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?"
             r"(?P<secret>[^\s\"',;()\[\]{}<>]{8,})"
@@ -501,7 +511,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "high_entropy",
         # From a letter or digit to a letter or digit (`https://` keeps its slashes); the
         # regex needs no lookbehind: it tries a run from its first letter or digit.
-        re.compile(r"[A-Za-z0-9][A-Za-z0-9+/_-]{30,}[A-Za-z0-9]={0,2}"),
+        (rf"[A-Za-z0-9][A-Za-z0-9+/_-]{{{_MIN_RANDOM - 2},}}[A-Za-z0-9]={{0,2}}"),
         "nothing (what counts as high entropy: the module docstring)",
         check=_entropy_check,
     ),

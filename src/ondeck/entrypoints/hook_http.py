@@ -4,11 +4,13 @@
 to parse headers (about 2x `python -c pass` on its own). The hooks talk to one server, ondeck
 itself, on loopback, without TLS, redirects or proxies, so a request is written and its
 answer read here: HTTP/1.1 with `Connection: close`, a body by Content-Length or chunked.
+It uses the C module `_socket` itself: the `socket` module around it builds its enums at
+import, a sizeable share of a hook's whole process.
 """
 
 from __future__ import annotations
 
-import socket
+import _socket
 
 MAX_RESPONSE = 4 * 1024 * 1024
 
@@ -52,7 +54,8 @@ def request(
         lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
     data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock = _connect(host, port, timeout)
+        try:
             sock.sendall(data)
             chunks, size = [], 0
             while True:
@@ -63,9 +66,26 @@ def request(
                 size += len(chunk)
                 if size > MAX_RESPONSE:
                     raise HttpError("answer too large")
+        finally:
+            sock.close()
     except (OSError, ValueError) as exc:
         raise HttpError(str(exc) or type(exc).__name__) from None
     return _parse(b"".join(chunks))
+
+
+def _connect(host: str, port: int, timeout: float) -> _socket.socket:
+    """`socket.create_connection`: each address the name has, until one connects."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+    raise error or OSError(f"no address for {host}")
 
 
 def _parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -94,7 +114,8 @@ def _parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
 
 
 def _unchunk(data: bytes) -> bytes:
-    out, at = [], 0
+    out: list[bytes] = []
+    at = 0
     while True:
         end = data.find(b"\r\n", at)
         if end < 0:

@@ -6,15 +6,20 @@
     session-end    the record ends, with what git says the session did; its leases go
 
 No hook ever fails a session: whatever goes wrong, it exits 0 and says what happened (in
-the context at the start, on stdout otherwise). Each record goes, in this order, to the
-running server of the same database (it is warm: the hook only sends), else to the database
-itself, else to the spool (`services/spool.py`), drained by the next hook or jobs tick that
-reaches the store; whatever waits in the spool goes first.
+the context at the start, on stdout otherwise).
 
-These run at every turn (Stop) and within Claude Code's 1.5 s for SessionEnd, so they import
-only what they need: no Typer, no web framework, no MCP, no pydantic (core/hook_config.py),
-and no SQLAlchemy either on their way to a server or, for all but session-start, to the
-database (services/session_store.py runs its statements on the bare driver).
+Where an event goes, in this order:
+
+1. the running server of the same database (its `X-Ondeck-Store` fingerprint matches): the
+   hook sends the event as it received it (`POST /api/v1/sessions/hook-events`, with the
+   hook's own classification rules) and the warm server reads git and the marker file,
+   classifies, scrubs and stores it. On this path the hook imports almost nothing: its whole
+   process is meant to cost at most 4x `python -c pass`;
+2. the database itself: the hook makes the record (services/hook_records.py) and stores it
+   through the bare driver (no SQLAlchemy, no pydantic: at most the cost of importing
+   SQLAlchemy), except session-start, whose context is built with SQLAlchemy anyway;
+3. the spool (services/spool.py), drained by the next hook or jobs tick that reaches the
+   store. Whatever waits in the spool goes before anything newer.
 """
 
 from __future__ import annotations
@@ -22,17 +27,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any, TextIO
 
     from ondeck.core.hook_config import HookConfig
-    from ondeck.services.classify import Classification
 
-MAX_STDIN = 1024 * 1024
+MAX_STDIN = 8 * 1024 * 1024  # a last word may be long: its texts are cut to a window later
 SERVER_TIMEOUT_S = 3.0
 RECORDS_PATH = "/api/v1/sessions/records"
+EVENTS_PATH = "/api/v1/sessions/hook-events"
 
 
 def hook_output(markdown: str) -> dict[str, Any]:
@@ -57,81 +63,148 @@ def _debug(message: str) -> None:
         sys.stderr.write(f"ondeck: {message}\n")
 
 
-# --- what the hook sees ----------------------------------------------------------------------
+class _NoServer(Exception):
+    pass
 
 
-def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classification]:
-    """The facts of the working directory (marker file, git) and their classification."""
-    from ondeck.core.git import Deadline, read_repo
-    from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
-
-    place = cwd if isinstance(cwd, str) and cwd and "\x00" not in cwd else None
-    repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
-    facts = Facts(
-        cwd=place,
-        marker=read_marker(place),
-        git_root=repo.root,
-        branch=repo.branch,
-        head=repo.head,
-        remotes={name: strip_credentials(url) for name, url in repo.remotes.items()},
-    )
-    shown = {"cwd": place, "git_root": repo.root, "branch": repo.branch, "head": repo.head}
-    return shown, classify(facts, Rules.of(config))
+class _Unreachable(Exception):
+    pass
 
 
-def make_record(
-    kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
-) -> dict[str, Any] | None:
-    from ondeck.services.hook_records import new_record, session_id_of
-
-    if session_id_of(payload) is None:
-        return None
-    facts, classification = observe(payload.get("cwd"), config)
-    return new_record(kind, payload, at=now, facts=facts, classification=classification)
+# --- 1. the server ---------------------------------------------------------------------------
 
 
-# --- where records go ------------------------------------------------------------------------
+class Server:
+    """This machine's ondeck server, if it runs and serves the same database."""
 
-
-class Delivery:
-    """Sends records to the server, else the database, else the spool; remembers which
-    worked, so a hook's second record (the end's git changes) goes the same way."""
-
-    def __init__(self, config: HookConfig, *, use_server: bool = True) -> None:
+    def __init__(self, config: HookConfig) -> None:
         self.config = config
-        self.server_ok: bool | None = None if use_server else False
-        self.via = ""
+        self.ok: bool | None = None  # None: not asked yet
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-Ondeck-Store-Expected": self.config.store_id}
+        if self.config.token:
+            headers["Authorization"] = f"Bearer {self.config.token}"
+        return headers
+
+    def post(self, path: str, body: dict[str, Any], count: int) -> list[dict[str, Any]]:
+        """POST and the `results` (one per item sent); _NoServer when it is not usable."""
+        if self.ok is False:
+            raise _NoServer("not usable")
+        from ondeck.entrypoints.hook_http import HttpError, request
+
+        try:
+            status, headers, answer = request(
+                self.config.local_url,
+                "POST",
+                path,
+                body=json.dumps(body, ensure_ascii=False).encode(),
+                headers=self.headers(),
+                timeout=SERVER_TIMEOUT_S,
+            )
+        except HttpError as exc:
+            self.ok = False
+            raise _NoServer(f"not reachable ({exc})") from None
+        if headers.get("x-ondeck-store") != self.config.store_id:
+            self.ok = False
+            raise _NoServer("it serves another database")
+        if status != 200:
+            self.ok = False
+            raise _NoServer(f"answered {status}: {answer[:200].decode('utf-8', 'replace')}")
+        try:
+            results = json.loads(answer)["results"]
+        except (ValueError, KeyError, TypeError):
+            self.ok = False
+            raise _NoServer("answered something else than results") from None
+        if not isinstance(results, list) or len(results) != count:
+            self.ok = False
+            raise _NoServer("answered for other events")
+        self.ok = True
+        return results
+
+    def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
+        """The event as received: the server makes and stores its record(s)."""
+        from ondeck.services.hook_records import transcript_size, trim
+
+        self.drain_spool()
+        event = {
+            "hook": verb,
+            "payload": trim(payload),
+            "at": at,
+            "transcript_size": transcript_size(payload),
+        }
+        body = {"events": [event], "rules": self.config.rules()}
+        result = self.post(EVENTS_PATH, body, 1)[0]
+        _debug(f"{verb} stored through {self.config.local_url}")
+        return result
+
+    def drain_spool(self) -> None:
+        """What waits in the spool goes first (rare: two stats when nothing waits)."""
+        if not _spool_waits(self.config.spool_dir):
+            return
+        from ondeck.services import spool
+        from ondeck.services.hook_records import parse_record
+
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            try:
+                results = self.post(
+                    RECORDS_PATH, {"records": [_sent(r) for r in batch]}, len(batch)
+                )
+            except _NoServer as exc:
+                raise spool.Unreachable(str(exc)) from exc
+            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+
+        drained = spool.drain(self.config.spool_dir, apply, parse_record)
+        if drained.left:
+            raise _NoServer("the spool could not be drained through the server")
+
+
+def _spool_waits(spool_dir: str) -> bool:
+    # = spool.has_waiting, without importing the spool module on every hook.
+    for name in ("draining.jsonl", "events.jsonl"):
+        try:
+            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _sent(record: dict[str, Any]) -> dict[str, Any]:
+    """A checked record back in the form it travels in (instants as ISO text)."""
+    at = record["at"]
+    return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}
+
+
+# --- 2. the database, 3. the spool ---------------------------------------------------------
+
+
+class Local:
+    """Records made here, stored in the database (the bare driver where it can) or the
+    spool; remembers which worked, so an end's git changes go the same way."""
+
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
         self.problem = ""
         self._bare: Any = None
         self._engine: Any = None
 
-    # -- public ---------------------------------------------------------------------------
-
-    def send(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Store `record` (after whatever waits in the spool); its outcome, or None when it
-        was spooled (`self.problem` says why)."""
+    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """Store `record` after whatever waits in the spool: its outcome, or None when it was
+        spooled (`self.problem` says why)."""
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
-        if self.server_ok is not False:
-            try:
-                self._drain(spool, self._post)
-                result = self._post([record])[0]
-                self.via = self.config.local_url
-                return result
-            except (_NoServer, _Unreachable) as exc:
-                self.server_ok = False
-                _debug(f"server: {exc}")
         try:
-            self._drain(spool, lambda batch: self._apply_here(batch, now))
-            result = self._apply_here([checked], now, checked=True)[0]
-            self.via = "the database"
+            self._drain(spool, now)
+            result = self._apply(checked, now)
+            _debug(f"{record['kind']} stored in the database")
             return result
         except _Unreachable as exc:
             self.problem = str(exc)
         spool.append(self.config.spool_dir, record)
-        self.via = "the spool"
+        _debug(f"{record['kind']} kept in the spool: {self.problem}")
         return None
 
     def waiting(self) -> int:
@@ -145,77 +218,31 @@ class Delivery:
         if self._engine is not None:
             self._engine.dispose()
 
-    # -- the spool first ------------------------------------------------------------------
-
-    def _drain(self, spool: Any, apply: Any) -> None:
+    def _drain(self, spool: Any, now: datetime) -> None:
         from ondeck.services.hook_records import parse_record
 
         if not spool.has_waiting(self.config.spool_dir):
             return
 
-        def batch_apply(batch: list[dict[str, Any]]) -> list[str | None]:
-            try:
-                results = apply([_as_sent(r) for r in batch])
-            except (_NoServer, _Unreachable) as exc:
-                raise spool.Unreachable(str(exc)) from exc
-            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            answers: list[str | None] = []
+            for record in batch:
+                try:
+                    self._apply(record, now)
+                except _Unreachable as exc:
+                    if not answers:
+                        raise spool.Unreachable(str(exc)) from exc
+                    return answers
+                answers.append(None)
+            return answers
 
-        drained = spool.drain(self.config.spool_dir, batch_apply, parse_record)
-        if drained.left and not drained.busy:
-            # The store went away while draining: what is newer must wait behind it.
-            raise _Unreachable("the store went away while the spool drained")
+        drained = spool.drain(self.config.spool_dir, apply, parse_record)
         if drained.busy:
             raise _Unreachable("another process is draining the spool")
+        if drained.left:
+            raise _Unreachable("the store went away while the spool drained")
 
-    # -- the server -----------------------------------------------------------------------
-
-    def _post(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from ondeck.entrypoints.hook_http import HttpError, request
-
-        body = json.dumps({"records": records}, ensure_ascii=False).encode()
-        try:
-            status, headers, answer = request(
-                self.config.local_url,
-                "POST",
-                RECORDS_PATH,
-                body=body,
-                headers=_server_headers(self.config),
-                timeout=SERVER_TIMEOUT_S,
-            )
-        except HttpError as exc:
-            raise _NoServer(f"not reachable ({exc})") from None
-        if headers.get("x-ondeck-store") != self.config.store_id:
-            raise _NoServer("it serves another database")
-        if status != 200:
-            raise _NoServer(f"answered {status}")
-        try:
-            results = json.loads(answer)["results"]
-        except (ValueError, KeyError, TypeError):
-            raise _NoServer("answered something else than results") from None
-        if not isinstance(results, list) or len(results) != len(records):
-            raise _NoServer("answered for other records")
-        self.server_ok = True
-        return results
-
-    # -- the database ---------------------------------------------------------------------
-
-    def _apply_here(
-        self, records: list[dict[str, Any]], now: datetime, *, checked: bool = False
-    ) -> list[dict[str, Any]]:
-        from ondeck.services.hook_records import parse_record
-
-        results = []
-        for record in records:
-            if not checked:
-                try:
-                    record = parse_record(record)
-                except ValueError as exc:
-                    results.append({"outcome": "rejected", "reason": str(exc)})
-                    continue
-            results.append(self._apply_one(record, now))
-        return results
-
-    def _apply_one(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+    def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
         from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare
 
         if self._engine is None:
@@ -246,7 +273,7 @@ class Delivery:
         from ondeck.services.backlog import release_held_by
         from ondeck.services.session_store import OWNER_PREFIX
 
-        with writing(self._sqlalchemy()) as conn:
+        with writing(self.engine()) as conn:
             return release_held_by(
                 conn,
                 now,
@@ -255,7 +282,8 @@ class Delivery:
                 reason=record.get("reason"),
             )
 
-    def _sqlalchemy(self) -> Any:
+    def engine(self) -> Any:
+        """The SQLAlchemy engine (session-start's context needs it anyway)."""
         if self._engine is None:
             from ondeck.core.errors import Unavailable
             from ondeck.db import open_database
@@ -272,44 +300,17 @@ class Delivery:
         from ondeck.services.sessions import apply_record
 
         try:
-            with writing(self._sqlalchemy()) as conn:
+            with writing(self.engine()) as conn:
                 return apply_record(conn, now, record)
         except Unavailable as exc:
             raise _Unreachable(str(exc)) from None
 
-    def engine(self) -> Any:
-        """The SQLAlchemy engine (session-start's context needs it anyway)."""
-        return self._sqlalchemy()
-
-
-class _NoServer(Exception):
-    pass
-
-
-class _Unreachable(Exception):
-    pass
-
-
-def _as_sent(record: dict[str, Any]) -> dict[str, Any]:
-    """A checked record back in the form it travels in (instants as ISO text)."""
-    out = dict(record)
-    out["at"] = record["at"].isoformat() if hasattr(record["at"], "isoformat") else record["at"]
-    return out
-
-
-def _server_headers(config: HookConfig) -> dict[str, str]:
-    headers = {"X-Ondeck-Store-Expected": config.store_id}
-    if config.token:
-        headers["Authorization"] = f"Bearer {config.token}"
-    return headers
-
-
-def _spooled_line(delivery: Delivery, what: str) -> str:
-    return (
-        f"ondeck could not store this session's {what} ({delivery.problem}); it is kept in "
-        f"the spool ({delivery.waiting()} event(s) waiting in {delivery.config.spool_dir}) "
-        "and stored by the next hook or jobs tick that reaches the database."
-    )
+    def spooled_line(self, what: str) -> str:
+        return (
+            f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
+            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and stored "
+            "by the next hook or jobs tick that reaches the database."
+        )
 
 
 # --- session-start -----------------------------------------------------------------------------
@@ -320,67 +321,75 @@ def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> i
     try:
         markdown = _start(payload, db_url)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
-        markdown = (
-            "# On deck: unavailable\n\n"
-            f"ondeck could not read its database ({_one_line(exc)}). Today's reminders, due "
-            "tasks and warnings are unknown; check `ondeck context` or the server.\n"
-        )
+        markdown = _unavailable(exc)
     stdout.write(json.dumps(hook_output(markdown), ensure_ascii=False) + "\n")
     return 0
+
+
+def _unavailable(exc: BaseException) -> str:
+    return (
+        "# On deck: unavailable\n\n"
+        f"ondeck could not read its database ({_one_line(exc)}). Today's reminders, due "
+        "tasks and warnings are unknown; check `ondeck context` or the server.\n"
+    )
 
 
 def _start(payload: dict[str, Any], db_url: str | None) -> str:
     from ondeck.core import clock
     from ondeck.core.hook_config import load_hook_config
+    from ondeck.services.hook_records import session_id_of
 
     config = load_hook_config(db_url)
     now = clock.now()
     notes: list[str] = []
-    project = None
-    place: dict[str, Any] = {"side": None, "unclassified": False}
-    delivery = Delivery(config)
+    server = Server(config)
+    local = Local(config)
     try:
-        record = None
-        try:
-            record = make_record("start", payload, config, now)
-        except Exception as exc:  # the context is still worth giving
-            notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
-        if record is not None:
-            classification = record["classification"]
-            project = classification["project"]["value"]
-            place = {
-                "side": classification["side"]["value"],
-                "unclassified": classification["unclassified"],
+        classification = None
+        session_number = None
+        if session_id_of(payload) is not None:
+            try:
+                result = server.send_event("session-start", payload, now.isoformat())
+                classification = result.get("classification")
+                session_number = (result.get("session") or {}).get("id")
+            except _NoServer as exc:
+                _debug(f"server: {exc}")
+                classification, session_number = _start_here(local, payload, now, notes)
+        unclassified = bool(classification and classification.get("unclassified"))
+        if classification is None:  # no session id: the context only, scoped by the place
+            from ondeck.services.hook_records import observe
+
+            found = observe(payload.get("cwd"), config)[1]
+            classification = {
+                "project": {"value": found.project.value},
+                "side": {"value": found.side.value},
+                "unclassified": False,
             }
-            result = _send_start(delivery, record, now, notes)
-            if classification["unclassified"]:
-                number = result["session"]["id"] if result else None
-                notes.append(_unclassified_note(classification["reason"], number))
-        else:
-            _, classification_ = observe(payload.get("cwd"), config)
-            project = classification_.project.value
-            place = {
-                "side": classification_.side.value,
-                "unclassified": classification_.unclassified,
-            }
-        brief = _brief_of(payload, config, project, place)
-        markdown = None
-        if delivery.server_ok is not False:
-            markdown = _context_from_server(config, project, brief)
+            # Not recorded, so not in the inbox; but its place decides nothing either.
+            unclassified = found.unclassified
+        if classification.get("unclassified"):
+            notes.append(_unclassified_note(classification.get("reason", ""), session_number))
+        project = (classification.get("project") or {}).get("value")
+        brief = _brief_of(payload, config, classification, unclassified)
+        markdown = _context_from_server(config, project, brief) if server.ok else None
         source = config.local_url
         if markdown is None:
-            markdown, source = (
-                _context_from_database(delivery, config, project, now, brief),
-                "the database",
-            )
+            source = "the database"
+            try:
+                markdown = _context_from_database(local, config, project, now, brief)
+            except Exception as exc:  # what was recorded (or spooled) is still worth saying
+                markdown = _unavailable(exc)
         _debug(f"session context from {source}")
     finally:
-        delivery.close()
+        local.close()
     return _with_notes(markdown, notes)
 
 
 def _brief_of(
-    payload: dict[str, Any], config: HookConfig, project: str | None, place: dict[str, Any]
+    payload: dict[str, Any],
+    config: HookConfig,
+    classification: dict[str, Any],
+    unclassified: bool,
 ) -> dict[str, Any]:
     """What the brief needs to know of this session (services/brief.BriefRequest)."""
     session = payload.get("session_id")
@@ -388,12 +397,12 @@ def _brief_of(
     cwd = payload.get("cwd")
     return {
         "sides_on": bool(config.sides),
-        "side": place["side"],
-        "project": project,
-        "unclassified": bool(place["unclassified"]),
+        "side": (classification.get("side") or {}).get("value"),
+        "project": (classification.get("project") or {}).get("value"),
+        "unclassified": unclassified,
         "source": source if isinstance(source, str) and source.isalpha() else None,
         "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
-        "cwd": cwd if isinstance(cwd, str) and cwd and "\x00" not in cwd else None,
+        "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
     }
 
 
@@ -417,36 +426,43 @@ def _with_notes(markdown: str, notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _send_start(
-    delivery: Delivery, record: dict[str, Any], now: datetime, notes: list[str]
-) -> dict[str, Any] | None:
+def _start_here(
+    local: Local, payload: dict[str, Any], now: datetime, notes: list[str]
+) -> tuple[dict[str, Any] | None, int | None]:
+    from ondeck.services.hook_records import make_record
+
     try:
-        result = delivery.send(record, now)
+        record = make_record("start", payload, local.config, now)
+    except Exception as exc:  # the context is still worth giving
+        notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
+        return None, None
+    if record is None:
+        return None, None
+    try:
+        result = local.store(record, now)
     except Exception as exc:
         notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
-        return None
+        return record["classification"], None
     if result is None:
-        notes.append(_spooled_line(delivery, "start"))
-    return result
+        notes.append(local.spooled_line("start"))
+        return record["classification"], None
+    return record["classification"], result["session"]["id"]
 
 
 def _unclassified_note(reason: str, number: int | None) -> str:
-    which = f"session {number}" if number else "this session"
+    which = str(number) if number else "ID"
     return (
         f"This session is unclassified ({reason}): its record waits in the inbox and is "
-        f"shown to no other session until a person moves it (`ondeck session move {number or 'ID'}"
-        f" --side SIDE`); {which} is listed by `ondeck session list --status unclassified`."
+        "shown to no other session until a person moves it "
+        f"(`ondeck session move {which} --side SIDE`; the inbox: "
+        "`ondeck session list --status unclassified`)."
     )
 
 
 def _context_from_server(
     config: HookConfig, project: str | None, brief: dict[str, Any]
 ) -> str | None:
-    """Ask the running server, whose imports and connections are already warm.
-
-    Used only when the server answers for the same database this hook is configured for
-    (its `X-Ondeck-Store` fingerprint); anything else falls back to reading the database.
-    """
+    """Ask the running server, whose imports and connections are already warm."""
     import urllib.parse
 
     from ondeck.entrypoints.hook_http import HttpError, request
@@ -477,11 +493,7 @@ def _context_from_server(
 
 
 def _context_from_database(
-    delivery: Delivery,
-    config: HookConfig,
-    project: str | None,
-    now: datetime,
-    brief: dict[str, Any],
+    local: Local, config: HookConfig, project: str | None, now: datetime, brief: dict[str, Any]
 ) -> str:
     from ondeck.db.engine import reading
     from ondeck.services.brief import BriefRequest
@@ -489,7 +501,8 @@ def _context_from_database(
     from ondeck.services.context_render import to_markdown
     from ondeck.services.sessions import context_warnings
 
-    with reading(delivery.engine()) as conn:
+    engine = local.engine()
+    with reading(engine) as conn:
         ctx = build_context(
             conn,
             now,
@@ -505,18 +518,15 @@ def _context_from_database(
 
 # --- stop, post-compact, session-end ---------------------------------------------------------
 
-VERBS = {"stop": "stop", "post-compact": "compact", "session-end": "end"}
-
 
 def run_hook(verb: str, stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
     """`ondeck hook stop|post-compact|session-end`: record the event; never fail the session."""
-    kind = VERBS[verb]
     payload = read_payload(stdin)
     try:
-        message = _record(kind, payload, db_url)
+        message = _record(verb, payload, db_url)
     except Exception as exc:  # never fail the session: say what went wrong instead
         message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
-        if kind == "end":
+        if verb == "session-end":
             message.update({"released": [], "owner": _owner(payload)})
     if message:
         stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
@@ -528,90 +538,59 @@ def _owner(payload: dict[str, Any]) -> str | None:
     return f"claude:{value.strip()[:190]}" if isinstance(value, str) and value.strip() else None
 
 
-def _record(kind: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
+def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
     from ondeck.core import clock
     from ondeck.core.hook_config import load_hook_config
+    from ondeck.services.hook_records import HOOK_KINDS, session_id_of
 
+    kind = HOOK_KINDS[verb]
+    if session_id_of(payload) is None:
+        sys.stderr.write(f"ondeck: hook {verb}: no session_id on stdin, nothing recorded\n")
+        return {"released": [], "owner": None} if kind == "end" else None
     config = load_hook_config(db_url)
     now = clock.now()
+    try:
+        result = Server(config).send_event(verb, payload, now.isoformat())
+    except _NoServer as exc:
+        _debug(f"server: {exc}")
+    else:
+        if kind != "end":
+            return None
+        return {"released": result.get("released", []), "owner": _owner(payload)}
+    return _record_here(kind, payload, config, now)
+
+
+def _record_here(
+    kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
+) -> dict[str, Any] | None:
+    from ondeck.services.hook_records import changes_of, make_record
+
     record = make_record(kind, payload, config, now)
     if record is None:
-        sys.stderr.write(f"ondeck: hook {kind}: no session_id on stdin, nothing recorded\n")
-        return {"released": [], "owner": None} if kind == "end" else None
-    delivery = Delivery(config)
+        return None
+    local = Local(config)
     try:
-        result = delivery.send(record, now)
+        result = local.store(record, now)
         what = {"stop": "last word", "compact": "compaction", "end": "end"}[kind]
         if kind != "end":
-            if result is None:
-                return {"systemMessage": _spooled_line(delivery, what)}
-            return None
+            return None if result is not None else {"systemMessage": local.spooled_line(what)}
         out: dict[str, Any] = {
             "released": result["released"] if result else [],
             "owner": _owner(payload),
-            "session": result["session"]["id"] if result else None,
         }
         if result is None:
-            out["systemMessage"] = _spooled_line(delivery, what)
-        changes = _changes(record, result, config, now)
-        if changes is not None and delivery.send(changes, now) is None and result is not None:
-            out["systemMessage"] = _spooled_line(delivery, "git changes")
+            out["systemMessage"] = local.spooled_line(what)
+        start = result["session"] if result else _start_in_spool(record, config)
+        changes = changes_of(record, start, config, now)
+        if changes is not None and local.store(changes, now) is None and result is not None:
+            out["systemMessage"] = local.spooled_line("git changes")
         return out
     finally:
-        delivery.close()
+        local.close()
 
 
-def _changes(
-    end: dict[str, Any], result: dict[str, Any] | None, config: HookConfig, now: datetime
-) -> dict[str, Any] | None:
-    """What git says the session did, from its start's HEAD to now: the end's second record."""
-    from ondeck.core.git import FILES_MAX, Deadline, changed_paths, commits_between
-    from ondeck.core.scrubber import is_private_path
-    from ondeck.services.hook_records import changes_record
-
-    if not end["capture"]:
-        return None
-    facts = end["facts"]
-    start = _start_facts(end, result, config)
-    note = None
-    commits = files = None
-    commits_total = files_total = private = 0
-    if start is None:
-        note = "not read: the session's start is not known here (the database was unreachable)"
-    elif not start.get("start_head") or not facts.get("head"):
-        note = "not read: no git HEAD at the session's start or end"
-    elif start.get("git_root") != facts.get("git_root"):
-        note = "not read: the session ended in another repository than it started in"
-    else:
-        root, deadline = facts["git_root"], Deadline()
-        log = commits_between(root, start["start_head"], facts["head"], deadline)
-        listing = changed_paths(root, start["start_head"], deadline)
-        notes = [n for n in (log.note, listing.note) if n]
-        note = "; ".join(notes) or None
-        if log.items is not None:
-            commits = [(sha, subject) for sha, subject in log.items]  # type: ignore[misc]
-            commits_total = log.total
-        if listing.items is not None:
-            public = [p for p in listing.items if not is_private_path(str(p), config.private_globs)]
-            private = len(listing.items) - len(public)
-            files, files_total = [str(p) for p in public[:FILES_MAX]], len(public)
-    return changes_record(
-        end,
-        at=now,
-        commits=commits,
-        commits_total=commits_total,
-        files=files,
-        files_total=files_total,
-        files_private=private,
-        note=note,
-    )
-
-
-def _start_facts(
-    end: dict[str, Any], result: dict[str, Any] | None, config: HookConfig
-) -> dict[str, Any] | None:
-    if result is not None:
-        return result["session"]
+def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] | None:
+    """The session's start, when it too waits in the spool (the database was away)."""
     from ondeck.services import spool
 
     found = spool.find(

@@ -35,7 +35,7 @@ class Here:
 def here(settings: Settings, cwd: str | None = None) -> Here:
     """The classification of `cwd` (default: the current directory)."""
     from ondeck.core.hook_config import HookConfig
-    from ondeck.entrypoints.hooks import observe
+    from ondeck.services.hook_records import observe
 
     try:
         place = cwd or os.getcwd()

@@ -305,9 +305,9 @@ def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
                                 Signal(rule="remote", field=key, value=rule[key], source=source)
                             )
     if facts.git_root:
-        name = project_name(Path(facts.git_root).name)
-        if name:
-            found.append(Signal(rule="git", field="project", value=name, source=facts.git_root))
+        folder = project_name(Path(facts.git_root).name)
+        if folder:
+            found.append(Signal(rule="git", field="project", value=folder, source=facts.git_root))
     return found, problems
 
 

@@ -14,22 +14,24 @@ commit at all: not even the spool sees them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
 
-from ondeck.services.classify import Classification
-from ondeck.services.classify import from_json as classification_from_json
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.classify import Classification
 
 VERSION = 1
 AGENT = "claude-code"
 KINDS = ("start", "stop", "compact", "end", "changes")
-EVENT_KINDS = {  # Claude Code's hook_event_name → record kind
-    "SessionStart": "start",
-    "Stop": "stop",
-    "PostCompact": "compact",
-    "SessionEnd": "end",
+HOOK_KINDS = {  # `ondeck hook VERB` → record kind
+    "session-start": "start",
+    "stop": "stop",
+    "post-compact": "compact",
+    "session-end": "end",
 }
 LAST_WORD_MAX = 4_000
 SUMMARY_MAX = 8_000
@@ -38,6 +40,12 @@ PATH_MAX = 1_000
 PLACE_MAX = 4_000
 EXTERNAL_ID_MAX = 200
 WORD_MAX = 64  # source, reason, trigger: Claude Code's short words
+# The texts a hook keeps (capped at 4,000 and 8,000) are first cut to this window: the
+# scrubber then reads a bounded text (a secret starting before the cap would have to be
+# longer than the window to be cut), and the server path never sends megabytes.
+TEXT_WINDOW = 65_536
+TEXT_FIELDS = {"stop": "last_assistant_message", "compact": "compact_summary"}
+TRIMMED = "ondeck_trimmed"  # the payload's note of the lengths before the window
 
 
 def session_id_of(payload: dict[str, Any]) -> str | None:
@@ -51,25 +59,59 @@ def session_id_of(payload: dict[str, Any]) -> str | None:
     return value
 
 
-def fingerprint(kind: str, payload: dict[str, Any]) -> str:
+def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> str:
     """What the hook received, as a short hash: the same event twice has the same one.
 
     The transcript's size is part of it: two turns that end with the same words ("Done.")
     are two events, while one event delivered twice (a hook installed in two settings
     files, a spool drained again after a crash) is one.
     """
-    size = -1
-    path = payload.get("transcript_path")
-    if isinstance(path, str) and path:
-        import os
+    import hashlib
 
-        try:
-            size = os.stat(path).st_size
-        except (OSError, ValueError):
-            size = -1
+    if size is None:
+        size = transcript_size(payload)
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:32]
+
+
+def trim(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with its long texts cut to TEXT_WINDOW (and their lengths noted): what
+    both paths make a record of, so an event has one fingerprint whichever path it took."""
+    long = {
+        name: len(value)
+        for name in TEXT_FIELDS.values()
+        if isinstance(value := payload.get(name), str) and len(value) > TEXT_WINDOW
+    }
+    if not long:
+        return payload
+    cut = {name: payload[name][:TEXT_WINDOW] for name in long}
+    return {**payload, **cut, TRIMMED: long}
+
+
+def clean_text(value: str) -> str:
+    """Text as the stores take it: no NUL (PostgreSQL refuses it), no lone surrogates (not
+    UTF-8: a JSON payload may hold `\\ud800`)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def transcript_size(payload: dict[str, Any]) -> int:
+    """The size of the session's transcript now (-1: none), part of an event's identity."""
+    import os
+
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path:
+        try:
+            return os.stat(path).st_size
+        except (OSError, ValueError):
+            return -1
+    return -1
 
 
 def _word(value: Any) -> str | None:
@@ -79,19 +121,59 @@ def _word(value: Any) -> str | None:
     return value if value and value.isprintable() else None
 
 
-def scrubbed(text: str, limit: int) -> dict[str, Any]:
+def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
     """A text as a record keeps it: scrubbed whole (so a secret cut in two by the cap is still
-    found), then capped; with its length before the cap and what the scrubber removed."""
+    found), then capped; with its length before the cap (`chars`, when the payload's window
+    cut it already) and what the scrubber removed."""
     from ondeck.core.scrubber import scrub
 
-    clean = scrub(text)
+    clean = scrub(clean_text(text))
     kept = clean.text
     return {
         "value": kept[:limit],
-        "chars": len(kept),
+        "chars": chars if chars is not None else len(kept),
         "redactions": clean.redactions,
         "kinds": dict(clean.kinds),
     }
+
+
+def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classification]:
+    """The facts of a working directory (marker file, git) and their classification under
+    the config's rules."""
+    from ondeck.core.git import Deadline, read_repo
+    from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
+
+    # Only an absolute path is a place: a relative one would be read from wherever this
+    # process runs (and say something of another directory).
+    usable = isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd
+    place = clean_text(cwd) if usable else None
+    repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
+    facts = Facts(
+        cwd=place,
+        marker=read_marker(place),
+        git_root=repo.root,
+        branch=repo.branch,
+        head=repo.head,
+        remotes={name: strip_credentials(url) for name, url in repo.remotes.items()},
+    )
+    shown = {"cwd": place, "git_root": repo.root, "branch": repo.branch, "head": repo.head}
+    return shown, classify(facts, Rules.of(config))
+
+
+def make_record(
+    kind: str,
+    payload: dict[str, Any],
+    config: HookConfig,
+    at: datetime,
+    *,
+    size: int | None = None,
+) -> dict[str, Any] | None:
+    """The record of a hook event as the hook saw it (None: no usable session id)."""
+    if session_id_of(payload) is None:
+        return None
+    payload = trim(payload)
+    facts, classification = observe(payload.get("cwd"), config)
+    return new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
 
 
 def new_record(
@@ -101,6 +183,7 @@ def new_record(
     at: datetime,
     facts: dict[str, Any],
     classification: Classification,
+    size: int | None = None,
 ) -> dict[str, Any]:
     """The record of a hook event (`kind` in start, stop, compact, end)."""
     session = session_id_of(payload)
@@ -113,7 +196,7 @@ def new_record(
         "agent": AGENT,
         "session": session,
         "at": at.astimezone(UTC).isoformat(),
-        "fingerprint": fingerprint(kind, payload),
+        "fingerprint": fingerprint(kind, payload, size),
         "capture": capture,
         "classification": classification.to_json(private=not capture),
         "facts": _facts(facts) if capture else {},
@@ -124,12 +207,14 @@ def new_record(
         record["reason"] = _word(payload.get("reason"))
     elif kind == "compact":
         record["trigger"] = _word(payload.get("trigger"))
-    text_field = {"stop": "last_assistant_message", "compact": "compact_summary"}.get(kind)
+    text_field = TEXT_FIELDS.get(kind)
     if text_field is not None and capture:
         value = payload.get(text_field)
         if isinstance(value, str):
             limit = LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX
-            record["text"] = scrubbed(value, limit)
+            trimmed = payload.get(TRIMMED)
+            chars = trimmed.get(text_field) if isinstance(trimmed, dict) else None
+            record["text"] = scrubbed(value, limit, chars if isinstance(chars, int) else None)
     return record
 
 
@@ -153,7 +238,7 @@ def changes_record(
 
     def clean_lines(lines: list[str], limit: int) -> list[str]:
         nonlocal redactions
-        flat = [line.replace("\n", " ") for line in lines]
+        flat = [clean_text(line).replace("\n", " ") for line in lines]
         # One scrub for all lines, as long as it keeps them apart (a `<private>` span opened
         # on one line and closed on another would not): else one scrub per line.
         results = [scrub("\n".join(flat))]
@@ -181,7 +266,7 @@ def changes_record(
         "agent": end["agent"],
         "session": end["session"],
         "at": at.astimezone(UTC).isoformat(),
-        "fingerprint": hashlib.sha256(f"{end['fingerprint']}:changes".encode()).hexdigest()[:32],
+        "fingerprint": _sha(f"{end['fingerprint']}:changes"),
         "capture": True,
         "classification": end["classification"],
         "facts": end["facts"],
@@ -196,11 +281,64 @@ def changes_record(
     }
 
 
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def changes_of(
+    end: dict[str, Any], start: dict[str, Any] | None, config: HookConfig, at: datetime
+) -> dict[str, Any] | None:
+    """What git says the session did, from its start's HEAD (`start`: the session as the
+    store knows it, None when unknown) to the end's: the end's second record."""
+    from ondeck.core.git import FILES_MAX, Deadline, changed_paths, commits_between
+    from ondeck.core.scrubber import is_private_path
+
+    if not end["capture"]:
+        return None
+    facts = end["facts"]
+    note = None
+    commits = files = None
+    commits_total = files_total = private = 0
+    if start is None:
+        note = "not read: the session's start is not known here (the database was unreachable)"
+    elif not start.get("capture", True):
+        return None
+    elif not start.get("start_head") or not facts.get("head"):
+        note = "not read: no git HEAD at the session's start or end"
+    elif start.get("git_root") != facts.get("git_root"):
+        note = "not read: the session ended in another repository than it started in"
+    else:
+        root, deadline = facts["git_root"], Deadline()
+        log = commits_between(root, start["start_head"], facts["head"], deadline)
+        listing = changed_paths(root, start["start_head"], deadline)
+        note = "; ".join(n for n in (log.note, listing.note) if n) or None
+        if log.items is not None:
+            commits = [(str(sha), str(subject)) for sha, subject in log.items]
+            commits_total = log.total
+        if listing.items is not None:
+            paths = [str(p) for p in listing.items]
+            public = [p for p in paths if not is_private_path(p, config.private_globs)]
+            private = len(paths) - len(public)
+            files, files_total = public[:FILES_MAX], len(public)
+    return changes_record(
+        end,
+        at=at,
+        commits=commits,
+        commits_total=commits_total,
+        files=files,
+        files_total=files_total,
+        files_private=private,
+        note=note,
+    )
+
+
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, limit in (("cwd", PLACE_MAX), ("git_root", PLACE_MAX), ("branch", 255), ("head", 64)):
         value = facts.get(key)
-        out[key] = value[:limit] if isinstance(value, str) and value else None
+        out[key] = clean_text(value)[:limit] if isinstance(value, str) and value else None
     return out
 
 
@@ -222,13 +360,15 @@ def parse_record(data: Any) -> dict[str, Any]:
     session = session_id_of({"session_id": data.get("session")})
     if session is None:
         raise ValueError("record session must be a session id (1 to 200 printable characters)")
-    at = _instant(data.get("at"))
+    at = instant(data.get("at"))
     fp = data.get("fingerprint")
     if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
         raise ValueError("record fingerprint must be 8 to 64 letters and digits")
     capture = data.get("capture")
     if not isinstance(capture, bool):
         raise ValueError("record capture must be true or false")
+    from ondeck.services.classify import from_json as classification_from_json
+
     classification = classification_from_json(data.get("classification"))
     if classification["capture"]["value"] is not capture and kind != "changes":
         raise ValueError("record capture and its classification's capture differ")
@@ -262,7 +402,7 @@ def parse_record(data: Any) -> dict[str, Any]:
     return record
 
 
-def _instant(value: Any) -> datetime:
+def instant(value: Any) -> datetime:
     if not isinstance(value, str) or len(value) > 40:
         raise ValueError("record at must be an ISO-8601 instant with its offset")
     try:

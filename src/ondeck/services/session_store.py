@@ -167,11 +167,10 @@ def instant_in(db: Db, value: datetime | None) -> Any:
 def instant_out(value: Any) -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def json_in(value: Any) -> str | None:
@@ -260,6 +259,10 @@ class Applied(dict[str, Any]):
 
 def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = None) -> Applied:
     """Apply one checked record (hook_records.parse_record) in the caller's transaction."""
+    if record["at"] > now:
+        # A hook whose clock runs ahead must not keep its session "heard from" in the
+        # future (never lost); what the store's clock says is the latest it can be.
+        record = {**record, "at": now}
     agent, external = record["agent"], record["session"]
     actor = actor or f"hook:{external[:60]}"
     row = _locked(db, agent, external)

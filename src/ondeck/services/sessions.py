@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, func, literal_column, or_, select, text, update
 
-from ondeck.core.clock import aware, iso
+from ondeck.core.clock import aware, iso, local
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.validation import BIGINT_MAX, check_project
@@ -39,6 +39,7 @@ FILTERS = (*STATUSES, "unclassified")
 MAX_LIMIT = 500
 TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
 PREVIEW = 200
+HISTORY_MAX = 500
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -242,6 +243,55 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
     return results
 
 
+def record_hook_events(
+    engine: Engine, now: datetime, events: Sequence[Any], rules: Any
+) -> list[dict[str, Any]]:
+    """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
+    made into records here, by the hook's own classification `rules`, and applied: the warm
+    server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
+    says it did. Each event is answered (`rejected` with the reason when malformed)."""
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.hook_records import HOOK_KINDS, changes_of, instant, make_record
+
+    try:
+        config = HookConfig.from_rules(rules)
+    except ValueError as exc:
+        raise InvalidInput(f"rules: {exc}") from None
+    results: list[dict[str, Any]] = []
+    for event in events:
+        try:
+            if not isinstance(event, dict) or event.get("hook") not in HOOK_KINDS:
+                raise ValueError(f"hook must be one of {', '.join(HOOK_KINDS)}")
+            payload, size = event.get("payload"), event.get("transcript_size")
+            if not isinstance(payload, dict):
+                raise ValueError("payload must be the hook's JSON object")
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+                raise ValueError("transcript_size must be a whole number")
+            kind, at = HOOK_KINDS[event["hook"]], instant(event.get("at"))
+            made = make_record(kind, payload, config, at, size=size)
+            if made is None:
+                raise ValueError("no usable session_id in the payload")
+            record = parse_record(made)
+        except ValueError as exc:
+            results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
+            continue
+        with writing(engine) as conn:
+            result = apply_record(conn, now, record)
+        if kind == "end":
+            changes = changes_of(made, result["session"], config, at)
+            if changes is not None:
+                with writing(engine) as conn:
+                    apply_record(conn, now, parse_record(changes))
+        c = record["classification"]
+        result["classification"] = {
+            "project": {"value": c["project"]["value"]},
+            "unclassified": c["unclassified"],
+            "reason": c["reason"],
+        }
+        results.append(result)
+    return results
+
+
 # --- reading ------------------------------------------------------------------------------
 
 
@@ -284,6 +334,18 @@ def count_unclassified(conn: Connection) -> int:
     return int(
         conn.execute(select(func.count()).select_from(sessions).where(_inbox())).scalar_one()
     )
+
+
+def session_projects(conn: Connection, limit: int = 200) -> list[str]:
+    """Projects that have session records, for filters (ix_sessions_project, leading column)."""
+    rows = conn.execute(
+        select(sessions.c.project)
+        .where(sessions.c.project.is_not(None))
+        .group_by(sessions.c.project)
+        .order_by(sessions.c.project)
+        .limit(limit)
+    )
+    return [r.project for r in rows]
 
 
 def check_side_name(value: str) -> str:
@@ -343,9 +405,18 @@ def session_detail(conn: Connection, ref: str | int) -> SessionDetail:
             .order_by(session_compactions.c.id)
         )
     ]
-    history = list(
-        reversed(event_log.list_events(conn, subject=f"session:{session.id}", limit=500))
+    # Oldest first, without the one event every turn writes (a long session has thousands):
+    # ix_events_subject, from the session's first event on.
+    rows = conn.execute(
+        select(events)
+        .where(
+            events.c.subject == f"session:{session.id}",
+            events.c.kind != "session.last_word",
+        )
+        .order_by(events.c.id)
+        .limit(HISTORY_MAX)
     )
+    history = [event_log.Event(**row._mapping) for row in rows]
     return SessionDetail(
         session=session,
         compactions=compactions,
@@ -571,19 +642,20 @@ def context_warnings(conn: Connection, now: datetime, settings: Any) -> list[tup
                 "(`ondeck session list --status unclassified`, then `ondeck session move`)",
             )
         )
-    found += spool_warnings(spool.status(settings.spool_dir), now)
+    found += spool_warnings(spool.status(settings.spool_dir), now, settings.zone)
     return found
 
 
-def spool_warnings(status: Any, now: datetime) -> list[tuple[str, str]]:
+def spool_warnings(status: Any, now: datetime, zone: tzinfo) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if status.stuck(now):
+        since = local(status.oldest_at, zone).isoformat(timespec="seconds")
         found.append(
             (
                 "spool_stuck",
                 f"{status.waiting} hook event(s) waiting in the spool ({status.path}) since "
-                f"{status.oldest_at.isoformat(timespec='seconds')}: the database could not be "
-                "reached; the next hook or jobs tick that reaches it drains them",
+                f"{since}: the database could not be reached; the next hook or jobs tick that "
+                "reaches it drains them",
             )
         )
     if status.rejected:
@@ -591,7 +663,7 @@ def spool_warnings(status: Any, now: datetime) -> list[tuple[str, str]]:
             (
                 "spool_rejected",
                 f"{status.rejected} spooled hook event(s) could not be applied; they are kept "
-                f"with the reason in {status.path / 'rejected.jsonl'}",
+                f"with the reason in {status.path}/rejected.jsonl",
             )
         )
     return found

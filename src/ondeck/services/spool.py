@@ -23,7 +23,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ondeck.core import clock
@@ -36,8 +35,11 @@ STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, 
 LINE_MAX = 1024 * 1024
 
 
+Where = str | os.PathLike[str]
+
+
 class SpoolStatus(NamedTuple):
-    path: Path
+    path: str
     waiting: int
     oldest_at: datetime | None  # the time of the oldest waiting record
     rejected: int
@@ -65,21 +67,21 @@ class Unreachable(Exception):
 Apply = Callable[[list[dict[str, Any]]], list[str | None]]
 
 
-def has_waiting(spool_dir: Path) -> bool:
+def has_waiting(spool_dir: Where) -> bool:
     """Whether anything waits (two stats: what every hook asks before it stores)."""
     for name in (DRAINING, EVENTS):
         try:
-            if os.stat(spool_dir / name).st_size > 0:
+            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
                 return True
         except OSError:
             continue
     return False
 
 
-def append(spool_dir: Path, record: dict[str, Any]) -> None:
+def append(spool_dir: Where, record: dict[str, Any]) -> None:
     """Add a record at the end, durably (fsync), safe against other hooks and a drainer."""
-    spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = spool_dir / EVENTS
+    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(spool_dir, EVENTS)
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     for _ in range(20):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -101,22 +103,24 @@ def append(spool_dir: Path, record: dict[str, Any]) -> None:
     raise OSError(f"could not append to {path}: it kept being taken")
 
 
-def status(spool_dir: Path) -> SpoolStatus:
+def status(spool_dir: Where) -> SpoolStatus:
     """How many records wait, since when, and how many were refused."""
     waiting, oldest = 0, None
     for name in (DRAINING, EVENTS):
-        for line in _lines(spool_dir / name):
+        for line in _lines(os.path.join(spool_dir, name)):
             waiting += 1
             if oldest is None:
                 oldest = _time_of(line)
-    rejected = sum(1 for _ in _lines(spool_dir / REJECTED))
-    return SpoolStatus(path=spool_dir, waiting=waiting, oldest_at=oldest, rejected=rejected)
+    rejected = sum(1 for _ in _lines(os.path.join(spool_dir, REJECTED)))
+    return SpoolStatus(
+        path=os.fspath(spool_dir), waiting=waiting, oldest_at=oldest, rejected=rejected
+    )
 
 
-def find(spool_dir: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+def find(spool_dir: Where, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The first waiting record that `match` accepts (the session end looks for its start)."""
     for name in (DRAINING, EVENTS):
-        for line in _lines(spool_dir / name):
+        for line in _lines(os.path.join(spool_dir, name)):
             try:
                 record = json.loads(line)
             except ValueError:
@@ -127,7 +131,7 @@ def find(spool_dir: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, 
 
 
 def drain(
-    spool_dir: Path, apply: Apply, parse: Callable[[Any], Any], *, wait_s: float = 0.5
+    spool_dir: Where, apply: Apply, parse: Callable[[Any], Any], *, wait_s: float = 0.5
 ) -> Drained:
     """Apply every waiting record in order, in batches, and forget those the store has.
 
@@ -142,8 +146,8 @@ def drain(
             return Drained(applied=0, rejected=0, left=status(spool_dir).waiting, busy=True)
         applied = rejected = 0
         while True:
-            draining = spool_dir / DRAINING
-            if not draining.exists() and not _take(spool_dir):
+            draining = os.path.join(spool_dir, DRAINING)
+            if not os.path.exists(draining) and not _take(spool_dir):
                 break
             lines = list(_lines(draining))
             good: list[tuple[str, Any]] = []
@@ -167,14 +171,14 @@ def drain(
             if left:
                 _rewrite(draining, left)
                 return Drained(applied=applied, rejected=rejected, left=status(spool_dir).waiting)
-            draining.unlink()
+            os.unlink(draining)
         return Drained(applied=applied, rejected=rejected, left=0)
 
 
 @contextlib.contextmanager
-def _drain_lock(spool_dir: Path, wait_s: float) -> Iterator[bool]:
-    spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(spool_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+def _drain_lock(spool_dir: Where, wait_s: float) -> Iterator[bool]:
+    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(spool_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         until = time.monotonic() + wait_s
         while True:
@@ -194,9 +198,9 @@ def _drain_lock(spool_dir: Path, wait_s: float) -> Iterator[bool]:
         os.close(fd)
 
 
-def _take(spool_dir: Path) -> bool:
+def _take(spool_dir: Where) -> bool:
     """Rename events.jsonl to draining.jsonl under the appenders' lock; False if empty."""
-    path = spool_dir / EVENTS
+    path = os.path.join(spool_dir, EVENTS)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -205,15 +209,15 @@ def _take(spool_dir: Path) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if os.fstat(fd).st_size == 0:
             return False
-        os.rename(path, spool_dir / DRAINING)
+        os.rename(path, os.path.join(spool_dir, DRAINING))
         return True
     finally:
         os.close(fd)
 
 
-def _lines(path: Path) -> Iterator[str]:
+def _lines(path: str) -> Iterator[str]:
     try:
-        handle = path.open("r", encoding="utf-8", errors="replace")
+        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return
     with handle:
@@ -232,13 +236,13 @@ def _time_of(line: str) -> datetime | None:
     return parsed.astimezone(UTC) if parsed.tzinfo else None
 
 
-def _reject(spool_dir: Path, line: str, reason: str) -> None:
+def _reject(spool_dir: Where, line: str, reason: str) -> None:
     entry = {
         "rejected_at": clock.now().isoformat(),
         "reason": " ".join(str(reason).split())[:500],
         "line": line,
     }
-    fd = os.open(spool_dir / REJECTED, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(os.path.join(spool_dir, REJECTED), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
         os.fsync(fd)
@@ -246,8 +250,9 @@ def _reject(spool_dir: Path, line: str, reason: str) -> None:
         os.close(fd)
 
 
-def _rewrite(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _rewrite(path: str, lines: list[str]) -> None:
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, "".join(line + "\n" for line in lines).encode())

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query
+from fastapi import APIRouter, Header, Path, Query, Request
 from pydantic import BaseModel, Field
 
-from ondeck.core.errors import Conflict
+from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
@@ -81,6 +81,27 @@ class RecordsIn(BaseModel):
     )
 
 
+class HookEventsIn(BaseModel):
+    events: list[dict[str, Any]] = Field(
+        max_length=50,
+        description="Hook events as the hook received them: hook (session-start, stop, "
+        "post-compact, session-end), payload (Claude Code's JSON), at (ISO-8601 instant), "
+        "transcript_size.",
+    )
+    rules: dict[str, Any] = Field(
+        description="The hook's classification rules: projects, sides, remotes, "
+        "no_capture, private_globs (as in the config file)."
+    )
+
+
+class Forbidden(OndeckError):
+    """Only a hook on this machine may send its events: the server reads its files."""
+
+    code = "forbidden"
+    exit_code = 2
+    http_status = 403
+
+
 class RecordResult(BaseModel):
     fingerprint: str | None
     outcome: Literal["applied", "duplicate", "rejected"]
@@ -91,6 +112,14 @@ class RecordResult(BaseModel):
 
 class RecordsOut(BaseModel):
     results: list[RecordResult]
+
+
+class HookEventResult(RecordResult):
+    classification: dict[str, Any] | None = None
+
+
+class HookEventsOut(BaseModel):
+    results: list[HookEventResult]
 
 
 ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was written.")
@@ -161,7 +190,52 @@ def post_records(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    if expected is not None and expected != store.settings.store_id:
-        raise Conflict("this server serves another database", code="store_mismatch")
+    _same_store(store.settings.store_id, expected)
     results = sessions.apply_records(store.engine, store.now(), body.records)
     return {"results": results}
+
+
+@router.post(
+    "/sessions/hook-events",
+    response_model=HookEventsOut,
+    responses=errors(
+        e403="Only from this machine (the server reads git and the marker file in cwd).",
+        e409="The hook expects another database than this server's.",
+        e422="Invalid input; nothing was written.",
+    ),
+)
+def post_hook_events(
+    request: Request,
+    store: StoreDep,
+    body: HookEventsIn,
+    expected: Annotated[
+        str | None,
+        Header(
+            alias="X-Ondeck-Store-Expected",
+            max_length=64,
+            description="The store fingerprint the hook is configured for.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
+    classifies it by the hook's rules, scrubs and stores it."""
+    if not _loopback(request):
+        raise Forbidden()
+    _same_store(store.settings.store_id, expected)
+    results = sessions.record_hook_events(store.engine, store.now(), body.events, body.rules)
+    return {"results": results}
+
+
+def _same_store(mine: str, expected: str | None) -> None:
+    if expected is not None and expected != mine:
+        raise Conflict("this server serves another database", code="store_mismatch")
+
+
+def _loopback(request: Request) -> bool:
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

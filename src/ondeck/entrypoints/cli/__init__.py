@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hooks' start-up)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 # The hooks Claude Code runs: at every session start and end, and at every turn (stop).
 HOOKS = ("session-start", "stop", "post-compact", "session-end")

@@ -40,6 +40,7 @@ def _register() -> None:
         rules,
         schedules,
         server,
+        sessions,
         tasks,
     )
 
@@ -52,6 +53,7 @@ def _register() -> None:
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
+    app.add_typer(sessions.app, name="session")
     notes.register(app)
     recall.register(app)
 

@@ -12,7 +12,7 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
-from ondeck.services import events, workers
+from ondeck.services import events, spool, workers
 from ondeck.services.calendar_feed import build_calendar
 from ondeck.services.context import JOBS_SILENT_TICKS, context_for
 from ondeck.services.maintenance import list_backups
@@ -35,6 +35,9 @@ KIND_HINTS = (
     "schedule.fired",
     "schedule.pulled_now",
     "backup.",
+    "session.",
+    "session.moved",
+    "session.lost",
 )
 
 
@@ -95,6 +98,7 @@ def system_page(request: Request) -> Response:
         backups = list_backups(conn, limit=20)
         revision = revision_of(conn)
     url = make_url(settings.url).render_as_string(hide_password=True)
+    spooled = spool.status(settings.spool_dir)
     return render(
         request,
         "system.html",
@@ -106,6 +110,8 @@ def system_page(request: Request) -> Response:
             "database_url": url,
             "settings": settings,
             "silent_after": settings.tick_seconds * JOBS_SILENT_TICKS,
+            "spool": spooled,
+            "spool_stuck": spooled.stuck(store.now()),
         },
     )
 
