@@ -57,9 +57,15 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(settings: Settings, engine: Engine) -> MCPServer:
-    server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
+def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) -> MCPServer:
+    """The server, its memory scoped to the side of `cwd` (default: where it runs)."""
+    from ondeck.entrypoints.mcp_memory import INSTRUCTIONS as MEMORY
+    from ondeck.entrypoints.mcp_memory import add_memory_tools
+    from ondeck.entrypoints.place import here
+
+    server = MCPServer("ondeck", instructions=INSTRUCTIONS + MEMORY, version=__version__)
     zone = settings.zone
+    place = here(settings, cwd)
 
     def write() -> AbstractContextManager[Connection]:
         return writing(engine)
@@ -90,9 +96,20 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
         def run() -> ContextOut:
             from ondeck.core.validation import check_project
+            from ondeck.services.brief import BriefRequest
 
+            # The brief of this directory's side and (unless another is named) project.
+            brief = BriefRequest(
+                sides_on=bool(settings.sides),
+                side=place.side,
+                project=check_project(project) or place.project,
+                unclassified=place.unclassified,
+                cwd=place.cwd,
+            )
             with write() as conn:
-                ctx = context_for(conn, clock.now(), settings, check_project(project), budget)
+                ctx = context_for(
+                    conn, clock.now(), settings, check_project(project), budget, brief=brief
+                )
             return ContextOut(markdown=to_markdown(ctx, zone), data=to_json(ctx, zone))
 
         return call(run)
@@ -326,6 +343,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
         return call(run)
 
+    add_memory_tools(server, settings, engine, place)
     return server
 
 

@@ -99,7 +99,7 @@ def _optional_routers() -> list:  # type: ignore[type-arg]
     import importlib
 
     found = []
-    for name in ("rules", "tasks", "events", "schedules", "context", "sessions"):
+    for name in ("rules", "tasks", "events", "schedules", "context", "sessions", "memory"):
         try:
             module = importlib.import_module(f"ondeck.entrypoints.api.{name}")
         except ModuleNotFoundError as exc:
