@@ -515,6 +515,30 @@ def mark_wrong(
     return after
 
 
+def expire_note(
+    conn: Connection,
+    now: datetime,
+    note_id: int,
+    *,
+    scope: Scope | None = None,
+    actor: str,
+) -> Note:
+    """Expired now, by a person (what the jobs tick does at a note's date): kept, never shown
+    as true again."""
+    before = _live(conn, note_id, scope, "expired")
+    after = _guarded_update(
+        conn,
+        before,
+        status=NoteStatus.EXPIRED.value,
+        status_reason=f"expired by {actor[:60]}",
+        status_at=aware(now),
+        pinned=False,
+        updated_at=aware(now),
+    )
+    _event(conn, now, before.id, "note.expired", actor, by=actor, was_pinned=before.pinned)
+    return after
+
+
 def delete_note(
     conn: Connection, now: datetime, note_id: int, *, scope: Scope | None = None, actor: str
 ) -> Note:

@@ -91,9 +91,12 @@ def sessions_page(
 
 
 def _session_page(request: Request, ref: str, *, error: FormError | None = None) -> Response:
+    from ondeck.services.notes import handoff_of
+
     store = store_of(request)
     with store.read() as conn, refused():
         detail = sessions.session_detail(conn, ref)
+        handoff = handoff_of(conn, detail.session.id)
     extra: dict[str, Any] = {}
     if error is not None:
         extra = {"flash": str(error), "flash_kind": "error"}
@@ -105,6 +108,7 @@ def _session_page(request: Request, ref: str, *, error: FormError | None = None)
             "s": detail.session,
             "sides": sorted(store.settings.sides),
             "timeline": timeline(detail),
+            "handoff": handoff,
             **extra,
         },
         status=error.status if error else 200,
