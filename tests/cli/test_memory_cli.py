@@ -225,3 +225,37 @@ def subprocess_ondeck(args: list[str], env: dict[str, str], cwd: Path):  # type:
         cwd=cwd,
         check=False,
     )
+
+
+def test_export_and_import_from_the_command_line(ondeck: Any, db_url: str, tmp_path: Path) -> None:
+    # Outside any repository: the notes have no project.
+    ok_json(ondeck, "note", "add", "배포 노트", "--pin", cwd=tmp_path)
+    ok_json(ondeck, "note", "add", "a decision", "--kind", "decision")
+    code, out, err = ondeck("export", "--format", "jsonl")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert json.loads(lines[0])["format"] == "ondeck-memory" and len(lines) == 3
+    target = tmp_path / "memory.jsonl"
+    code, _, err = ondeck("export", "--format", "jsonl", "--out", str(target))
+    assert code == 0 and target.read_text(encoding="utf-8").splitlines() == lines
+    assert not (tmp_path / "memory.jsonl.partial").exists()
+    code, _, err = ondeck("export", "--format", "jsonl", "--out", str(target))
+    assert code == 2 and "exists" in err
+    code, _, err = ondeck("export", "--format", "markdown")
+    assert code == 2 and "--out DIR" in err
+    code, out, err = ondeck("export", "--format", "markdown", "--out", str(tmp_path / "md"))
+    assert code == 0, err
+    assert "a decision" in (tmp_path / "md" / "_side-wide.md").read_text(encoding="utf-8")
+    again = ok_json(ondeck, "import", str(target))
+    assert again == {"notes": 0, "sessions": 0, "skipped": 2}
+    before = count(db_url)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"format": "ondeck-memory", "version": 1}\n\xff\xfe\n')
+    for path, words in (
+        (bad, "not UTF-8"),
+        (tmp_path, "not a file"),
+        (tmp_path / "nope.jsonl", "not a file"),
+    ):
+        code, _, err = ondeck("import", str(path))
+        assert code == 2 and words in err and err.count("\n") == 1, err
+    assert count(db_url) == before

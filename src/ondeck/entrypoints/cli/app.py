@@ -33,6 +33,7 @@ def _register() -> None:
         backup,
         context,
         db,
+        exchange,
         hooks,
         mcp,
         notes,
@@ -56,6 +57,7 @@ def _register() -> None:
     app.add_typer(sessions.app, name="session")
     notes.register(app)
     recall.register(app)
+    exchange.register(app)
 
 
 _register()
