@@ -220,20 +220,25 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     read the whole table): its plan names the trigram machinery, for both term lengths."""
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from ondeck.services.recall import _SOURCES, _matching
+    from ondeck.services.recall import _SOURCES, _match_values, _Shape, _statement
 
-    for name, source in _SOURCES.items():
-        clauses = _matching(engine.dialect.name, source, [term])
-        dialect = postgresql.dialect() if engine.dialect.name == "postgresql" else sqlite.dialect()
-        compiled = clauses[0].compile(dialect=dialect, compile_kwargs={"literal_binds": True})
-        table = source.key.table.name
-        plan = _plan(engine, f"SELECT 1 FROM {table} WHERE {compiled}", {})
+    dialect = postgresql.dialect() if engine.dialect.name == "postgresql" else sqlite.dialect()
+    for name in _SOURCES:
+        shape = _Shape(
+            dialect=engine.dialect.name, source=name, lengths=(min(len(term), 3),),
+            sides_on=False, inbox=False, project=False, skip=False, include_all=True,
+        )  # fmt: skip
+        query = _statement(shape).params(**_match_values(shape, [term]), limit=20)
+        compiled = query.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
+        plan = _plan(engine, str(compiled), {})
         kind = "pairs" if len(term) == 2 else "trgm"
         if engine.dialect.name == "postgresql":
             assert f"ix_{name}_{kind}" in plan, plan
         else:
             fts = f"fts_{name}_pairs" if kind == "pairs" else f"fts_{name}"
             assert f"SCAN {fts} VIRTUAL TABLE" in plan, plan
+            # FTS5 gives its matches newest first: nothing is sorted, LIMIT stops early.
+            assert "TEMP B-TREE" not in plan, plan
 
 
 TRICKY = "줄1\n줄2\r\n\t탭 e\u0301 😀 \\1 '\"% _ \u200b끝"

@@ -19,13 +19,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, exists, func, select
+from sqlalchemy import (
+    Connection,
+    Integer,
+    bindparam,
+    exists,
+    func,
+    literal_column,
+    or_,
+    select,
+)
 
-from ondeck.core.memory import Note, NoteKind, Scope
+from ondeck.core.memory import Note, Scope
 from ondeck.db.tables import events, notes, sessions
-from ondeck.services.notes import note_from_row, true_today
+from ondeck.services.notes import note_from_row
 
 PINNED_MAX = 20
 RECENT = 3
@@ -104,56 +114,94 @@ def scope_of(request: BriefRequest) -> Scope | None:
     return Scope(sides_on=request.sides_on, side=request.side, project=request.project)
 
 
-def _in_project(column: Any, project: str | None) -> Any:
-    return column.is_(None) if project is None else column == project
+# --- statements: built once per shape, values bound (cheap to run at every session start) ---
 
 
-def _session_where(request: BriefRequest) -> list[Any]:
-    where = [_in_project(sessions.c.project, request.project), sessions.c.unclassified.is_(False)]
-    if request.sides_on:
-        where.append(sessions.c.side == request.side)
-    if request.session:
-        where.append(sessions.c.external_id != request.session)
-    return where
+def _in_project(column: Any, project_null: bool) -> Any:
+    return column.is_(None) if project_null else column == bindparam("project")
 
 
-def _note_side(request: BriefRequest) -> list[Any]:
-    return [notes.c.side == request.side] if request.sides_on else []
+def _true_today() -> list[Any]:
+    return [
+        notes.c.status == literal_column("'active'"),
+        or_(notes.c.expires_on.is_(None), notes.c.expires_on >= bindparam("day")),
+    ]
 
 
-def _session_lines(conn: Connection, rows: list[Any], *, with_tasks: bool) -> list[SessionLine]:
-    if not rows:
-        return []
-    handoffs = dict(
-        conn.execute(
-            select(notes.c.session_id, notes.c.id).where(
-                notes.c.kind == NoteKind.HANDOFF.value,
-                notes.c.session_id.in_([r.id for r in rows]),
-                notes.c.status == "active",
-            )
-        ).all()
+@lru_cache(maxsize=64)
+def _sessions_stmt(sides_on: bool, project_null: bool, mine: bool, what: str) -> Any:
+    """The project's sessions (not this one), newest first: `recent` (the last few),
+    `ended` (the last that ended or was lost), `later` (the last that ended after the
+    handoff's session without an active handoff)."""
+    where = [
+        _in_project(sessions.c.project, project_null),
+        sessions.c.unclassified.is_(False),
+    ]
+    if sides_on:
+        where.append(sessions.c.side == bindparam("side"))
+    if mine:
+        where.append(sessions.c.external_id != bindparam("session"))
+    if what in ("ended", "later"):
+        where.append(sessions.c.status != literal_column("'open'"))
+    if what == "later":
+        where += [
+            sessions.c.id > bindparam("after"),
+            # uq_notes_handoff_session answers per session.
+            ~exists().where(
+                notes.c.session_id == sessions.c.id,
+                notes.c.kind == literal_column("'handoff'"),
+                notes.c.status == literal_column("'active'"),
+            ),
+        ]
+    # ix_sessions_project (project, id): the project's sessions, newest first.
+    return (
+        select(*_SESSION_COLUMNS)
+        .where(*where)
+        .order_by(sessions.c.id.desc())
+        .limit(bindparam("limit", type_=Integer, literal_execute=True))
     )
-    lines = []
-    for row in rows:
-        tasks, total = _tasks_touched(conn, row) if with_tasks else ([], 0)
-        commits = row.commits.get("total") if isinstance(row.commits, dict) else None
-        lines.append(
-            SessionLine(
-                id=row.id,
-                external_id=row.external_id,
-                started_at=row.started_at,
-                last_seen_at=row.last_seen_at,
-                ended_at=row.ended_at,
-                status=row.status,
-                end_reason=row.end_reason,
-                branch=row.branch,
-                commits=commits,
-                tasks=tasks,
-                tasks_total=total,
-                handoff=handoffs.get(row.id),
-            )
-        )
-    return lines
+
+
+@lru_cache(maxsize=16)
+def _handoff_stmt(sides_on: bool, project_null: bool) -> Any:
+    # ix_notes_handoffs (side, project, id) where kind = 'handoff': newest first.
+    where = [
+        notes.c.kind == literal_column("'handoff'"),
+        _in_project(notes.c.project, project_null),
+        *_true_today(),
+    ]
+    if sides_on:
+        where.append(notes.c.side == bindparam("side"))
+    return select(notes).where(*where).order_by(notes.c.id.desc()).limit(1)
+
+
+@lru_cache(maxsize=16)
+def _pinned_stmt(sides_on: bool, project_null: bool, count: bool) -> Any:
+    """The pinned notes true today of the project (first) and the side-wide ones."""
+    where = [
+        literal_column("notes.pinned"),
+        *_true_today(),
+        notes.c.kind != literal_column("'handoff'"),
+        notes.c.project.is_(None)
+        if project_null
+        else or_(notes.c.project == bindparam("project"), notes.c.project.is_(None)),
+    ]
+    if sides_on:
+        where.append(notes.c.side == bindparam("side"))
+    if count:
+        return select(func.count()).select_from(notes).where(*where)
+    # ix_notes_pinned (side, project, id) where pinned and active.
+    return (
+        select(notes)
+        .where(*where)
+        .order_by(notes.c.project.is_(None), notes.c.id.desc())
+        .limit(PINNED_MAX)
+    )
+
+
+@lru_cache(maxsize=1)
+def _one_session_stmt() -> Any:
+    return select(*_SESSION_COLUMNS).where(sessions.c.id == bindparam("id"))
 
 
 _SESSION_COLUMNS = (
@@ -170,76 +218,88 @@ _SESSION_COLUMNS = (
 )
 
 
-def _tasks_touched(conn: Connection, row: Any) -> tuple[list[int], int]:
-    """The tasks the session held (lease owner `claude:<its id>`), from the task events
-    between its own first and last events: a bounded range of ix_events_kind."""
-    span = conn.execute(
-        select(func.min(events.c.id), func.max(events.c.id)).where(
-            events.c.subject == f"session:{row.id}"
+def _session_lines(
+    conn: Connection,
+    rows: list[Any],
+    *,
+    tasks_of: set[int] = frozenset(),  # type: ignore[assignment]
+) -> dict[int, SessionLine]:
+    """Lines for session rows: their handoffs in one statement, the tasks of `tasks_of` in
+    two."""
+    if not rows:
+        return {}
+    ids = sorted({r.id for r in rows})
+    handoffs = dict(
+        conn.execute(
+            select(notes.c.session_id, notes.c.id).where(
+                notes.c.kind == literal_column("'handoff'"),
+                notes.c.session_id.in_(ids),
+                notes.c.status == literal_column("'active'"),
+            )
+        ).all()
+    )
+    touched = _tasks_touched(conn, [r for r in rows if r.id in tasks_of])
+    lines = {}
+    for row in rows:
+        shown, total = touched.get(row.id, ([], 0))
+        commits = row.commits.get("total") if isinstance(row.commits, dict) else None
+        lines[row.id] = SessionLine(
+            id=row.id,
+            external_id=row.external_id,
+            started_at=row.started_at,
+            last_seen_at=row.last_seen_at,
+            ended_at=row.ended_at,
+            status=row.status,
+            end_reason=row.end_reason,
+            branch=row.branch,
+            commits=commits,
+            tasks=shown,
+            tasks_total=total,
+            handoff=handoffs.get(row.id),
         )
-    ).one()
-    if span[0] is None:
-        return [], 0
-    owner = f"claude:{row.external_id[:190]}"
-    subjects = conn.execute(
-        select(events.c.subject)
+    return lines
+
+
+def _tasks_touched(conn: Connection, rows: list[Any]) -> dict[int, tuple[list[int], int]]:
+    """The tasks each session held (lease owner `claude:<its id>`), from the task events
+    between its own first and last events: one bounded range of ix_events_kind for all."""
+    if not rows:
+        return {}
+    subjects = {f"session:{r.id}": r for r in rows}
+    spans = {
+        subject: (low, high)
+        for subject, low, high in conn.execute(
+            select(events.c.subject, func.min(events.c.id), func.max(events.c.id))
+            .where(events.c.subject.in_(list(subjects)))
+            .group_by(events.c.subject)
+        )
+    }
+    if not spans:
+        return {}
+    owners = {f"claude:{r.external_id[:190]}": r.id for r in rows}
+    found = conn.execute(
+        select(events.c.id, events.c.subject, events.c.details["owner"].as_string())
         .where(
             events.c.kind.in_(TASK_KINDS),
-            events.c.id.between(span[0], span[1]),
-            events.c.details["owner"].as_string() == owner,
+            events.c.id.between(
+                min(low for low, _ in spans.values()), max(high for _, high in spans.values())
+            ),
+            events.c.details["owner"].as_string().in_(list(owners)),
         )
         .order_by(events.c.id)
-        .limit(500)
-    ).scalars()
-    seen: list[int] = []
-    for subject in subjects:
+        .limit(2000)
+    ).all()
+    by_session: dict[int, list[int]] = {}
+    for event_id, subject, owner in found:
+        session_id = owners[owner]
+        low, high = spans.get(f"session:{session_id}", (0, -1))
+        if not low <= event_id <= high:
+            continue
         task_id = int(subject.removeprefix("task:"))
+        seen = by_session.setdefault(session_id, [])
         if task_id not in seen:
             seen.append(task_id)
-    return seen[:TASKS_SHOWN], len(seen)
-
-
-def _latest_handoff(conn: Connection, request: BriefRequest, day: date) -> Note | None:
-    # ix_notes_handoffs (side, project, id) where kind = 'handoff': newest first.
-    row = conn.execute(
-        select(notes)
-        .where(
-            notes.c.kind == NoteKind.HANDOFF.value,
-            *_note_side(request),
-            _in_project(notes.c.project, request.project),
-            *true_today(day),
-        )
-        .order_by(notes.c.id.desc())
-        .limit(1)
-    ).first()
-    return None if row is None else note_from_row(row)
-
-
-def _pinned(conn: Connection, request: BriefRequest, day: date) -> tuple[list[Pinned], int]:
-    # ix_notes_pinned: the project's pinned notes, then the side-wide ones.
-    found: list[Pinned] = []
-    total = 0
-    groups = [(request.project, "project match")] if request.project else []
-    groups.append((None, "side-wide pin" if request.sides_on else "pinned for every project"))
-    for project, why in groups:
-        where = (
-            notes.c.pinned,
-            *true_today(day),
-            notes.c.kind != NoteKind.HANDOFF.value,
-            *_note_side(request),
-            _in_project(notes.c.project, project),
-        )
-        rows = conn.execute(
-            select(notes).where(*where).order_by(notes.c.id.desc()).limit(PINNED_MAX)
-        ).all()
-        count = len(rows)
-        if count == PINNED_MAX:
-            count = int(
-                conn.execute(select(func.count()).select_from(notes).where(*where)).scalar_one()
-            )
-        total += count
-        found += [Pinned(note=note_from_row(r), why=why) for r in rows]
-    return found[:PINNED_MAX], total
+    return {sid: (seen[:TASKS_SHOWN], len(seen)) for sid, seen in by_session.items()}
 
 
 def _drift(handoff: Note, cwd: str | None) -> tuple[Any, str | None]:
@@ -267,51 +327,54 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
             else "no side is known for this session: ondeck shows it no notes, handoffs or sessions"
         )
         return brief
-    where = _session_where(request)
-    handoff = _latest_handoff(conn, request, day)
+    shape = (request.sides_on, request.project is None)
+    values = {"side": request.side, "project": request.project, "day": day}
+    mine = request.session is not None
+    if mine:
+        values["session"] = request.session
+
+    def project_sessions(what: str, limit: int, **more: Any) -> list[Any]:
+        statement = _sessions_stmt(*shape, mine, what)
+        return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
+
+    row = conn.execute(_handoff_stmt(*shape), values).first()
+    handoff = None if row is None else note_from_row(row)
+    own = later = last = None
     if handoff is not None:
-        own = conn.execute(
-            select(*_SESSION_COLUMNS, sessions.c.project).where(sessions.c.id == handoff.session_id)
-        ).first()
-        later = conn.execute(
-            select(*_SESSION_COLUMNS)
-            .where(
-                *where,
-                sessions.c.id > (handoff.session_id or 0),
-                sessions.c.status != "open",
-                # uq_notes_handoff_session answers per session.
-                ~exists().where(
-                    notes.c.session_id == sessions.c.id,
-                    notes.c.kind == NoteKind.HANDOFF.value,
-                    notes.c.status == "active",
-                ),
-            )
-            .order_by(sessions.c.id.desc())
-            .limit(1)
-        ).first()
+        if handoff.session_id is not None:
+            own = conn.execute(_one_session_stmt(), {"id": handoff.session_id}).first()
+        found = project_sessions("later", 1, after=handoff.session_id or 0)
+        later = found[0] if found else None
+    else:
+        found = project_sessions("ended", 1)
+        last = found[0] if found else None
+    recent: list[Any] = []
+    if not brief.only_handoff:
+        rows = conn.execute(_pinned_stmt(*shape, False), values).all()
+        brief.pinned_total = len(rows)
+        if len(rows) == PINNED_MAX:
+            brief.pinned_total = int(conn.execute(_pinned_stmt(*shape, True), values).scalar_one())
+        side_wide = "side-wide pin" if request.sides_on else "pinned for every project"
+        brief.pinned = [
+            Pinned(note=note_from_row(r), why="project match" if r.project else side_wide)
+            for r in rows
+        ]
+        recent = project_sessions("recent", RECENT)
+    lines = _session_lines(
+        conn,
+        [r for r in (own, later, last, *recent) if r is not None],
+        tasks_of={r.id for r in recent},
+    )
+    if handoff is not None:
         drift, why_not = _drift(handoff, request.cwd)
         brief.handoff = Handoff(
             note=handoff,
-            session=_session_lines(conn, [own], with_tasks=False)[0] if own else None,
+            session=lines.get(own.id) if own is not None else None,
             drift=drift,
             drift_note=why_not,
-            later_without=(_session_lines(conn, [later], with_tasks=False)[0] if later else None),
+            later_without=lines.get(later.id) if later is not None else None,
         )
-    else:
-        last = conn.execute(
-            select(*_SESSION_COLUMNS)
-            .where(*where, sessions.c.status != "open")
-            .order_by(sessions.c.id.desc())
-            .limit(1)
-        ).first()
-        if last is not None:
-            brief.no_handoff_since = _session_lines(conn, [last], with_tasks=False)[0]
-    if brief.only_handoff:
-        return brief
-    brief.pinned, brief.pinned_total = _pinned(conn, request, day)
-    # ix_sessions_project (project, id): the project's sessions, newest first.
-    recent = conn.execute(
-        select(*_SESSION_COLUMNS).where(*where).order_by(sessions.c.id.desc()).limit(RECENT)
-    ).all()
-    brief.recent = _session_lines(conn, list(recent), with_tasks=True)
+    elif last is not None:
+        brief.no_handoff_since = lines[last.id]
+    brief.recent = [lines[r.id] for r in recent]
     return brief

@@ -28,15 +28,27 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, column, exists, literal_column, not_, select, table
+from sqlalchemy import (
+    Connection,
+    Integer,
+    String,
+    bindparam,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.humanize import span
 from ondeck.core.memory import NoteKind, NoteStatus, Scope
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
-from ondeck.services.notes import check_scope, in_scope, true_today
+from ondeck.services.notes import check_scope
 
 QUERY_MAX = 200
 TERMS_MAX = 8
@@ -47,6 +59,7 @@ SNIPPET = 160
 # What can be searched, by the name `--kind` takes.
 KINDS = ("note", "decision", "handoff", "compaction", "last_word", "task")
 _NOTE_KINDS = frozenset({"note", "decision", "handoff"})
+_NOTE_ORDER = ("note", "decision", "handoff")
 
 
 # --- the query -------------------------------------------------------------------------------
@@ -237,34 +250,77 @@ def _pairs(term: str) -> str:
     return "".join(ch + ch for ch in term)
 
 
-def _matching(dialect: str, source: _Source, terms: Sequence[str]) -> list[Any]:
-    """WHERE clauses: the source's row holds every term."""
-    clauses: list[Any] = []
-    if dialect == "postgresql":
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a search statement looks like; its values are bound at each call. Statements
+    are built once per shape (`_statement`): a recall runs up to eight, and building them
+    cost more than running them."""
+
+    dialect: str
+    source: str  # a key of _SOURCES
+    lengths: tuple[int, ...]  # each term's length, 3 for 3 or more
+    sides_on: bool
+    inbox: bool
+    project: bool
+    skip: bool
+    include_all: bool = False  # notes only
+    kinds: tuple[str, ...] = ()  # notes only: the kinds asked for (empty: all)
+
+
+def _length(term: str) -> int:
+    return min(len(term), 3)
+
+
+def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
+    """(the FTS table to read matches from, or None; WHERE clauses; the newest-first order)
+    for a source's rows holding every term (bound as t0, t1, … and `m`)."""
+    source = _SOURCES[shape.source]
+    if shape.dialect == "postgresql":
+        # pg_trgm indexes under ILIKE; the planner picks (and rechecks) for each term.
         plain = literal_column(source.pg_text)
         doubled = literal_column(_PG_PAIRS.format(e=source.pg_text))
-        for term in terms:
-            if len(term) == 2:
-                clauses.append(doubled.ilike(_like(_pairs(term))))
-            else:
-                clauses.append(plain.ilike(_like(term)))
-        return clauses
-    long = [t for t in terms if len(t) >= 3]
-    two = [t for t in terms if len(t) == 2]
-    one = [t for t in terms if len(t) == 1]
-    for name, group in ((f"fts_{source.name}", long), (f"fts_{source.name}_pairs", two)):
-        if not group:
-            continue
-        fts = table(name, column("rowid"), column(name))
-        doubled = name.endswith("_pairs")
-        expression = " AND ".join(_fts_phrase(_pairs(t) if doubled else t) for t in group)
-        clauses.append(
-            source.key.in_(select(fts.c.rowid).where(fts.c[name].op("MATCH")(expression)))
-        )
-    if one:
-        text = _sqlite_text(source)
-        clauses += [text.like(_like(t), escape="\\") for t in one]
-    return clauses
+        clauses = [
+            (doubled if n == 2 else plain).ilike(bindparam(f"t{i}", type_=String))
+            for i, n in enumerate(shape.lengths)
+        ]
+        return None, clauses, source.key.desc()
+    # SQLite: one FTS table drives (FTS5 gives its matches in rowid order, so LIMIT stops
+    # early); the other terms are checked on the rows it gives, which are few by then.
+    pairs = 3 not in shape.lengths
+    name = f"fts_{source.name}_pairs" if pairs else f"fts_{source.name}"
+    fts = table(name, column("rowid"), column(name))
+    text = _sqlite_text(source)
+    driven = 2 if pairs else 3
+    where = [
+        fts.c[name].op("MATCH")(bindparam("m", type_=String)),
+        *(
+            text.like(bindparam(f"t{i}", type_=String), escape="\\")
+            for i, n in enumerate(shape.lengths)
+            if n != driven
+        ),
+    ]
+    return fts, where, fts.c.rowid.desc()
+
+
+def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if shape.dialect == "postgresql":
+        for i, term in enumerate(terms):
+            values[f"t{i}"] = _like(_pairs(term) if len(term) == 2 else term)
+        return values
+    driven = 2 if 3 not in shape.lengths else 3
+    values["m"] = " AND ".join(
+        _fts_phrase(_pairs(t) if driven == 2 else t) for t in terms if _length(t) == driven
+    )
+    for i, term in enumerate(terms):
+        if _length(term) != driven:
+            values[f"t{i}"] = _like(term)
+    return values
+
+
+def _joined(driver: Any | None, source: Any, key: Any) -> Any:
+    """FROM: the FTS matches joined to their rows (SQLite), or the table (PostgreSQL)."""
+    return source if driver is None else driver.join(source, key == driver.c.rowid)
 
 
 def _sqlite_text(source: _Source) -> Any:
@@ -277,41 +333,168 @@ def _sqlite_text(source: _Source) -> Any:
     }[source.name]
 
 
+_LIMIT = bindparam("limit", type_=Integer, literal_execute=True)
+
+
 # --- scope, per source -------------------------------------------------------------------------
 
 
-def _session_scope(scope: Scope, s: Any = sessions) -> list[Any]:
+def _note_scope(shape: _Shape) -> list[Any]:
     where: list[Any] = []
-    if scope.sides_on:
+    if shape.sides_on:
+        where.append(notes.c.side.is_(None) if shape.inbox else notes.c.side == bindparam("side"))
+    if shape.project:
+        where.append(or_(notes.c.project == bindparam("project"), notes.c.project.is_(None)))
+    return where
+
+
+def _session_scope(shape: _Shape) -> list[Any]:
+    where: list[Any] = []
+    if shape.sides_on:
         where.append(
-            literal_column(f"{s.name}.unclassified") if scope.inbox else s.c.side == scope.side
+            literal_column("sessions.unclassified")
+            if shape.inbox
+            else sessions.c.side == bindparam("side")
         )
-    if scope.project is not None:
-        where.append(s.c.project == scope.project)
+    if shape.project:
+        where.append(sessions.c.project == bindparam("project"))
     return where
 
 
-def _task_scope(scope: Scope) -> list[Any] | None:
+def _task_scope(shape: _Shape) -> list[Any]:
     """Tasks have no side: a task is in a side when its project's sessions all live there
-    (ix_sessions_project_side answers per task). None: no task is in this scope."""
+    (with sides, no task is in the inbox: the caller asks for none)."""
     where: list[Any] = []
-    if scope.sides_on:
-        if scope.inbox:
-            return None
-        mine = exists().where(sessions.c.project == tasks.c.project, sessions.c.side == scope.side)
-        other = exists().where(sessions.c.project == tasks.c.project, sessions.c.side != scope.side)
-        where += [tasks.c.project.is_not(None), mine, not_(other)]
-    if scope.project is not None:
-        where.append(tasks.c.project == scope.project)
+    if shape.sides_on:
+
+        def side_of_project(pick: Any) -> Any:
+            # ix_sessions_project_side answers the smallest and largest side of a project
+            # with one seek each, per matching task.
+            return (
+                select(pick(sessions.c.side))
+                .where(sessions.c.project == tasks.c.project)
+                .scalar_subquery()
+            )
+
+        where += [
+            tasks.c.project.is_not(None),
+            side_of_project(func.min) == bindparam("side"),
+            side_of_project(func.max) == bindparam("side"),
+        ]
+    if shape.project:
+        where.append(tasks.c.project == bindparam("project"))
     return where
+
+
+# --- the statements ----------------------------------------------------------------------------
+
+_COLUMNS = {
+    "notes": tuple(notes.c),
+    "session_words": (
+        sessions.c.id,
+        sessions.c.external_id,
+        sessions.c.last_word,
+        sessions.c.last_word_at,
+        sessions.c.last_seen_at,
+        sessions.c.side,
+        sessions.c.project,
+        sessions.c.status,
+    ),
+    "compactions": (
+        session_compactions.c.id,
+        session_compactions.c.session_id,
+        session_compactions.c.at,
+        session_compactions.c.summary,
+        sessions.c.external_id,
+        sessions.c.side,
+        sessions.c.project,
+        sessions.c.status,
+    ),
+    "tasks": (
+        tasks.c.id,
+        tasks.c.title,
+        tasks.c.body,
+        tasks.c.status,
+        tasks.c.project,
+        tasks.c.source,
+        tasks.c.created_at,
+    ),
+}
+
+
+@lru_cache(maxsize=512)
+def _statement(shape: _Shape) -> Any:
+    driver, where, order = _match(shape)
+    source = _SOURCES[shape.source]
+    key = source.key
+    if shape.source == "notes":
+        frm = _joined(driver, notes, key)
+        where = [*_note_scope(shape), *where]
+        if shape.kinds:
+            where.append(notes.c.kind.in_(shape.kinds))
+        if not shape.include_all:
+            where += [
+                notes.c.status == literal_column("'active'"),
+                or_(notes.c.expires_on.is_(None), notes.c.expires_on >= bindparam("day")),
+            ]
+    elif shape.source == "session_words":
+        frm = _joined(driver, sessions, key)
+        where = [*_session_scope(shape), sessions.c.last_word.is_not(None), *where]
+    elif shape.source == "compactions":
+        c = session_compactions
+        frm = _joined(driver, c, key).join(sessions, sessions.c.id == c.c.session_id)
+        where = [c.c.summary.is_not(None), *_session_scope(shape), *where]
+    else:
+        frm = _joined(driver, tasks, key)
+        where = [*_task_scope(shape), *where]
+    if shape.skip:
+        where.append(key.not_in(bindparam("skip", expanding=True)))
+    return (
+        select(*_COLUMNS[shape.source]).select_from(frm).where(*where).order_by(order).limit(_LIMIT)
+    )
+
+
+def _rows(
+    conn: Connection,
+    source: str,
+    terms: Sequence[str],
+    scope: Scope,
+    limit: int,
+    skip: Sequence[int],
+    *,
+    day: date | None = None,
+    include_all: bool = False,
+    kinds: tuple[str, ...] = (),
+) -> Any:
+    shape = _Shape(
+        dialect=conn.dialect.name,
+        source=source,
+        lengths=tuple(_length(t) for t in terms),
+        sides_on=scope.sides_on,
+        inbox=scope.inbox,
+        project=scope.project is not None,
+        skip=bool(skip),
+        include_all=include_all,
+        kinds=kinds,
+    )
+    values = {**_match_values(shape, terms), "limit": limit}
+    if scope.sides_on and not scope.inbox:
+        values["side"] = scope.side
+    if scope.project is not None:
+        values["project"] = scope.project
+    if skip:
+        values["skip"] = list(skip)
+    if source == "notes" and not include_all:
+        values["day"] = day
+    return conn.execute(_statement(shape), values)
 
 
 # --- searching ---------------------------------------------------------------------------------
 
 
-def _note_hits(conn: Connection, query: Any, day: date, whole: bool) -> list[Hit]:
+def _note_hits(rows: Any, day: date, whole: bool) -> list[Hit]:
     hits = []
-    for row in conn.execute(query):
+    for row in rows:
         kind = NoteKind(row.kind)
         status = NoteStatus(row.status)
         if status is NoteStatus.ACTIVE and row.expires_on and row.expires_on < day:
@@ -354,18 +537,21 @@ def _search_notes(
     whole: bool,
     skip: Sequence[int],
 ) -> list[Hit]:
-    wanted = [k for k in kinds if k in _NOTE_KINDS] if kinds else list(_NOTE_KINDS)
+    wanted = tuple(k for k in _NOTE_ORDER if k in kinds) if kinds else _NOTE_ORDER
     if not wanted:
         return []
-    where = [*in_scope(scope), *_matching(conn.dialect.name, _SOURCES["notes"], terms)]
-    if len(wanted) < len(_NOTE_KINDS):
-        where.append(notes.c.kind.in_(wanted))
-    if not include_all:
-        where += true_today(day)
-    if skip:
-        where.append(notes.c.id.not_in(skip))
-    query = select(notes).where(*where).order_by(notes.c.id.desc()).limit(limit)
-    return _note_hits(conn, query, day, whole)
+    rows = _rows(
+        conn,
+        "notes",
+        terms,
+        scope,
+        limit,
+        skip,
+        day=day,
+        include_all=include_all,
+        kinds=() if wanted == _NOTE_ORDER else wanted,
+    )
+    return _note_hits(rows, day, whole)
 
 
 def _search_sessions(
@@ -376,28 +562,6 @@ def _search_sessions(
     whole: bool,
     skip: Sequence[int],
 ) -> list[Hit]:
-    where = [
-        *_session_scope(scope),
-        sessions.c.last_word.is_not(None),
-        *_matching(conn.dialect.name, _SOURCES["session_words"], terms),
-    ]
-    if skip:
-        where.append(sessions.c.id.not_in(skip))
-    rows = conn.execute(
-        select(
-            sessions.c.id,
-            sessions.c.external_id,
-            sessions.c.last_word,
-            sessions.c.last_word_at,
-            sessions.c.last_seen_at,
-            sessions.c.side,
-            sessions.c.project,
-            sessions.c.status,
-        )
-        .where(*where)
-        .order_by(sessions.c.id.desc())
-        .limit(limit)
-    )
     return [
         Hit(
             kind="last_word",
@@ -413,7 +577,7 @@ def _search_sessions(
             label=None,
             whole=whole,
         )
-        for row in rows
+        for row in _rows(conn, "session_words", terms, scope, limit, skip)
     ]
 
 
@@ -425,30 +589,6 @@ def _search_compactions(
     whole: bool,
     skip: Sequence[int],
 ) -> list[Hit]:
-    c = session_compactions
-    where = [
-        c.c.summary.is_not(None),
-        *_session_scope(scope),
-        *_matching(conn.dialect.name, _SOURCES["compactions"], terms),
-    ]
-    if skip:
-        where.append(c.c.id.not_in(skip))
-    rows = conn.execute(
-        select(
-            c.c.id,
-            c.c.session_id,
-            c.c.at,
-            c.c.summary,
-            sessions.c.external_id,
-            sessions.c.side,
-            sessions.c.project,
-            sessions.c.status,
-        )
-        .select_from(c.join(sessions, sessions.c.id == c.c.session_id))
-        .where(*where)
-        .order_by(c.c.id.desc())
-        .limit(limit)
-    )
     return [
         Hit(
             kind="compaction",
@@ -464,7 +604,7 @@ def _search_compactions(
             label=None,
             whole=whole,
         )
-        for row in rows
+        for row in _rows(conn, "compactions", terms, scope, limit, skip)
     ]
 
 
@@ -476,26 +616,8 @@ def _search_tasks(
     whole: bool,
     skip: Sequence[int],
 ) -> list[Hit]:
-    scoped = _task_scope(scope)
-    if scoped is None:
-        return []
-    where = [*scoped, *_matching(conn.dialect.name, _SOURCES["tasks"], terms)]
-    if skip:
-        where.append(tasks.c.id.not_in(skip))
-    rows = conn.execute(
-        select(
-            tasks.c.id,
-            tasks.c.title,
-            tasks.c.body,
-            tasks.c.status,
-            tasks.c.project,
-            tasks.c.source,
-            tasks.c.created_at,
-        )
-        .where(*where)
-        .order_by(tasks.c.id.desc())
-        .limit(limit)
-    )
+    if scope.sides_on and scope.inbox:
+        return []  # tasks are never unclassified
     return [
         Hit(
             kind="task",
@@ -511,7 +633,7 @@ def _search_tasks(
             label=None,
             whole=whole,
         )
-        for row in rows
+        for row in _rows(conn, "tasks", terms, scope, limit, skip)
     ]
 
 
@@ -531,16 +653,10 @@ def recall(
     wanted = parse_kinds(list(kinds))
     limit = max(1, min(int(limit), MAX_LIMIT))
     result = Recall(query=query, scope=scope, kinds=wanted, include_all=include_all, limit=limit)
-    # First the items holding the whole query as typed, then those holding every term.
-    passes: list[tuple[tuple[str, ...], bool]] = []
-    if query.phrase is not None:
-        passes.append(((query.phrase,), True))
-    passes.append((query.terms, query.phrase is None))
-    seen: dict[str, list[int]] = {"notes": [], "sessions": [], "compactions": [], "tasks": []}
-    found: list[Hit] = []
-    full = False
-    for terms, whole in passes:
-        room = limit + 1  # one more than shown: tells whether there is more
+    room = limit + 1  # one more than shown per source: tells whether there is more
+    seen: dict[str, list[int]] = {name: [] for name in _BUCKETS.values()}
+
+    def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
         batch: list[Hit] = []
         batch += _search_notes(
             conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"]
@@ -551,19 +667,54 @@ def recall(
             batch += _search_compactions(conn, terms, scope, room, whole, seen["compactions"])
         if not wanted or "task" in wanted:
             batch += _search_tasks(conn, terms, scope, room, whole, seen["tasks"])
-        for hit in batch:
-            bucket = (
-                "notes"
-                if hit.kind in _NOTE_KINDS
-                else {"last_word": "sessions", "compaction": "compactions"}.get(hit.kind, "tasks")
-            )
-            seen[bucket].append(hit.id)
-        batch.sort(key=lambda h: (h.at, h.id), reverse=True)
-        found += batch
-        full = full or len(batch) > limit
+        return batch
+
+    def newest(hits: list[Hit]) -> list[Hit]:
+        return sorted(hits, key=lambda h: (h.at, h.id), reverse=True)
+
+    phrase = query.phrase
+    every = search(query.terms, phrase is None)
+    complete = all(sum(1 for h in every if _BUCKETS[h.kind] == bucket) <= limit for bucket in seen)
+    if phrase is None or complete:
+        # Every match is in hand (or there is no phrase): rank them here, the whole query
+        # as typed first, then recency.
+        folded = phrase.casefold() if phrase else None
+        ranked = [
+            Hit(**{**_fields(h), "whole": folded in " ".join(h.text.split()).casefold()})
+            if folded
+            else h
+            for h in every
+        ]
+        ordered = sorted(ranked, key=lambda h: (h.whole, h.at, h.id), reverse=True)
+        result.hits = ordered[:limit]
+        result.more = not complete or len(ordered) > limit
+        return result
+    # More matches than one page: the items holding the whole query are asked for first,
+    # then the page is filled with the newest of the others.
+    first = search((phrase,), True)
+    for hit in first:
+        seen[_BUCKETS[hit.kind]].append(hit.id)
+    rest = [h for h in every if h.id not in seen[_BUCKETS[h.kind]]]
+    if len(first) < limit and len(rest) < limit:
+        rest = search(query.terms, False)
+    found = newest(first) + newest(rest)
     result.hits = found[:limit]
-    result.more = full or len(found) > limit
+    result.more = True
     return result
+
+
+_BUCKETS = {
+    "note": "notes",
+    "decision": "notes",
+    "handoff": "notes",
+    "last_word": "sessions",
+    "compaction": "compactions",
+    "task": "tasks",
+}
+
+
+def _fields(hit: Hit) -> dict[str, Any]:
+    return {name: getattr(hit, name) for name in Hit.__dataclass_fields__}
 
 
 def to_lines(result: Recall, zone: tzinfo, now: datetime) -> list[str]:
