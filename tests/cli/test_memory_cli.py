@@ -259,3 +259,67 @@ def test_export_and_import_from_the_command_line(ondeck: Any, db_url: str, tmp_p
         code, _, err = ondeck("import", str(path))
         assert code == 2 and words in err and err.count("\n") == 1, err
     assert count(db_url) == before
+
+
+def test_the_hook_gets_the_same_brief_from_a_running_server(
+    db_url: str, tmp_path: Path, engine: Any
+) -> None:
+    """With sides configured and a server of the same database running, the hook asks the
+    server: the brief it gets is its side's and project's, not "no side is known"."""
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+    from zoneinfo import ZoneInfo
+
+    from ondeck.services import notes as notes_svc
+    from support.hooks import ONDECK, payload, run_hook
+    from support.pg import free_port
+
+    work = tmp_path / "work"
+    repo = new_repo(work / "api")
+    sides = {"work": [str(work)], "personal": [str(tmp_path / "own")]}
+    with engine.begin() as conn:
+        notes_svc.add_note(
+            conn, NOW, text="work: deploy at ten", side="work", project="api", sides=sides,
+            zone=ZoneInfo("UTC"), pinned=True, actor="t",
+        )  # fmt: skip
+        notes_svc.add_note(
+            conn, NOW, text="personal: dentist", side="personal", project="api", sides=sides,
+            zone=ZoneInfo("UTC"), pinned=True, actor="t",
+        )  # fmt: skip
+    port = free_port()
+    env = {
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_PORT": str(port),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_SIDES": json.dumps(sides),
+        "ONDECK_DEBUG": "1",
+    }
+    server = subprocess.Popen(
+        [ONDECK, "serve", "--port", str(port), "--no-jobs"],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server never answered"
+                time.sleep(0.2)
+        done = run_hook(
+            "session-start", payload("start", session_id="srv-0001", cwd=str(repo)), env
+        )
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    assert done.returncode == 0 and "session context from http" in done.stderr, done.stderr
+    text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "work: deploy at ten" in text and "dentist" not in text
+    assert "no side is known" not in text

@@ -284,6 +284,7 @@ def record_hook_events(
                     apply_record(conn, now, parse_record(changes))
         c = record["classification"]
         result["classification"] = {
+            "side": {"value": c["side"]["value"]},
             "project": {"value": c["project"]["value"]},
             "unclassified": c["unclassified"],
             "reason": c["reason"],
