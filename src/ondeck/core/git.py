@@ -222,5 +222,5 @@ def drift(cwd: str | None, since: str, deadline: Deadline) -> Drift:
         branch=repo.branch,
         descendant=True,
         ahead=log.total,
-        subjects=[(sha, subject) for sha, subject in log.items[:DRIFT_SUBJECTS]],  # type: ignore[misc]
+        subjects=[(sha, subject) for sha, subject in log.items[:DRIFT_SUBJECTS]],
     )

@@ -271,8 +271,8 @@ def _note(data: dict[str, Any], sides: Any) -> dict[str, Any]:
     if unknown:
         raise _Bad(f"unknown field(s) {', '.join(sorted(unknown))[:80]}")
     try:
-        kind = NoteKind(data.get("kind"))
-        status = NoteStatus(data.get("status", "active"))
+        kind = NoteKind(str(data.get("kind")))
+        status = NoteStatus(str(data.get("status", "active")))
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     side = data.get("side")
@@ -370,7 +370,7 @@ def _records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InvalidInput(f"line {number}: longer than {LINE_MAX} characters")
         try:
             data = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from None
         if not isinstance(data, dict):
             raise InvalidInput(f"line {number}: not a JSON object")

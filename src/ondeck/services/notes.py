@@ -34,6 +34,7 @@ from ondeck.core.memory import (
     NoteStatus,
     Scope,
 )
+from ondeck.core.models import Event
 from ondeck.core.validation import BIGINT_MAX, check_line, check_project, check_text
 from ondeck.db.engine import writing
 from ondeck.db.tables import notes, sessions
@@ -147,7 +148,7 @@ def true_today(day: date) -> list[Any]:
 # --- reading --------------------------------------------------------------------------------
 
 
-def get_note(conn: Connection, note_id: int, scope: Scope | None = None) -> Note:
+def get_note(conn: Connection, note_id: int | str, scope: Scope | None = None) -> Note:
     """A note by id; with a scope, one the reader may see (else: not found, as if absent)."""
     query = select(notes).where(notes.c.id == check_note_id(note_id))
     if scope is not None:
@@ -201,7 +202,7 @@ def handoff_of(conn: Connection, session_id: int) -> Note | None:
     return None if row is None else note_from_row(row)
 
 
-def history(conn: Connection, note_id: int, limit: int = 200) -> list[event_log.Event]:
+def history(conn: Connection, note_id: int, limit: int = 200) -> list[Event]:
     """The note's events, oldest first."""
     return list(reversed(event_log.list_events(conn, subject=f"note:{note_id}", limit=limit)))
 
@@ -319,7 +320,7 @@ def add_note(
     return note
 
 
-def _live(conn: Connection, note_id: int, scope: Scope | None, doing: str) -> Note:
+def _live(conn: Connection, note_id: int | str, scope: Scope | None, doing: str) -> Note:
     note = get_note(conn, note_id, scope)
     if note.status is not NoteStatus.ACTIVE:
         where = f" by note {note.superseded_by}" if note.superseded_by else ""
@@ -346,7 +347,7 @@ def _guarded_update(conn: Connection, before: Note, **values: Any) -> Note:
 def edit_note(
     conn: Connection,
     now: datetime,
-    note_id: int,
+    note_id: int | str,
     *,
     scope: Scope | None = None,
     text: str | None = None,
@@ -409,7 +410,7 @@ def edit_note(
 def set_pinned(
     conn: Connection,
     now: datetime,
-    note_id: int,
+    note_id: int | str,
     pinned: bool,
     *,
     scope: Scope | None = None,
@@ -426,7 +427,7 @@ def set_pinned(
 def supersede(
     conn: Connection,
     now: datetime,
-    note_id: int,
+    note_id: int | str,
     text: str,
     *,
     scope: Scope | None = None,
@@ -482,7 +483,7 @@ def supersede(
 def mark_wrong(
     conn: Connection,
     now: datetime,
-    note_id: int,
+    note_id: int | str,
     reason: str,
     *,
     scope: Scope | None = None,
@@ -518,7 +519,7 @@ def mark_wrong(
 def expire_note(
     conn: Connection,
     now: datetime,
-    note_id: int,
+    note_id: int | str,
     *,
     scope: Scope | None = None,
     actor: str,
@@ -540,7 +541,7 @@ def expire_note(
 
 
 def delete_note(
-    conn: Connection, now: datetime, note_id: int, *, scope: Scope | None = None, actor: str
+    conn: Connection, now: datetime, note_id: int | str, *, scope: Scope | None = None, actor: str
 ) -> Note:
     """Gone from memory; the events stay, this one with the whole note as it was."""
     before = get_note(conn, note_id, scope)

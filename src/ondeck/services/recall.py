@@ -277,8 +277,8 @@ def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
     source = _SOURCES[shape.source]
     if shape.dialect == "postgresql":
         # pg_trgm indexes under ILIKE; the planner picks (and rechecks) for each term.
-        plain = literal_column(source.pg_text)
-        doubled = literal_column(_PG_PAIRS.format(e=source.pg_text))
+        plain: Any = literal_column(source.pg_text)
+        doubled: Any = literal_column(_PG_PAIRS.format(e=source.pg_text))
         clauses = [
             (doubled if n == 2 else plain).ilike(bindparam(f"t{i}", type_=String))
             for i, n in enumerate(shape.lengths)
