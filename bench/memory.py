@@ -7,8 +7,9 @@ Targets (issue 15): recall p95 under 20 ms in-process on both stores; the contex
 brief p95 under 25 ms; the session-start hook within issue 14's bound (database path at most
 1.5x `python -c 'import sqlalchemy'`, medians of the same interleaved run).
 
-Data: notes of 15-40 words drawn from Korean and English words and file paths (one in ten
-with a unique reference), 80% in side `work`, over 40 projects (a fifth side-wide); 85%
+Data: notes of 15-40 words drawn with Zipf frequencies (s = 1) from 5,000 made-up Korean
+and English words and file paths, the words queried placed at common to rare ranks (one
+note in ten with a unique reference), 80% in side `work`, over 40 projects (a fifth side-wide); 85%
 active, the rest superseded, wrong or expired; 2% pinned; one handoff per session for half
 the sessions; sessions with last words, a quarter with a compaction summary; tasks with
 titles and bodies from the same words. Written through the tables (the full-text triggers
@@ -181,9 +182,49 @@ QUERIES = {
 }
 
 
+SYLLABLES = (
+    "가나다라마바사아자차카타파하배포일정서버그수정테스확인회의문인증데이백업복구로성"
+    "능메검색세션작완료했내오늘금목고객요청보정리결변설환경운장애원분계획마감리뷰승"
+)
+
+
+def vocabulary(rng: random.Random, size: int = 5_000) -> list[str]:
+    """Words in Zipf rank order: made-up Korean and English words, with the words the queries
+    look for at the ranks a real notebook would give them (common, middling, rare)."""
+    made: list[str] = []
+    while len(made) < size:
+        if rng.random() < 0.5:
+            word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        else:
+            word = "".join(
+                rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))
+            )
+        if word not in made:
+            made.append(word)
+    for rank, word in enumerate(["했다", "the", "and", "to", "수정", "확인"], start=1):
+        made[rank] = word
+    placed = {30: "배포", 60: "deploy", 90: "deployment", 120: "서버", 200: "lease",
+              300: "grace", 400: "src/ondeck/services/recall.py", 500: "배포했다",
+              800: "승인", 1200: "db/engine.py", 2000: "src/ondeck/db/engine.py"}  # fmt: skip
+    for rank, word in placed.items():
+        made[rank] = word
+    made[1500:1500] = [w for w in KOREAN + ENGLISH + PATHS if w not in made][:200]
+    return made[:size]
+
+
+_VOCABULARY: list[str] = []
+_WEIGHTS: list[float] = []
+
+
 def words(rng: random.Random, low: int, high: int) -> str:
-    pool = (KOREAN, KOREAN, ENGLISH, ENGLISH, PATHS)
-    return " ".join(rng.choice(rng.choice(pool)) for _ in range(rng.randint(low, high)))
+    """Zipf-distributed words (s = 1, 5,000 words), as real text has them."""
+    if not _VOCABULARY:
+        _VOCABULARY.extend(vocabulary(random.Random(1)))
+        total = 0.0
+        for rank in range(1, len(_VOCABULARY) + 1):
+            total += 1 / rank
+            _WEIGHTS.append(total)
+    return " ".join(rng.choices(_VOCABULARY, cum_weights=_WEIGHTS, k=rng.randint(low, high)))
 
 
 def side_of(project: str | None, rng: random.Random) -> str:

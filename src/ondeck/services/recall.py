@@ -37,12 +37,12 @@ from sqlalchemy import (
     String,
     bindparam,
     column,
-    func,
     literal_column,
     or_,
     select,
     table,
 )
+from sqlalchemy import text as sql_text
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.humanize import span
@@ -363,27 +363,37 @@ def _session_scope(shape: _Shape) -> list[Any]:
 
 def _task_scope(shape: _Shape) -> list[Any]:
     """Tasks have no side: a task is in a side when its project's sessions all live there
-    (with sides, no task is in the inbox: the caller asks for none)."""
+    (`projects`, from `_side_projects`; with sides, no task is in the inbox)."""
     where: list[Any] = []
     if shape.sides_on:
-
-        def side_of_project(pick: Any) -> Any:
-            # ix_sessions_project_side answers the smallest and largest side of a project
-            # with one seek each, per matching task.
-            return (
-                select(pick(sessions.c.side))
-                .where(sessions.c.project == tasks.c.project)
-                .scalar_subquery()
-            )
-
-        where += [
-            tasks.c.project.is_not(None),
-            side_of_project(func.min) == bindparam("side"),
-            side_of_project(func.max) == bindparam("side"),
-        ]
+        where.append(tasks.c.project.in_(bindparam("projects", expanding=True)))
     if shape.project:
         where.append(tasks.c.project == bindparam("project"))
     return where
+
+
+# Each project once, by skipping through ix_sessions_project_side (project, side) from one
+# project to the next (a loose index scan: a seek per project, not a read of every session),
+# and kept when its smallest and largest side are the side asked for.
+_SIDE_PROJECTS = sql_text(
+    """
+    WITH RECURSIVE p(project) AS (
+        SELECT min(project) FROM sessions WHERE project IS NOT NULL
+        UNION ALL
+        SELECT (SELECT min(s.project) FROM sessions s WHERE s.project > p.project)
+        FROM p WHERE p.project IS NOT NULL
+    )
+    SELECT project FROM p
+    WHERE project IS NOT NULL
+      AND (SELECT min(s.side) FROM sessions s WHERE s.project = p.project) = :side
+      AND (SELECT max(s.side) FROM sessions s WHERE s.project = p.project) = :side
+    """
+)
+
+
+def _side_projects(conn: Connection, side: str | None) -> list[str]:
+    """The projects whose sessions all live in `side`: the only ones whose tasks it sees."""
+    return [row[0] for row in conn.execute(_SIDE_PROJECTS, {"side": side})]
 
 
 # --- the statements ----------------------------------------------------------------------------
@@ -465,6 +475,7 @@ def _rows(
     day: date | None = None,
     include_all: bool = False,
     kinds: tuple[str, ...] = (),
+    projects: Sequence[str] = (),
 ) -> Any:
     shape = _Shape(
         dialect=conn.dialect.name,
@@ -486,6 +497,8 @@ def _rows(
         values["skip"] = list(skip)
     if source == "notes" and not include_all:
         values["day"] = day
+    if source == "tasks" and scope.sides_on:
+        values["projects"] = list(projects)
     return conn.execute(_statement(shape), values)
 
 
@@ -618,6 +631,11 @@ def _search_tasks(
 ) -> list[Hit]:
     if scope.sides_on and scope.inbox:
         return []  # tasks are never unclassified
+    projects: list[str] = []
+    if scope.sides_on:
+        projects = _side_projects(conn, scope.side)
+        if not projects:
+            return []
     return [
         Hit(
             kind="task",
@@ -633,7 +651,7 @@ def _search_tasks(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "tasks", terms, scope, limit, skip)
+        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects)
     ]
 
 
