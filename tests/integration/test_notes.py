@@ -383,3 +383,70 @@ def test_a_change_made_meanwhile_is_not_overwritten(engine: Engine) -> None:
     stale = before.__class__(**{**{f: getattr(before, f) for f in svc._NAMES}, "updated_at": NOW})
     with engine.begin() as conn, pytest.raises(Conflict, match="changed while"):
         svc._guarded_update(conn, stale, pinned=True)
+
+
+def test_two_writers_of_a_first_handoff_at_once_leave_one(engine: Engine) -> None:
+    """Both succeed: one writes the session's handoff, the other replaces it (never an
+    error, never two)."""
+    import threading
+
+    with engine.begin() as conn:
+        sid = make_session(conn, NOW, external_id="s-race", side="work", project="api")
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    # PostgreSQL: both transactions open before either writes. SQLite serialises writers at
+    # BEGIN, so there the two start together and one waits for the other.
+    inside = engine.dialect.name == "postgresql"
+
+    def write(text: str) -> None:
+        try:
+            if not inside:
+                barrier.wait(timeout=30)
+            with engine.begin() as conn:
+                if inside:
+                    barrier.wait(timeout=30)
+                results.append(svc.write_handoff(conn, NOW, sid, text, actor="t")[1])
+        except Exception as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(map(str, results)) == ["False", "True"], results
+    with engine.connect() as conn:
+        found = conn.execute(select(notes.c.text).where(notes.c.session_id == sid)).scalars()
+        assert list(found) in (["one"], ["two"])
+
+
+def test_two_supersedes_of_one_note_at_once_leave_one(engine: Engine) -> None:
+    import threading
+
+    note = add(engine, "the first")
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    inside = engine.dialect.name == "postgresql"
+
+    def replace(text: str) -> None:
+        try:
+            if not inside:
+                barrier.wait(timeout=30)
+            with engine.begin() as conn:
+                if inside:
+                    barrier.wait(timeout=30)
+                results.append(svc.supersede(conn, NOW, note.id, text, zone=UTC, actor="t")[1].id)
+        except Exception as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=replace, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert len(results) == 2 and len(errors) == 1, results
+    assert isinstance(errors[0], Conflict), errors
+    assert listed(engine) == [r for r in results if isinstance(r, int)]

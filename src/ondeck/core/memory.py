@@ -74,6 +74,15 @@ class Note:
     created_at: datetime
     updated_at: datetime
 
+    @classmethod
+    def from_row(cls, row: Any) -> Note:
+        """A `notes` row (SQLAlchemy) as the record."""
+        values = dict(row._mapping)
+        values["kind"] = NoteKind(values["kind"])
+        values["status"] = NoteStatus(values["status"])
+        values["pinned"] = bool(values["pinned"])
+        return cls(**{name: values[name] for name in _NOTE_FIELDS})
+
     def shown_status(self, today: date) -> NoteStatus:
         """The status as it is true today: an active note past its date is expired even
         before the jobs tick marks it (no reader is told it is still true)."""
@@ -109,6 +118,9 @@ class Note:
             "created_at": _iso(self.created_at, zone),
             "updated_at": _iso(self.updated_at, zone),
         }
+
+
+_NOTE_FIELDS = tuple(Note.__dataclass_fields__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

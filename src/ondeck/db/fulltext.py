@@ -1,7 +1,8 @@
 """The names of recall's full-text machinery (migration 0004), which is not metadata.
 
 SQLite: FTS5 tables `fts_<source>` and `fts_<source>_pairs` (with their shadow tables and
-triggers); PostgreSQL: GIN indexes `ix_<source>_trgm` and `ix_<source>_pairs`. The schema
+triggers); PostgreSQL: GIN indexes `ix_<source>_trgm`, and the table `fts_pairs` (with its
+index `ix_fts_pairs_trgm`, trigger functions `fts_pairs_<source>`). The schema
 comparison (migrations/env.py, tests/integration/test_migrations.py) leaves them out;
 services/recall.py queries them, and tests/integration/test_recall.py checks they exist and
 are used.
@@ -13,7 +14,7 @@ from typing import Any
 
 SOURCES = ("notes", "tasks", "session_words", "compactions")
 SQLITE_TABLES = tuple(f"fts_{s}{pairs}" for s in SOURCES for pairs in ("", "_pairs"))
-PG_INDEXES = tuple(f"ix_{s}_{kind}" for s in SOURCES for kind in ("trgm", "pairs"))
+PG_INDEXES = (*(f"ix_{s}_trgm" for s in SOURCES), "ix_fts_pairs_trgm")
 
 
 def is_fulltext(name: str | None) -> bool:

@@ -35,7 +35,6 @@ from sqlalchemy import (
 
 from ondeck.core.memory import Note, Scope
 from ondeck.db.tables import events, notes, sessions
-from ondeck.services.notes import note_from_row
 
 PINNED_MAX = 20
 RECENT = 3
@@ -338,7 +337,7 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
         return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
 
     row = conn.execute(_handoff_stmt(*shape), values).first()
-    handoff = None if row is None else note_from_row(row)
+    handoff = None if row is None else Note.from_row(row)
     own = later = last = None
     if handoff is not None:
         if handoff.session_id is not None:
@@ -356,7 +355,7 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
             brief.pinned_total = int(conn.execute(_pinned_stmt(*shape, True), values).scalar_one())
         side_wide = "side-wide pin" if request.sides_on else "pinned for every project"
         brief.pinned = [
-            Pinned(note=note_from_row(r), why="project match" if r.project else side_wide)
+            Pinned(note=Note.from_row(r), why="project match" if r.project else side_wide)
             for r in rows
         ]
         recent = project_sessions("recent", RECENT)

@@ -20,6 +20,7 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from ondeck.core.clock import aware, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
@@ -46,11 +47,7 @@ UNSET: Any = object()  # "leave as it is" for edits, where None means "clear it"
 
 
 def note_from_row(row: Any) -> Note:
-    values = dict(row._mapping)
-    values["kind"] = NoteKind(values["kind"])
-    values["status"] = NoteStatus(values["status"])
-    values["pinned"] = bool(values["pinned"])
-    return Note(**{name: values[name] for name in _NAMES})
+    return Note.from_row(row)
 
 
 # --- checking what comes in ---------------------------------------------------------------
@@ -444,7 +441,40 @@ def supersede(
             "a handoff is replaced by its session writing it again, or by the next "
             "session's; mark it wrong if it is wrong"
         )
-    new = add_note(
+    try:
+        with conn.begin_nested():  # uq_notes_supersedes: another writer got there first
+            new = _replacement(conn, now, before, text, zone, origin, actor)
+    except IntegrityError:
+        raise Conflict(
+            f"note {before.id} was superseded by another change meanwhile; nothing was changed"
+        ) from None
+    if session_id is not None:
+        # Written by an agent: the origin names its session, the place stays the old note's.
+        conn.execute(update(notes).where(notes.c.id == new.id).values(session_id=session_id))
+    old = _guarded_update(
+        conn,
+        before,
+        status=NoteStatus.SUPERSEDED.value,
+        status_at=aware(now),
+        superseded_by=new.id,
+        pinned=False,
+        updated_at=aware(now),
+    )
+    _event(conn, now, before.id, "note.superseded", actor, by=new.id, was_pinned=before.pinned)
+    return old, get_note(conn, new.id)
+
+
+def _replacement(
+    conn: Connection,
+    now: datetime,
+    before: Note,
+    text: str,
+    zone: Any,
+    origin: str,
+    actor: str,
+) -> Note:
+    """The note that replaces `before`: same kind, side, project and pin."""
+    return add_note(
         conn,
         now,
         text=text,
@@ -464,20 +494,6 @@ def supersede(
         actor=actor,
         supersedes=before.id,
     )
-    if session_id is not None:
-        # Written by an agent: the origin names its session, the place stays the old note's.
-        conn.execute(update(notes).where(notes.c.id == new.id).values(session_id=session_id))
-    old = _guarded_update(
-        conn,
-        before,
-        status=NoteStatus.SUPERSEDED.value,
-        status_at=aware(now),
-        superseded_by=new.id,
-        pinned=False,
-        updated_at=aware(now),
-    )
-    _event(conn, now, before.id, "note.superseded", actor, by=new.id, was_pinned=before.pinned)
-    return old, get_note(conn, new.id)
 
 
 def mark_wrong(
@@ -596,24 +612,18 @@ def write_handoff(
     before = handoff_of(conn, session.id)
     side = session.side
     project = None if session.unclassified else session.project
+    row = None
     if before is None:
-        row = conn.execute(
-            insert(notes)
-            .values(
-                side=side,
-                project=project,
-                kind=NoteKind.HANDOFF.value,
-                text=stored,
-                status=NoteStatus.ACTIVE.value,
-                origin=f"{ORIGIN_AGENT_PREFIX}{session.external_id[:200]}",
-                session_id=session.id,
-                redactions=redactions,
-                created_at=aware(now),
-                updated_at=aware(now),
-                **git,
-            )
-            .returning(*notes.c)
-        ).one()
+        try:
+            # A savepoint: another writer may write this session's first handoff at the
+            # same moment (uq_notes_handoff_session); then this one replaces it below.
+            with conn.begin_nested():
+                row = _insert_handoff(conn, now, session, stored, redactions, side, project, git)
+        except IntegrityError:
+            before = handoff_of(conn, session.id)
+            if before is None:
+                raise
+    if row is not None:
         note = note_from_row(row)
         _event(
             conn,
@@ -629,6 +639,7 @@ def write_handoff(
             **git,
         )
         return note, False
+    assert before is not None
     after = _guarded_update(
         conn,
         before,
@@ -661,6 +672,35 @@ def write_handoff(
         **git,
     )
     return after, True
+
+
+def _insert_handoff(
+    conn: Connection,
+    now: datetime,
+    session: Any,
+    stored: str,
+    redactions: int,
+    side: str | None,
+    project: str | None,
+    git: dict[str, Any],
+) -> Any:
+    return conn.execute(
+        insert(notes)
+        .values(
+            side=side,
+            project=project,
+            kind=NoteKind.HANDOFF.value,
+            text=stored,
+            status=NoteStatus.ACTIVE.value,
+            origin=f"{ORIGIN_AGENT_PREFIX}{session.external_id[:200]}",
+            session_id=session.id,
+            redactions=redactions,
+            created_at=aware(now),
+            updated_at=aware(now),
+            **git,
+        )
+        .returning(*notes.c)
+    ).one()
 
 
 def follow_session(

@@ -12,8 +12,8 @@ Each store's own machinery, kept in step with the rows in the same transaction (
 - terms of 3+ characters: SQLite FTS5 `trigram` tables (`fts_<source>`), PostgreSQL
   `pg_trgm` GIN indexes (`ix_<source>_trgm`) under ILIKE;
 - terms of 2 characters (a two-syllable Korean word): the same over the text with every
-  character doubled (`fts_<source>_pairs`, `ix_<source>_pairs`), where the pair `ab` is the
-  4-character `aabb` (db/textpairs.py says why that is exact);
+  character doubled (SQLite `fts_<source>_pairs`, PostgreSQL the table `fts_pairs`), where
+  the pair `ab` is the 4-character `aabb` (db/textpairs.py says why that is exact);
 - a 1-character term is checked on the rows the other terms found (a query of 1-character
   terms only is refused: it would read everything).
 
@@ -220,8 +220,6 @@ def snippet(text: str, terms: Sequence[str], width: int = SNIPPET) -> str:
 
 # --- the machinery, per store ----------------------------------------------------------------
 
-_PG_PAIRS = "regexp_replace({e}, '(.)', '\\1\\1', 'g')"
-
 
 @dataclass(frozen=True, slots=True)
 class _Source:
@@ -278,11 +276,21 @@ def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
     if shape.dialect == "postgresql":
         # pg_trgm indexes under ILIKE; the planner picks (and rechecks) for each term.
         plain: Any = literal_column(source.pg_text)
-        doubled: Any = literal_column(_PG_PAIRS.format(e=source.pg_text))
-        clauses = [
-            (doubled if n == 2 else plain).ilike(bindparam(f"t{i}", type_=String))
-            for i, n in enumerate(shape.lengths)
-        ]
+        pairs = table("fts_pairs", column("source"), column("id"), column("pairs"))
+        clauses = []
+        for i, n in enumerate(shape.lengths):
+            # The term on the text itself (exact); a term of 2 characters also in fts_pairs,
+            # the doubled texts, which only its trigram index can answer.
+            clauses.append(plain.ilike(bindparam(f"t{i}", type_=String)))
+            if n == 2:
+                clauses.append(
+                    source.key.in_(
+                        select(pairs.c.id).where(
+                            pairs.c.source == literal_column(f"'{source.name}'"),
+                            pairs.c.pairs.ilike(bindparam(f"d{i}", type_=String)),
+                        )
+                    )
+                )
         return None, clauses, source.key.desc()
     # SQLite: one FTS table drives (FTS5 gives its matches in rowid order, so LIMIT stops
     # early); the other terms are checked on the rows it gives, which are few by then.
@@ -306,7 +314,9 @@ def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if shape.dialect == "postgresql":
         for i, term in enumerate(terms):
-            values[f"t{i}"] = _like(_pairs(term) if len(term) == 2 else term)
+            values[f"t{i}"] = _like(term)
+            if len(term) == 2:
+                values[f"d{i}"] = _like(_pairs(term))
         return values
     driven = 2 if 3 not in shape.lengths else 3
     values["m"] = " AND ".join(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from ondeck.core.validation import PROJECT_PATTERN
@@ -33,6 +33,7 @@ class Format(StrEnum):
 )
 def get_context(
     store: StoreDep,
+    http: Request,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     format: Annotated[Format, Query()] = Format.json,
     budget: Annotated[int, Query(ge=1, le=500)] = 20,
@@ -78,7 +79,9 @@ def get_context(
             unclassified=unclassified,
             source=source,
             session=session,
-            cwd=cwd if cwd and "\x00" not in cwd else None,
+            # git is read in `cwd` on this machine: only for a caller on this machine (the
+            # session hook), as the hooks' events are.
+            cwd=cwd if cwd and "\x00" not in cwd and _loopback(http) else None,
         )
     with store.read() as conn:
         ctx = context_for(conn, store.now(), settings, project, budget, brief=request)
@@ -87,3 +90,13 @@ def get_context(
     if format is Format.hook:
         return hook_output(to_markdown(ctx, settings.zone))
     return to_json(ctx, settings.zone)
+
+
+def _loopback(request: Request) -> bool:
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -12,9 +12,10 @@ in the same transaction on each store:
   on the searched tables; and for each a second one over the text with every character
   doubled (`ondeck_pairs`, db/textpairs.py), which holds every two-character substring as a
   trigram: two-syllable Korean queries.
-- PostgreSQL: `pg_trgm` GIN indexes on the searched columns, and on the same text with
-  every character doubled (`regexp_replace(…, '(.)', '\\1\\1', 'g')`): indexes are
-  transactional, so no trigger is needed.
+- PostgreSQL: `pg_trgm` GIN indexes on the searched columns (transactional, no trigger);
+  and the same texts with every character doubled (`regexp_replace(…, '(.)', '\\1\\1',
+  'g')`) in `fts_pairs`, a table of (source, id, pairs) with its own trigram index, kept by
+  triggers (plpgsql) in the same transaction.
 
 Searched: notes.text, tasks title and body, sessions.last_word, session_compactions.summary.
 services/recall.py writes the queries that match these expressions exactly; the names are
@@ -109,13 +110,46 @@ def _postgres_fulltext() -> None:
             " (Debian/Ubuntu: the postgresql-contrib package)"
         )
     op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    # Two-character terms: every row's text with each character doubled, kept beside the
+    # rows (a GIN index on a regexp_replace expression would recheck every candidate by
+    # doubling its text again: 20 times the cost of the match itself).
+    op.execute(
+        "CREATE TABLE fts_pairs (source varchar(16) NOT NULL, id bigint NOT NULL,"
+        " pairs text NOT NULL, PRIMARY KEY (id, source))"
+    )
+    op.execute("CREATE INDEX ix_fts_pairs_trgm ON fts_pairs USING gin (pairs gin_trgm_ops)")
     for stem, table, expression in _PG_SOURCES:
         op.execute(
             f"CREATE INDEX ix_{stem}_trgm ON {table} USING gin (({expression}) gin_trgm_ops)"
         )
+        row = expression.replace("title", "NEW.title").replace("body", "NEW.body")
+        if not row.startswith("("):
+            row = f"NEW.{row}"
+        columns = "title, body" if stem == "tasks" else expression
         op.execute(
-            f"CREATE INDEX ix_{stem}_pairs ON {table} USING gin"
-            f" ((regexp_replace({expression}, '(.)', '\\1\\1', 'g')) gin_trgm_ops)"
+            f"""
+            CREATE FUNCTION fts_pairs_{stem}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP <> 'INSERT' THEN
+                    DELETE FROM fts_pairs WHERE source = '{stem}' AND id = OLD.id;
+                END IF;
+                IF TG_OP <> 'DELETE' AND {row} IS NOT NULL THEN
+                    INSERT INTO fts_pairs (source, id, pairs)
+                    VALUES ('{stem}', NEW.id, regexp_replace({row}, '(.)', '\\1\\1', 'g'));
+                END IF;
+                RETURN NULL;
+            END $$
+            """
+        )
+        op.execute(
+            f"CREATE TRIGGER fts_pairs_{stem} AFTER INSERT OR DELETE OR UPDATE OF {columns}"
+            f" ON {table} FOR EACH ROW EXECUTE FUNCTION fts_pairs_{stem}()"
+        )
+        # Rows written before this revision.
+        op.execute(
+            f"INSERT INTO fts_pairs (source, id, pairs) SELECT '{stem}', id,"
+            f" regexp_replace({expression}, '(.)', '\\1\\1', 'g') FROM {table}"
+            f" WHERE {expression} IS NOT NULL"
         )
 
 
@@ -242,9 +276,11 @@ def downgrade() -> None:
                     op.execute(f"DROP TRIGGER IF EXISTS {fts}_{event}")
                 op.execute(f"DROP TABLE IF EXISTS {fts}")
     else:
-        for stem, _table, _expression in _PG_SOURCES:
+        for stem, table, _expression in _PG_SOURCES:
+            op.execute(f"DROP TRIGGER IF EXISTS fts_pairs_{stem} ON {table}")
+            op.execute(f"DROP FUNCTION IF EXISTS fts_pairs_{stem}()")
             op.execute(f"DROP INDEX IF EXISTS ix_{stem}_trgm")
-            op.execute(f"DROP INDEX IF EXISTS ix_{stem}_pairs")
+        op.execute("DROP TABLE IF EXISTS fts_pairs")
     with op.batch_alter_table("sessions", schema=None) as batch_op:
         batch_op.drop_index("ix_sessions_project_side")
     op.drop_table("notes")
