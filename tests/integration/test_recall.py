@@ -226,9 +226,12 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     for name in _SOURCES:
         shape = _Shape(
             dialect=engine.dialect.name, source=name, lengths=(min(len(term), 3),),
+            cased=(term.lower() != term.upper(),),
             sides_on=False, inbox=False, project=False, skip=False, include_all=True,
         )  # fmt: skip
-        query = _statement(shape).params(**_match_values(shape, [term]), limit=20)
+        # PostgreSQL: a rare term's statement (the indexes give the candidates).
+        strategy = "rare" if engine.dialect.name == "postgresql" else "plain"
+        query = _statement(shape, strategy).params(**_match_values(shape, [term]), limit=20)
         compiled = query.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
         plan = _plan(engine, str(compiled), {})
         kind = "pairs" if len(term) == 2 else "trgm"
@@ -288,3 +291,27 @@ def test_a_writer_without_the_function_is_refused_and_writes_nothing(db_url: str
         )
     finally:
         conn.close()
+
+
+def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_first(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL reads the newest rows first and asks the indexes only when the page is not
+    filled there: both ways give the same answer as reading everything."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "WINDOW", 3)
+    recall_module._statement.cache_clear()
+    try:
+        oldest = note(engine, "승인 받기 the approval", at=NOW)
+        made = [
+            note(engine, f"common words {n}", at=NOW + timedelta(minutes=n + 1)) for n in range(8)
+        ]
+        assert refs(engine, "승인") == [f"note {oldest.id}"]
+        assert refs(engine, "approval") == [f"note {oldest.id}"]
+        with engine.connect() as conn:
+            found = recall(conn, "common", POOL, DAY, limit=2)
+        assert [h.id for h in found.hits] == [made[-1].id, made[-2].id] and found.more
+        assert refs(engine, "words", limit=20) == [f"note {m.id}" for m in reversed(made)]
+    finally:
+        recall_module._statement.cache_clear()

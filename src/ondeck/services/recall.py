@@ -37,6 +37,7 @@ from sqlalchemy import (
     String,
     bindparam,
     column,
+    func,
     literal_column,
     or_,
     select,
@@ -257,6 +258,7 @@ class _Shape:
     dialect: str
     source: str  # a key of _SOURCES
     lengths: tuple[int, ...]  # each term's length, 3 for 3 or more
+    cased: tuple[bool, ...]  # each term: has upper or lower case letters
     sides_on: bool
     inbox: bool
     project: bool
@@ -269,28 +271,18 @@ def _length(term: str) -> int:
     return min(len(term), 3)
 
 
+def _cased(term: str) -> bool:
+    return term.lower() != term or term.upper() != term
+
+
 def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
     """(the FTS table to read matches from, or None; WHERE clauses; the newest-first order)
     for a source's rows holding every term (bound as t0, t1, … and `m`)."""
     source = _SOURCES[shape.source]
     if shape.dialect == "postgresql":
-        # pg_trgm indexes under ILIKE; the planner picks (and rechecks) for each term.
+        # Every term on the text itself: exact (the indexes only find candidates).
         plain: Any = literal_column(source.pg_text)
-        pairs = table("fts_pairs", column("source"), column("id"), column("pairs"))
-        clauses = []
-        for i, n in enumerate(shape.lengths):
-            # The term on the text itself (exact); a term of 2 characters also in fts_pairs,
-            # the doubled texts, which only its trigram index can answer.
-            clauses.append(plain.ilike(bindparam(f"t{i}", type_=String)))
-            if n == 2:
-                clauses.append(
-                    source.key.in_(
-                        select(pairs.c.id).where(
-                            pairs.c.source == literal_column(f"'{source.name}'"),
-                            pairs.c.pairs.ilike(bindparam(f"d{i}", type_=String)),
-                        )
-                    )
-                )
+        clauses = [_like_op(plain, f"t{i}", cased) for i, cased in enumerate(shape.cased)]
         return None, clauses, source.key.desc()
     # SQLite: one FTS table drives (FTS5 gives its matches in rowid order, so LIMIT stops
     # early); the other terms are checked on the rows it gives, which are few by then.
@@ -308,6 +300,31 @@ def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
         ),
     ]
     return fts, where, fts.c.rowid.desc()
+
+
+def _like_op(column_: Any, name: str, cased: bool) -> Any:
+    """A term without upper and lower case (Korean, digits, signs) is matched with LIKE: the
+    same answer, and PostgreSQL's ILIKE costs 4 times as much per row on text that is not
+    ASCII (it lowers every row first)."""
+    bound = bindparam(name, type_=String)
+    return column_.ilike(bound) if cased else column_.like(bound)
+
+
+def _candidates(shape: _Shape) -> Any:
+    """PostgreSQL, a rare term: the ids its trigram index gives. A term of 3 characters or
+    more: the index on the text; else the doubled texts of `fts_pairs` (d<i>)."""
+    source = _SOURCES[shape.source]
+    long = [i for i, n in enumerate(shape.lengths) if n == 3]
+    if long:
+        i = long[0]
+        plain = literal_column(source.pg_text)
+        return select(source.key.label("id")).where(_like_op(plain, f"t{i}", shape.cased[i]))
+    i = next(i for i, n in enumerate(shape.lengths) if n == 2)
+    pairs = table("fts_pairs", column("source"), column("id"), column("pairs"))
+    return select(pairs.c.id).where(
+        pairs.c.source == literal_column(f"'{source.name}'"),
+        _like_op(pairs.c.pairs, f"d{i}", shape.cased[i]),
+    )
 
 
 def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
@@ -442,11 +459,26 @@ _COLUMNS = {
 }
 
 
+# PostgreSQL: how many of a table's newest rows are read first (see `_rows`).
+WINDOW = 2_000
+
+
 @lru_cache(maxsize=512)
-def _statement(shape: _Shape) -> Any:
+def _statement(shape: _Shape, strategy: str = "plain") -> Any:
+    """`plain`: as the planner likes it (SQLite: the FTS table drives). PostgreSQL: `window`,
+    the newest WINDOW rows only (read newest first, the terms checked on each); `rare`, the
+    rows the trigram indexes give, then sorted (a MATERIALIZED CTE keeps the planner from
+    reading the table newest first on a guess)."""
     driver, where, order = _match(shape)
     source = _SOURCES[shape.source]
     key = source.key
+    if strategy == "window":
+        # The id of the WINDOW-th newest row (none: the table is smaller, all of it).
+        floor = select(key).order_by(key.desc()).offset(WINDOW).limit(1).scalar_subquery()
+        where = [key >= func.coalesce(floor, 0), *where]
+    elif strategy == "rare":
+        matching = _candidates(shape).cte("matching").prefix_with("MATERIALIZED")
+        where = [key.in_(select(matching.c.id)), *where]
     if shape.source == "notes":
         frm = _joined(driver, notes, key)
         where = [*_note_scope(shape), *where]
@@ -491,6 +523,7 @@ def _rows(
         dialect=conn.dialect.name,
         source=source,
         lengths=tuple(_length(t) for t in terms),
+        cased=tuple(_cased(t) for t in terms),
         sides_on=scope.sides_on,
         inbox=scope.inbox,
         project=scope.project is not None,
@@ -509,7 +542,17 @@ def _rows(
         values["day"] = day
     if source == "tasks" and scope.sides_on:
         values["projects"] = list(projects)
-    return conn.execute(_statement(shape), values)
+    if shape.dialect != "postgresql":
+        return conn.execute(_statement(shape), values).all()
+    # PostgreSQL cannot tell how common a term is (pg_trgm keeps no statistics), and a wrong
+    # guess costs 100 ms either way: reading the table newest first for a rare term, or
+    # the index's every candidate for a common one. So first the newest WINDOW rows: a
+    # common term fills the page there; else the term is rare (under limit/WINDOW of the
+    # rows), and the indexes give its few rows.
+    rows = conn.execute(_statement(shape, "window"), values).all()
+    if len(rows) >= limit:
+        return rows
+    return conn.execute(_statement(shape, "rare"), values).all()
 
 
 # --- searching ---------------------------------------------------------------------------------
