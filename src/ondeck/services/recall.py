@@ -346,8 +346,11 @@ def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
 
 
 def _joined(driver: Any | None, source: Any, key: Any) -> Any:
-    """FROM: the FTS matches joined to their rows (SQLite), or the table (PostgreSQL)."""
-    return source if driver is None else driver.join(source, key == driver.c.rowid)
+    """FROM: the matches (SQLite's FTS table, PostgreSQL's candidates) joined to their
+    rows, or the table itself."""
+    if driver is None:
+        return source
+    return driver.join(source, key == (driver.c.rowid if "rowid" in driver.c else driver.c.id))
 
 
 def _sqlite_text(source: _Source) -> Any:
@@ -477,8 +480,12 @@ def _statement(shape: _Shape, strategy: str = "plain") -> Any:
         floor = select(key).order_by(key.desc()).offset(WINDOW).limit(1).scalar_subquery()
         where = [key >= func.coalesce(floor, 0), *where]
     elif strategy == "rare":
+        # The candidates drive: sorted newest first, each row read by its key until the
+        # page is full (never the table read newest first until enough are found, which
+        # for a term with fewer matches than a page is the whole table).
         matching = _candidates(shape).cte("matching").prefix_with("MATERIALIZED")
-        where = [key.in_(select(matching.c.id)), *where]
+        driver = matching
+        order = matching.c.id.desc()
     if shape.source == "notes":
         frm = _joined(driver, notes, key)
         where = [*_note_scope(shape), *where]
@@ -681,14 +688,12 @@ def _search_tasks(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    projects: Sequence[str] = (),
 ) -> list[Hit]:
     if scope.sides_on and scope.inbox:
         return []  # tasks are never unclassified
-    projects: list[str] = []
-    if scope.sides_on:
-        projects = _side_projects(conn, scope.side)
-        if not projects:
-            return []
+    if scope.sides_on and not projects:
+        return []
     return [
         Hit(
             kind="task",
@@ -726,8 +731,10 @@ def recall(
     result = Recall(query=query, scope=scope, kinds=wanted, include_all=include_all, limit=limit)
     room = limit + 1  # one more than shown per source: tells whether there is more
     seen: dict[str, list[int]] = {name: [] for name in _BUCKETS.values()}
+    side_projects: list[str] | None = None  # read once, when tasks are searched
 
     def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
+        nonlocal side_projects
         batch: list[Hit] = []
         batch += _search_notes(
             conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"]
@@ -737,7 +744,11 @@ def recall(
         if not wanted or "compaction" in wanted:
             batch += _search_compactions(conn, terms, scope, room, whole, seen["compactions"])
         if not wanted or "task" in wanted:
-            batch += _search_tasks(conn, terms, scope, room, whole, seen["tasks"])
+            if scope.sides_on and not scope.inbox and side_projects is None:
+                side_projects = _side_projects(conn, scope.side)
+            batch += _search_tasks(
+                conn, terms, scope, room, whole, seen["tasks"], side_projects or ()
+            )
         return batch
 
     def newest(hits: list[Hit]) -> list[Hit]:
