@@ -226,7 +226,7 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     for name in _SOURCES:
         shape = _Shape(
             dialect=engine.dialect.name, source=name, lengths=(min(len(term), 3),),
-            cased=(term.lower() != term.upper(),),
+            cased=(term.lower() != term.upper(),), ascii=(term.isascii(),),
             sides_on=False, inbox=False, project=False, skip=False, include_all=True,
         )  # fmt: skip
         # PostgreSQL: a rare term's statement (the indexes give the candidates).
