@@ -4,8 +4,10 @@ process, on SQLite and PostgreSQL; and the session-start hook (whole process) on
 Run: .venv/bin/python bench/memory.py [--notes 100000] [--sessions 20000] [--tasks 10000]
      [--rounds 200] [--hook-runs 11] [--pg-url URL] [--only sqlite|postgresql] [--no-hook]
 Targets (issue 15): recall p95 under 20 ms in-process on both stores; the context with the
-brief p95 under 25 ms; the session-start hook within issue 14's bound (database path at most
-1.5x `python -c 'import sqlalchemy'`, medians of the same interleaved run).
+brief p95 under 25 ms; the session-start hook within issue 14's bounds (database path at
+most 1.0x `python -c 'import sqlalchemy'`, server path at most 4x `python -c pass`; the
+session records bench measured 1.14 and 3.33 on SQLite, 1.38 and 3.64 on PostgreSQL with
+no memory stored), medians of the same interleaved run.
 
 Data: notes of 15-40 words drawn with Zipf frequencies (s = 1) from 5,000 made-up Korean
 and English words and file paths, the words queried placed at common to rare ranks (one
@@ -463,8 +465,12 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
                 want = "session context from http" if server else "from the database"
                 if want not in done.stderr:
                     raise SystemExit(f"the hook did not take the path measured: {done.stderr}")
+                # Issue 14's yardsticks: `import sqlalchemy` for the database path, `pass`
+                # for the server path; each run right after the hook's, so both see the
+                # same machine load.
+                yardstick = "pass" if server else "import sqlalchemy"
                 began = time.perf_counter()
-                subprocess.run([sys.executable, "-c", "import sqlalchemy"], check=True)
+                subprocess.run([sys.executable, "-c", yardstick], check=True)
                 base = time.perf_counter() - began
                 if i >= 2:  # the first runs fill caches
                     hook.append(elapsed * 1000)
@@ -475,6 +481,7 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
                 proc.terminate()
                 proc.wait(timeout=30)
     return {
+        "yardstick": "python -c pass" if server else "python -c 'import sqlalchemy'",
         "hook_ms": statistics.median(hook),
         "import_ms": statistics.median(baseline),
         "ratio": statistics.median(hook) / statistics.median(baseline),
@@ -554,9 +561,9 @@ def main() -> None:
                 for server in (False, True):
                     h = hook_times(url, args.hook_runs, server)
                     path = "server running" if server else "database path"
-                    print(f"{name}: session-start hook ({path}) {h['hook_ms']:.0f} ms, import "
-                          f"sqlalchemy {h['import_ms']:.0f} ms, ratio {h['ratio']:.2f}, output "
-                          f"{h['output_chars']} characters", flush=True)  # fmt: skip
+                    print(f"{name}: session-start hook ({path}) {h['hook_ms']:.0f} ms, "
+                          f"{h['yardstick']} {h['import_ms']:.0f} ms, ratio {h['ratio']:.2f}, "
+                          f"output {h['output_chars']} characters", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
