@@ -78,13 +78,17 @@ def _brief_request(
         raise InvalidInput("--session is 1 to 200 characters")
     sides_on = bool(settings.sides)
     unclassified = False
-    if sides_on and side is None:
+    if side is not None and (not sides_on or side not in settings.sides):
+        raise InvalidInput(f"side {side[:64]!r} is not configured")
+    if (sides_on and side is None) or project is None:
+        # The brief of this directory's side and project, as the session hook would give.
         from ondeck.entrypoints.place import here
 
         found = here(settings)
-        side, unclassified = found.side, found.unclassified
-    elif side is not None and (not sides_on or side not in settings.sides):
-        raise InvalidInput(f"side {side[:64]!r} is not configured")
+        if sides_on and side is None:
+            side, unclassified = found.side, found.unclassified
+        if project is None and not unclassified and (not sides_on or side == found.side):
+            project = found.project
     try:
         cwd: str | None = os.getcwd()
     except OSError:
