@@ -135,6 +135,8 @@ class Server:
         }
         body = {"events": [event], "rules": self.config.rules()}
         result = self.post(EVENTS_PATH, body, 1)[0]
+        if result.get("outcome") == "declined":  # the server cannot read this place
+            raise _NoServer(f"declined: {result.get('reason')}")
         _debug(f"{verb} stored through {self.config.local_url}")
         return result
 

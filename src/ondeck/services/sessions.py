@@ -268,6 +268,10 @@ def record_hook_events(
             if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
                 raise ValueError("transcript_size must be a whole number")
             kind, at = HOOK_KINDS[event["hook"]], instant(event.get("at"))
+            declined = _not_my_place(payload.get("cwd"))
+            if declined is not None:
+                results.append({"fingerprint": None, "outcome": "declined", "reason": declined})
+                continue
             made = make_record(kind, payload, config, at, size=size)
             if made is None:
                 raise ValueError("no usable session_id in the payload")
@@ -290,6 +294,24 @@ def record_hook_events(
         }
         results.append(result)
     return results
+
+
+def _not_my_place(cwd: Any) -> str | None:
+    """Why this server should not read the session's place itself (the hook then does), or
+    None. A server running as another user (a system service) may not be able to read the
+    directory, and git refuses repositories of other users: its facts, and so the session's
+    classification, would differ from the hook's own."""
+    import os
+
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        return None  # no place: nothing to read, the same on both sides
+    try:
+        owner = os.stat(cwd).st_uid
+    except (OSError, ValueError):
+        return None
+    if owner != os.getuid():
+        return "the server runs as another user than the owner of the session's directory"
+    return None
 
 
 # --- reading ------------------------------------------------------------------------------

@@ -104,7 +104,9 @@ class Forbidden(OndeckError):
 
 class RecordResult(BaseModel):
     fingerprint: str | None
-    outcome: Literal["applied", "duplicate", "rejected"]
+    outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
+        description="declined: the hook is to make and store the record itself."
+    )
     reason: str | None = None
     session: dict[str, Any] | None = None
     released: list[int] = []
