@@ -11,7 +11,7 @@ was heard from it). Unclassified is not a status but a state beside it: the inbo
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -244,14 +244,20 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
 
 
 def record_hook_events(
-    engine: Engine, now: datetime, events: Sequence[Any], rules: Any
+    engine: Engine,
+    now: datetime,
+    events: Sequence[Any],
+    rules: Any,
+    *,
+    later: Callable[[Callable[[], None]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
     made into records here, by the hook's own classification `rules`, and applied: the warm
     server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
-    says it did. Each event is answered (`rejected` with the reason when malformed)."""
+    says it did, read after the answer when `later` schedules it (the hook does not wait
+    for git). Each event is answered (`rejected` with the reason when malformed)."""
     from ondeck.core.hook_config import HookConfig
-    from ondeck.services.hook_records import HOOK_KINDS, changes_of, instant, make_record
+    from ondeck.services.hook_records import HOOK_KINDS, instant, make_record
 
     try:
         config = HookConfig.from_rules(rules)
@@ -282,10 +288,11 @@ def record_hook_events(
         with writing(engine) as conn:
             result = apply_record(conn, now, record)
         if kind == "end":
-            changes = changes_of(made, result["session"], config, at)
-            if changes is not None:
-                with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes))
+            follow = _read_changes(engine, now, made, result["session"], config, at)
+            if later is None:
+                follow()
+            else:
+                later(follow)
         c = record["classification"]
         result["classification"] = {
             "project": {"value": c["project"]["value"]},
@@ -294,6 +301,28 @@ def record_hook_events(
         }
         results.append(result)
     return results
+
+
+def _read_changes(
+    engine: Engine,
+    now: datetime,
+    end: dict[str, Any],
+    start: dict[str, Any],
+    config: Any,
+    at: datetime,
+) -> Callable[[], None]:
+    from ondeck.services.hook_records import changes_of
+
+    def follow() -> None:
+        try:
+            changes = changes_of(end, start, config, at)
+            if changes is not None:
+                with writing(engine) as conn:
+                    apply_record(conn, now, parse_record(changes))
+        except Exception:  # after the answer: nobody else to tell
+            log.exception("reading git at the end of session %s failed", end["session"])
+
+    return follow
 
 
 def _not_my_place(cwd: Any) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from ondeck.core.errors import Conflict, OndeckError
@@ -210,6 +210,7 @@ def post_hook_events(
     request: Request,
     store: StoreDep,
     body: HookEventsIn,
+    background: BackgroundTasks,
     expected: Annotated[
         str | None,
         Header(
@@ -220,11 +221,14 @@ def post_hook_events(
     ] = None,
 ) -> dict[str, Any]:
     """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
-    classifies it by the hook's rules, scrubs and stores it."""
+    classifies it by the hook's rules, scrubs and stores it; a session's commits and files
+    are read once the answer is sent."""
     if not _loopback(request):
         raise Forbidden()
     _same_store(store.settings.store_id, expected)
-    results = sessions.record_hook_events(store.engine, store.now(), body.events, body.rules)
+    results = sessions.record_hook_events(
+        store.engine, store.now(), body.events, body.rules, later=background.add_task
+    )
     return {"results": results}
 
 
