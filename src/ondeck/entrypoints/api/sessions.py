@@ -15,7 +15,7 @@ from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
-from ondeck.services import sessions
+from ondeck.services import session_hooks, sessions
 
 router = APIRouter(tags=["sessions"])
 
@@ -193,7 +193,7 @@ def post_records(
     ] = None,
 ) -> dict[str, Any]:
     _same_store(store.settings.store_id, expected)
-    results = sessions.apply_records(store.engine, store.now(), body.records)
+    results = session_hooks.apply_records(store.engine, store.now(), body.records)
     return {"results": results}
 
 
@@ -226,7 +226,7 @@ def post_hook_events(
     if not _loopback(request):
         raise Forbidden()
     _same_store(store.settings.store_id, expected)
-    results = sessions.record_hook_events(
+    results = session_hooks.record_hook_events(
         store.engine, store.now(), body.events, body.rules, later=background.add_task
     )
     return {"results": results}
