@@ -316,3 +316,15 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_settings_that_cannot_be_used_are_said_not_a_traceback(
+    tmp_path: Path, db_url: str, repo: Path
+) -> None:
+    session = Session(tmp_path, db_url, repo)
+    session.env["ONDECK_SIDES"] = "{not json"
+    started = session.hook("session-start", "start")["hookSpecificOutput"]["additionalContext"]
+    assert "could not use its settings (ONDECK_SIDES is not JSON" in started
+    assert "this session is not recorded" in started
+    stopped = session.hook("stop", "stop")
+    assert "ONDECK_SIDES is not JSON" in stopped["systemMessage"]

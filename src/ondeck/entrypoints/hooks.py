@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
     from ondeck.core.hook_config import HookConfig
 
-MAX_STDIN = 8 * 1024 * 1024  # a last word may be long: its texts are cut to a window later
+# A last word may be long (its texts are cut to a window later); past this, nothing is read.
+MAX_STDIN = 256 * 1024 * 1024
 
 
 def hook_output(markdown: str) -> dict[str, Any]:
@@ -76,10 +77,19 @@ def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> i
 
 
 def _unavailable(exc: BaseException) -> str:
+    from ondeck.core.errors import ConfigError
+
+    settings = isinstance(exc, ConfigError)
+    what = "use its settings" if settings else "read its database"
+    unknown = (
+        "warnings are unknown, and this session is not recorded"
+        if settings
+        else ("warnings are unknown")
+    )
     return (
         "# On deck: unavailable\n\n"
-        f"ondeck could not read its database ({_one_line(exc)}). Today's reminders, due "
-        "tasks and warnings are unknown; check `ondeck context` or the server.\n"
+        f"ondeck could not {what} ({_one_line(exc)}). Today's reminders, due tasks and "
+        f"{unknown}; check `ondeck context` or the server.\n"
     )
 
 
