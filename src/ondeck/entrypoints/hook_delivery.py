@@ -150,10 +150,12 @@ class Local:
     """Records made here, stored in the database (the bare driver where it can) or the
     spool; remembers which worked, so an end's git changes go the same way."""
 
-    def __init__(self, config: HookConfig) -> None:
+    def __init__(self, config: HookConfig, *, bare: bool = True) -> None:
         self.config = config
         self.problem = ""
-        self._bare: Any = None
+        # False: straight to SQLAlchemy (session-start builds its context with it anyway:
+        # one connection rather than two).
+        self._bare: Any = None if bare else False
         self._engine: Any = None
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:

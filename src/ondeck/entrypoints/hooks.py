@@ -102,7 +102,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     now = clock.now()
     notes: list[str] = []
     server = Server(config)
-    local = Local(config)
+    local = Local(config, bare=False)
     try:
         classification = None
         session_number = None
