@@ -153,6 +153,7 @@ def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
             "hook": "session-start",
             "payload": payload("start", cwd=str(repo)),
             "at": NOW.isoformat(),
+            "context": True,
         },
         {
             "hook": "stop",
@@ -171,6 +172,8 @@ def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
         results = answer.json()["results"]
         assert [r["outcome"] for r in results] == ["applied", "applied"]
         assert results[0]["classification"]["project"] == {"value": "website"}
+        assert results[0]["context"].startswith("# On deck 2026-06-15 (UTC, project website)")
+        assert results[1]["context"] is None
         commit_file(repo, "a.txt", "a\n", "a change")
         end = {
             "hook": "session-end",

@@ -98,6 +98,8 @@ class Server:
             "at": at,
             "transcript_size": transcript_size(payload),
         }
+        if verb == "session-start":  # and its context in the same answer: one round trip
+            event["context"] = True
         body = {"events": [event], "rules": self.config.rules()}
         result = self.post(EVENTS_PATH, body, 1)[0]
         if result.get("outcome") == "declined":  # the server cannot read this place

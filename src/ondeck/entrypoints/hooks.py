@@ -106,11 +106,14 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     try:
         classification = None
         session_number = None
+        markdown = None
         if session_id_of(payload) is not None:
             try:
                 result = server.send_event("session-start", payload, now.isoformat())
                 classification = result.get("classification")
                 session_number = (result.get("session") or {}).get("id")
+                context = result.get("context")
+                markdown = context if isinstance(context, str) and context else None
             except NoServer as exc:
                 debug(f"server: {exc}")
                 classification, session_number = _start_here(local, payload, now, notes)
@@ -122,7 +125,8 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         if classification.get("unclassified"):
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
-        markdown = _context_from_server(config, project) if server.ok else None
+        if markdown is None and server.ok:
+            markdown = _context_from_server(config, project)
         source = config.local_url
         if markdown is None:
             source = "the database"

@@ -16,6 +16,8 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.services import session_hooks, sessions
+from ondeck.services.context import context_for
+from ondeck.services.context_render import to_markdown
 
 router = APIRouter(tags=["sessions"])
 
@@ -86,7 +88,7 @@ class HookEventsIn(BaseModel):
         max_length=50,
         description="Hook events as the hook received them: hook (session-start, stop, "
         "post-compact, session-end), payload (Claude Code's JSON), at (ISO-8601 instant), "
-        "transcript_size.",
+        "transcript_size, context (true: answer with the session context too).",
     )
     rules: dict[str, Any] = Field(
         description="The hook's classification rules: projects, sides, remotes, "
@@ -118,6 +120,9 @@ class RecordsOut(BaseModel):
 
 class HookEventResult(RecordResult):
     classification: dict[str, Any] | None = None
+    context: str | None = Field(
+        None, description="The session context (Markdown), when the event asked for it."
+    )
 
 
 class HookEventsOut(BaseModel):
@@ -226,9 +231,17 @@ def post_hook_events(
     if not _loopback(request):
         raise Forbidden()
     _same_store(store.settings.store_id, expected)
+    now = store.now()
     results = session_hooks.record_hook_events(
-        store.engine, store.now(), body.events, body.rules, later=background.add_task
+        store.engine, now, body.events, body.rules, later=background.add_task
     )
+    # A session-start asks for its context in the same answer (the hook saves a request).
+    for event, result in zip(body.events, results, strict=True):
+        if event.get("context") is True and result.get("classification"):
+            project = result["classification"]["project"]["value"]
+            with store.read() as conn:
+                ctx = context_for(conn, now, store.settings, project)
+            result["context"] = to_markdown(ctx, store.settings.zone)
     return {"results": results}
 
 
