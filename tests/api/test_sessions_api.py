@@ -153,6 +153,7 @@ def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
             "hook": "session-start",
             "payload": payload("start", cwd=str(repo)),
             "at": NOW.isoformat(),
+            "context": True,
         },
         {
             "hook": "stop",
@@ -171,6 +172,8 @@ def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
         results = answer.json()["results"]
         assert [r["outcome"] for r in results] == ["applied", "applied"]
         assert results[0]["classification"]["project"] == {"value": "website"}
+        assert results[0]["context"].startswith("# On deck 2026-06-15 (UTC, project website)")
+        assert results[1]["context"] is None
         commit_file(repo, "a.txt", "a\n", "a change")
         end = {
             "hook": "session-end",
@@ -200,3 +203,24 @@ def test_hook_events_are_made_into_records_by_the_server_for_this_machine_only(
         )
         assert refused.status_code == 403
         assert refused.json()["error"]["code"] == "forbidden"
+
+
+def test_a_place_of_another_user_is_left_to_the_hook(
+    engine: Engine, settings: Settings, tmp_path: Any
+) -> None:
+    """A server running as another user (a system service) would read another place than
+    the hook: it declines, and the hook makes the record itself."""
+    import os
+
+    from support.hooks import payload
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, os.getuid() + 1, -1)
+    event = {"hook": "stop", "payload": payload("stop", cwd=str(theirs)), "at": NOW.isoformat()}
+    with TestClient(create_app(settings, engine), client=("127.0.0.1", 1)) as c:
+        answer = c.post(f"{API}/sessions/hook-events", json={"events": [event], "rules": {}})
+    [result] = answer.json()["results"]
+    assert result["outcome"] == "declined" and "another user" in result["reason"]
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(sessions)).scalar() == 0

@@ -13,14 +13,14 @@ from sqlalchemy import Engine, select
 from conftest import NOW
 from ondeck.db.tables import events
 from ondeck.entrypoints.cli import run
-from ondeck.services import sessions as svc
 from ondeck.services.classify import Facts, Rules
+from ondeck.services.session_hooks import apply_record
 from support.hooks import SESSION_ID, later, record
 
 
 def apply(engine: Engine, rec: dict[str, Any]) -> None:
     with engine.begin() as conn:
-        svc.apply_record(conn, rec["at"], rec)
+        apply_record(conn, rec["at"], rec)
 
 
 def test_list_show_and_move(

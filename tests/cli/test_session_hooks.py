@@ -298,8 +298,15 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
         assert session.spooled() == []
         with engine.connect() as conn:
             assert svc.find_session(conn, "spooled-before").start_source == "startup"
-            s = svc.find_session(conn, SESSION_ID)
-        assert s.status == "ended" and s.commits == {"items": [], "total": 0}
+            assert svc.find_session(conn, SESSION_ID).status == "ended"
+        # The server reads git once it has answered: the hook does not wait for it.
+        for _ in range(300):
+            with engine.connect() as conn:
+                s = svc.find_session(conn, SESSION_ID)
+            if s.commits is not None:
+                break
+            time.sleep(0.1)
+        assert s.commits == {"items": [], "total": 0}
         other = {**session.env, "ONDECK_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
         done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
         assert "server: it serves another database" in done.stderr
@@ -309,3 +316,15 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_settings_that_cannot_be_used_are_said_not_a_traceback(
+    tmp_path: Path, db_url: str, repo: Path
+) -> None:
+    session = Session(tmp_path, db_url, repo)
+    session.env["ONDECK_SIDES"] = "{not json"
+    started = session.hook("session-start", "start")["hookSpecificOutput"]["additionalContext"]
+    assert "could not use its settings (ONDECK_SIDES is not JSON" in started
+    assert "this session is not recorded" in started
+    stopped = session.hook("stop", "stop")
+    assert "ONDECK_SIDES is not JSON" in stopped["systemMessage"]

@@ -18,6 +18,7 @@ from ondeck.db.tables import events, hook_receipts, session_compactions, session
 from ondeck.services import backlog, session_store
 from ondeck.services import sessions as svc
 from ondeck.services.classify import Facts, Marker, Rules
+from ondeck.services.session_hooks import apply_record
 from support.hooks import SESSION_ID, later, record
 
 SIDES = Rules(sides={"work": ["/home/me/work"], "personal": ["/home/me/own"]})
@@ -33,7 +34,7 @@ def bare(db_url: str) -> Iterator[BareDb]:
 
 def apply(engine: Engine, rec: dict[str, Any], now=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     with engine.begin() as conn:
-        return svc.apply_record(conn, now or rec["at"], rec)
+        return apply_record(conn, now or rec["at"], rec)
 
 
 def apply_bare(bare: BareDb, rec: dict[str, Any]) -> dict[str, Any]:

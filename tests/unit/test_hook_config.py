@@ -49,7 +49,7 @@ UNSURE_CASES = [
 
 BAD_CASES = [
     ({"ONDECK_PORT": "99999"}, "", "ONDECK_PORT"),
-    ({"ONDECK_SIDES": "{not json"}, "", "sides"),
+    ({"ONDECK_SIDES": "{not json"}, "", "ONDECK_SIDES is not JSON"),
     ({"ONDECK_SIDES": '{"bad side": []}'}, "", "not a side name"),
     ({}, '[remotes]\n"x" = { side = "w" }\n[sides]\nwork = []\n', "which sides does not list"),
     ({}, "[remotes]\n\"x\" = { team = 'w' }\n", "must give side and/or project"),

@@ -20,6 +20,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.services import backlog, spool
 from ondeck.services import sessions as svc
 from ondeck.services.classify import Facts, Marker, Rules
+from ondeck.services.session_hooks import apply_record
 from support.hooks import SESSION_ID, later, record
 from web.conftest import NOW, Dashboard
 
@@ -28,7 +29,7 @@ RULES = Rules(sides={"work": ["/w"], "own": ["/o"]})
 
 def apply(engine: Engine, rec: dict[str, Any]) -> None:
     with engine.begin() as conn:
-        svc.apply_record(conn, rec["at"], rec)
+        apply_record(conn, rec["at"], rec)
 
 
 @pytest.fixture

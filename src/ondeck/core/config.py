@@ -156,7 +156,14 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**clean)
     except SettingsError as exc:
         # A dict or list setting in the environment that is not JSON.
-        raise ConfigError(" ".join(str(exc).split())[:300]) from None
+        import re
+
+        named = re.search(r'field "(\w+)"', str(exc))
+        name = f"ONDECK_{named.group(1).upper()}" if named else "a setting"
+        raise ConfigError(
+            f"{name} is not JSON: dict and list settings given in the environment are JSON, "
+            """such as ONDECK_SIDES='{"work": ["~/work"]}'"""
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_file()}: not valid TOML ({exc})") from None
     except ValidationError as exc:

@@ -25,8 +25,15 @@ Where an event goes, in this order:
 from __future__ import annotations
 
 import json
-import os
 import sys
+
+from ondeck.entrypoints.hook_delivery import (
+    SERVER_TIMEOUT_S,
+    Local,
+    NoServer,
+    Server,
+    debug,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
@@ -35,10 +42,8 @@ if TYPE_CHECKING:
 
     from ondeck.core.hook_config import HookConfig
 
-MAX_STDIN = 8 * 1024 * 1024  # a last word may be long: its texts are cut to a window later
-SERVER_TIMEOUT_S = 3.0
-RECORDS_PATH = "/api/v1/sessions/records"
-EVENTS_PATH = "/api/v1/sessions/hook-events"
+# A last word may be long (its texts are cut to a window later); past this, nothing is read.
+MAX_STDIN = 256 * 1024 * 1024
 
 
 def hook_output(markdown: str) -> dict[str, Any]:
@@ -58,261 +63,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
-def _debug(message: str) -> None:
-    if os.environ.get("ONDECK_DEBUG"):
-        sys.stderr.write(f"ondeck: {message}\n")
-
-
-class _NoServer(Exception):
-    pass
-
-
-class _Unreachable(Exception):
-    pass
-
-
-# --- 1. the server ---------------------------------------------------------------------------
-
-
-class Server:
-    """This machine's ondeck server, if it runs and serves the same database."""
-
-    def __init__(self, config: HookConfig) -> None:
-        self.config = config
-        self.ok: bool | None = None  # None: not asked yet
-
-    def headers(self) -> dict[str, str]:
-        headers = {"X-Ondeck-Store-Expected": self.config.store_id}
-        if self.config.token:
-            headers["Authorization"] = f"Bearer {self.config.token}"
-        return headers
-
-    def post(self, path: str, body: dict[str, Any], count: int) -> list[dict[str, Any]]:
-        """POST and the `results` (one per item sent); _NoServer when it is not usable."""
-        if self.ok is False:
-            raise _NoServer("not usable")
-        from ondeck.entrypoints.hook_http import HttpError, request
-
-        try:
-            status, headers, answer = request(
-                self.config.local_url,
-                "POST",
-                path,
-                body=json.dumps(body, ensure_ascii=False).encode(),
-                headers=self.headers(),
-                timeout=SERVER_TIMEOUT_S,
-            )
-        except HttpError as exc:
-            self.ok = False
-            raise _NoServer(f"not reachable ({exc})") from None
-        if headers.get("x-ondeck-store") != self.config.store_id:
-            self.ok = False
-            raise _NoServer("it serves another database")
-        if status != 200:
-            self.ok = False
-            raise _NoServer(f"answered {status}: {answer[:200].decode('utf-8', 'replace')}")
-        try:
-            results = json.loads(answer)["results"]
-        except (ValueError, KeyError, TypeError):
-            self.ok = False
-            raise _NoServer("answered something else than results") from None
-        if not isinstance(results, list) or len(results) != count:
-            self.ok = False
-            raise _NoServer("answered for other events")
-        self.ok = True
-        return results
-
-    def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
-        """The event as received: the server makes and stores its record(s)."""
-        from ondeck.services.hook_records import transcript_size, trim
-
-        self.drain_spool()
-        event = {
-            "hook": verb,
-            "payload": trim(payload),
-            "at": at,
-            "transcript_size": transcript_size(payload),
-        }
-        body = {"events": [event], "rules": self.config.rules()}
-        result = self.post(EVENTS_PATH, body, 1)[0]
-        _debug(f"{verb} stored through {self.config.local_url}")
-        return result
-
-    def drain_spool(self) -> None:
-        """What waits in the spool goes first (rare: two stats when nothing waits)."""
-        if not _spool_waits(self.config.spool_dir):
-            return
-        from ondeck.services import spool
-        from ondeck.services.hook_records import parse_record
-
-        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
-            try:
-                results = self.post(
-                    RECORDS_PATH, {"records": [_sent(r) for r in batch]}, len(batch)
-                )
-            except _NoServer as exc:
-                raise spool.Unreachable(str(exc)) from exc
-            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
-
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.left:
-            raise _NoServer("the spool could not be drained through the server")
-
-
-def _spool_waits(spool_dir: str) -> bool:
-    # = spool.has_waiting, without importing the spool module on every hook.
-    for name in ("draining.jsonl", "events.jsonl"):
-        try:
-            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _sent(record: dict[str, Any]) -> dict[str, Any]:
-    """A checked record back in the form it travels in (instants as ISO text)."""
-    at = record["at"]
-    return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}
-
-
-# --- 2. the database, 3. the spool ---------------------------------------------------------
-
-
-class Local:
-    """Records made here, stored in the database (the bare driver where it can) or the
-    spool; remembers which worked, so an end's git changes go the same way."""
-
-    def __init__(self, config: HookConfig) -> None:
-        self.config = config
-        self.problem = ""
-        self._bare: Any = None
-        self._engine: Any = None
-
-    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Store `record` after whatever waits in the spool: its outcome, or None when it was
-        spooled (`self.problem` says why)."""
-        from ondeck.services import spool
-        from ondeck.services.hook_records import parse_record
-
-        checked = parse_record(record)  # what the store would refuse is a bug: say so here
-        try:
-            self._drain(spool, now)
-            result = self._apply(checked, now)
-            _debug(f"{record['kind']} stored in the database")
-            return result
-        except _Unreachable as exc:
-            self.problem = str(exc)
-        spool.append(self.config.spool_dir, record)
-        _debug(f"{record['kind']} kept in the spool: {self.problem}")
-        return None
-
-    def waiting(self) -> int:
-        from ondeck.services import spool
-
-        return spool.status(self.config.spool_dir).waiting
-
-    def close(self) -> None:
-        if self._bare:
-            self._bare.close()
-        if self._engine is not None:
-            self._engine.dispose()
-
-    def _drain(self, spool: Any, now: datetime) -> None:
-        from ondeck.services.hook_records import parse_record
-
-        if not spool.has_waiting(self.config.spool_dir):
-            return
-
-        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
-            answers: list[str | None] = []
-            for record in batch:
-                try:
-                    self._apply(record, now)
-                except _Unreachable as exc:
-                    if not answers:
-                        raise spool.Unreachable(str(exc)) from exc
-                    return answers
-                answers.append(None)
-            return answers
-
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.busy:
-            raise _Unreachable("another process is draining the spool")
-        if drained.left:
-            raise _Unreachable("the store went away while the spool drained")
-
-    def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare
-
-        if self._engine is None:
-            try:
-                if self._bare is None:
-                    self._bare = open_bare(self.config.url) or False
-                if self._bare:
-                    return self._apply_bare(record, now)
-            except StoreUnavailable as exc:
-                raise _Unreachable(f"database unavailable: {exc}") from None
-            except SchemaBehind:
-                _debug("database schema behind: migrating it first")
-        return self._apply_sqlalchemy(record, now)
-
-    def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.services import session_store
-
-        with self._bare.transaction() as db:
-            applied = session_store.apply(db, record, now)
-            held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
-        released: list[int] = []
-        if held:  # rare: only then is SQLAlchemy worth its import
-            released = self._release(record, now)
-        return session_store.outcome(applied, record, released)
-
-    def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
-        from ondeck.db.engine import writing
-        from ondeck.services.backlog import release_held_by
-        from ondeck.services.session_store import OWNER_PREFIX
-
-        with writing(self.engine()) as conn:
-            return release_held_by(
-                conn,
-                now,
-                owner=f"{OWNER_PREFIX}{record['session'][:190]}",
-                actor=f"hook:{record['session'][:60]}",
-                reason=record.get("reason"),
-            )
-
-    def engine(self) -> Any:
-        """The SQLAlchemy engine (session-start's context needs it anyway)."""
-        if self._engine is None:
-            from ondeck.core.errors import Unavailable
-            from ondeck.db import open_database
-
-            try:
-                self._engine = open_database(self.config.url)
-            except Unavailable as exc:
-                raise _Unreachable(str(exc)) from None
-        return self._engine
-
-    def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.core.errors import Unavailable
-        from ondeck.db.engine import writing
-        from ondeck.services.sessions import apply_record
-
-        try:
-            with writing(self.engine()) as conn:
-                return apply_record(conn, now, record)
-        except Unavailable as exc:
-            raise _Unreachable(str(exc)) from None
-
-    def spooled_line(self, what: str) -> str:
-        return (
-            f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
-            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and stored "
-            "by the next hook or jobs tick that reaches the database."
-        )
-
-
 # --- session-start -----------------------------------------------------------------------------
 
 
@@ -327,10 +77,19 @@ def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> i
 
 
 def _unavailable(exc: BaseException) -> str:
+    from ondeck.core.errors import ConfigError
+
+    settings = isinstance(exc, ConfigError)
+    what = "use its settings" if settings else "read its database"
+    unknown = (
+        "warnings are unknown, and this session is not recorded"
+        if settings
+        else ("warnings are unknown")
+    )
     return (
         "# On deck: unavailable\n\n"
-        f"ondeck could not read its database ({_one_line(exc)}). Today's reminders, due "
-        "tasks and warnings are unknown; check `ondeck context` or the server.\n"
+        f"ondeck could not {what} ({_one_line(exc)}). Today's reminders, due tasks and "
+        f"{unknown}; check `ondeck context` or the server.\n"
     )
 
 
@@ -343,17 +102,20 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     now = clock.now()
     notes: list[str] = []
     server = Server(config)
-    local = Local(config)
+    local = Local(config, bare=False)
     try:
         classification = None
         session_number = None
+        markdown = None
         if session_id_of(payload) is not None:
             try:
                 result = server.send_event("session-start", payload, now.isoformat())
                 classification = result.get("classification")
                 session_number = (result.get("session") or {}).get("id")
-            except _NoServer as exc:
-                _debug(f"server: {exc}")
+                context = result.get("context")
+                markdown = context if isinstance(context, str) and context else None
+            except NoServer as exc:
+                debug(f"server: {exc}")
                 classification, session_number = _start_here(local, payload, now, notes)
         unclassified = bool(classification and classification.get("unclassified"))
         if classification is None:  # no session id: the context only, scoped by the place
@@ -371,7 +133,8 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
         brief = _brief_of(payload, config, classification, unclassified)
-        markdown = _context_from_server(config, project, brief) if server.ok else None
+        if markdown is None and server.ok:
+            markdown = _context_from_server(config, project, brief)
         source = config.local_url
         if markdown is None:
             source = "the database"
@@ -379,7 +142,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
                 markdown = _context_from_database(local, config, project, now, brief)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
-        _debug(f"session context from {source}")
+        debug(f"session context from {source}")
     finally:
         local.close()
     return _with_notes(markdown, notes)
@@ -551,8 +314,8 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
     now = clock.now()
     try:
         result = Server(config).send_event(verb, payload, now.isoformat())
-    except _NoServer as exc:
-        _debug(f"server: {exc}")
+    except NoServer as exc:
+        debug(f"server: {exc}")
     else:
         if kind != "end":
             return None

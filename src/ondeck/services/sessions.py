@@ -1,7 +1,7 @@
 """Session records: reading them, moving them between sides, marking the silent ones lost,
-and the jobs tick's step. Hook records are applied by `session_store` (plain SQL that also
-runs on the bare driver, for the hooks); this module wraps that for SQLAlchemy callers and
-adds what needs a person or the jobs loop.
+the jobs tick's step and the context's warnings. Hook records are applied by
+`session_store` (plain SQL that also runs on the bare driver, for the hooks), wrapped for
+SQLAlchemy callers by `session_hooks`.
 
 Statuses: `open` (heard from within ONDECK_SESSION_GRACE), `ended` (SessionEnd came),
 `lost` (silent past the grace: the record never claims a session still runs when nothing
@@ -22,7 +22,6 @@ from ondeck.core.clock import aware, iso, local
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.validation import BIGINT_MAX, check_project
-from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.db.tables import events, session_compactions, sessions, tasks
 from ondeck.services import events as event_log
@@ -197,100 +196,6 @@ class SessionDetail:
             "tasks": [t.to_json(zone) for t in self.tasks],
             "history": [e.to_json(zone) for e in self.history],
         }
-
-
-# --- applying hook records (SQLAlchemy callers) -----------------------------------------
-
-
-def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
-    """Apply a checked hook record in the caller's transaction; at a session's end, release
-    the leases it held (the reaper covers sessions that never end). Returns the outcome."""
-    from ondeck.services.backlog import release_held_by
-
-    applied = session_store.apply(SqlaDb(conn), record, aware(now))
-    released: list[int] = []
-    if applied["ended"]:
-        released = release_held_by(
-            conn,
-            now,
-            owner=f"{session_store.OWNER_PREFIX}{record['session'][:190]}",
-            actor=f"hook:{record['session'][:60]}",
-            reason=record.get("reason"),
-        )
-    return session_store.outcome(applied, record, released)
-
-
-def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dict[str, Any]]:
-    """Records from the API or the spool, each checked and applied in its own transaction
-    (one refused record does not undo the others). A malformed one is answered `rejected`
-    with the reason; a database that goes away raises `Unavailable`."""
-    results: list[dict[str, Any]] = []
-    for item in raw:
-        try:
-            record = parse_record(item)
-        except ValueError as exc:
-            fp = item.get("fingerprint") if isinstance(item, dict) else None
-            results.append(
-                {
-                    "fingerprint": fp if isinstance(fp, str) else None,
-                    "outcome": "rejected",
-                    "reason": str(exc),
-                }
-            )
-            continue
-        with writing(engine) as conn:
-            results.append(apply_record(conn, now, record))
-    return results
-
-
-def record_hook_events(
-    engine: Engine, now: datetime, events: Sequence[Any], rules: Any
-) -> list[dict[str, Any]]:
-    """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
-    made into records here, by the hook's own classification `rules`, and applied: the warm
-    server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
-    says it did. Each event is answered (`rejected` with the reason when malformed)."""
-    from ondeck.core.hook_config import HookConfig
-    from ondeck.services.hook_records import HOOK_KINDS, changes_of, instant, make_record
-
-    try:
-        config = HookConfig.from_rules(rules)
-    except ValueError as exc:
-        raise InvalidInput(f"rules: {exc}") from None
-    results: list[dict[str, Any]] = []
-    for event in events:
-        try:
-            if not isinstance(event, dict) or event.get("hook") not in HOOK_KINDS:
-                raise ValueError(f"hook must be one of {', '.join(HOOK_KINDS)}")
-            payload, size = event.get("payload"), event.get("transcript_size")
-            if not isinstance(payload, dict):
-                raise ValueError("payload must be the hook's JSON object")
-            if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
-                raise ValueError("transcript_size must be a whole number")
-            kind, at = HOOK_KINDS[event["hook"]], instant(event.get("at"))
-            made = make_record(kind, payload, config, at, size=size)
-            if made is None:
-                raise ValueError("no usable session_id in the payload")
-            record = parse_record(made)
-        except ValueError as exc:
-            results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
-            continue
-        with writing(engine) as conn:
-            result = apply_record(conn, now, record)
-        if kind == "end":
-            changes = changes_of(made, result["session"], config, at)
-            if changes is not None:
-                with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes))
-        c = record["classification"]
-        result["classification"] = {
-            "side": {"value": c["side"]["value"]},
-            "project": {"value": c["project"]["value"]},
-            "unclassified": c["unclassified"],
-            "reason": c["reason"],
-        }
-        results.append(result)
-    return results
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -600,6 +505,7 @@ def mark_lost(
 def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
     """The jobs tick's sessions step: drain the spool, then mark silent sessions lost."""
     from ondeck.services import spool
+    from ondeck.services.session_hooks import apply_record
 
     def apply(batch: list[dict[str, Any]]) -> list[str | None]:
         answers: list[str | None] = []

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
-from ondeck.services import sessions
+from ondeck.services import session_hooks, sessions
+from ondeck.services.context import context_for
+from ondeck.services.context_render import to_markdown
 
 router = APIRouter(tags=["sessions"])
 
@@ -86,7 +88,7 @@ class HookEventsIn(BaseModel):
         max_length=50,
         description="Hook events as the hook received them: hook (session-start, stop, "
         "post-compact, session-end), payload (Claude Code's JSON), at (ISO-8601 instant), "
-        "transcript_size.",
+        "transcript_size, context (true: answer with the session context too).",
     )
     rules: dict[str, Any] = Field(
         description="The hook's classification rules: projects, sides, remotes, "
@@ -104,7 +106,9 @@ class Forbidden(OndeckError):
 
 class RecordResult(BaseModel):
     fingerprint: str | None
-    outcome: Literal["applied", "duplicate", "rejected"]
+    outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
+        description="declined: the hook is to make and store the record itself."
+    )
     reason: str | None = None
     session: dict[str, Any] | None = None
     released: list[int] = []
@@ -116,6 +120,9 @@ class RecordsOut(BaseModel):
 
 class HookEventResult(RecordResult):
     classification: dict[str, Any] | None = None
+    context: str | None = Field(
+        None, description="The session context (Markdown), when the event asked for it."
+    )
 
 
 class HookEventsOut(BaseModel):
@@ -191,7 +198,7 @@ def post_records(
     ] = None,
 ) -> dict[str, Any]:
     _same_store(store.settings.store_id, expected)
-    results = sessions.apply_records(store.engine, store.now(), body.records)
+    results = session_hooks.apply_records(store.engine, store.now(), body.records)
     return {"results": results}
 
 
@@ -208,6 +215,7 @@ def post_hook_events(
     request: Request,
     store: StoreDep,
     body: HookEventsIn,
+    background: BackgroundTasks,
     expected: Annotated[
         str | None,
         Header(
@@ -218,12 +226,43 @@ def post_hook_events(
     ] = None,
 ) -> dict[str, Any]:
     """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
-    classifies it by the hook's rules, scrubs and stores it."""
+    classifies it by the hook's rules, scrubs and stores it; a session's commits and files
+    are read once the answer is sent."""
     if not _loopback(request):
         raise Forbidden()
     _same_store(store.settings.store_id, expected)
-    results = sessions.record_hook_events(store.engine, store.now(), body.events, body.rules)
+    now = store.now()
+    results = session_hooks.record_hook_events(
+        store.engine, now, body.events, body.rules, later=background.add_task
+    )
+    # A session-start asks for its context in the same answer (the hook saves a request).
+    for event, result in zip(body.events, results, strict=True):
+        if event.get("context") is True and result.get("classification"):
+            project = result["classification"]["project"]["value"]
+            brief = _brief_of(event, result["classification"], body.rules)
+            with store.read() as conn:
+                ctx = context_for(conn, now, store.settings, project, brief=brief)
+            result["context"] = to_markdown(ctx, store.settings.zone)
     return {"results": results}
+
+
+def _brief_of(event: dict[str, Any], classification: dict[str, Any], rules: Any) -> Any:
+    """The brief a starting session is given (services/brief.py): its side and project as
+    the hook's rules classified it, how it started, its id, its directory (this machine's:
+    the route is loopback only)."""
+    from ondeck.services.brief import BriefRequest
+
+    payload = event.get("payload") or {}
+    session, source, cwd = payload.get("session_id"), payload.get("source"), payload.get("cwd")
+    return BriefRequest(
+        sides_on=bool(isinstance(rules, dict) and rules.get("sides")),
+        side=(classification.get("side") or {}).get("value"),
+        project=(classification.get("project") or {}).get("value"),
+        unclassified=bool(classification.get("unclassified")),
+        source=source if isinstance(source, str) and source.isalpha() else None,
+        session=session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+    )
 
 
 def _same_store(mine: str, expected: str | None) -> None:

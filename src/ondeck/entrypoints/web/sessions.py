@@ -109,6 +109,7 @@ def _session_page(request: Request, ref: str, *, error: FormError | None = None)
             "sides": sorted(store.settings.sides),
             "timeline": timeline(detail),
             "handoff": handoff,
+            "disagreements": [_with_instant(d) for d in detail.session.disagreements],
             **extra,
         },
         status=error.status if error else 200,
@@ -148,6 +149,17 @@ def move_session(
         ok_message=f"session {moved.id} moved to {where}",
         next_url=safe_next(next, f"/sessions/{moved.id}"),
     )
+
+
+def _with_instant(entry: dict[str, Any]) -> dict[str, Any]:
+    """A disagreement with its `at` (ISO text in the record) as an instant, for `when`."""
+    from datetime import datetime
+
+    try:
+        at = datetime.fromisoformat(str(entry.get("at")))
+    except ValueError:
+        at = None
+    return {**entry, "at": at if at is not None and at.tzinfo is not None else None}
 
 
 def timeline(detail: sessions.SessionDetail) -> list[dict[str, Any]]:
