@@ -22,6 +22,8 @@ FULL = {
     "rules": ["rules.py"],
     "tick": ["tick.py"],
     "context": ["context.py"],
+    "sessions": ["sessions.py"],
+    "memory": ["memory.py"],
     "pages": ["pages.py"],
     "compare_claims": ["compare_claims.py"],
     "compare_claims_durable": ["compare_claims.py", "--durable"],
@@ -31,6 +33,10 @@ QUICK = {
     "rules": ["rules.py"],
     "tick": ["tick.py", "--schedules", "5000", "--due", "500"],
     "context": shlex.split("context.py --tasks 5000 --schedules 500 --events 20000 --rounds 20"),
+    "sessions": shlex.split("sessions.py --runs 3 --records 2000 --rounds 20 --only sqlite"),
+    "memory": shlex.split(
+        "memory.py --notes 5000 --sessions 1000 --tasks 1000 --rounds 20 --hook-runs 3"
+    ),
     "pages": ["pages.py", "--sqlite-only"],
     "compare_claims": ["compare_claims.py", "--jobs", "1000", "--rounds", "1"],
     "compare_claims_durable": ["compare_claims.py", "--jobs", "1000", "--rounds", "1", "--durable"],

@@ -21,10 +21,10 @@ from sqlalchemy import Engine, func, select
 from ondeck.core.config import Settings, load_settings
 from ondeck.core.validation import DATE_MAX, DATE_MIN
 from ondeck.db.engine import make_engine
-from ondeck.db.tables import events, schedules, tasks
+from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.api.models import DAY_PATTERN
-from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES
+from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 API = "/api/v1"
@@ -100,6 +100,8 @@ def test_the_walk_finds_the_inputs_we_know() -> None:
         "POST /api/v1/schedules body:start_on",
         "PATCH /api/v1/schedules/{schedule_id} body:start_on",
         "GET /api/v1/rules/check query:start",
+        "POST /api/v1/notes body:expires_on",
+        "PATCH /api/v1/notes/{note_id} body:expires_on",
     } <= found
     assert {
         "POST /api/v1/tasks/{task_id}/claim body:for",
@@ -119,20 +121,21 @@ def test_the_documented_pattern_is_the_range() -> None:
 
 @pytest.fixture
 def client(engine: Engine, settings: Settings) -> Iterator[TestClient]:
-    """Task 1 (RUNNING with token 1), task 2 (READY) and schedule 1 exist."""
+    """Task 1 (RUNNING with token 1), task 2 (READY), schedule 1 and note 1 exist."""
     with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as c:
         for path, body in (
             ("/tasks", {"title": "held"}),
             ("/tasks", {"title": "ready"}),
             ("/tasks/1/claim", {"owner": "api:x"}),
             ("/schedules", {"title": "weekly", "rule": "weekly:MON"}),
+            ("/notes", {"text": "kept"}),
         ):
             assert c.post(API + path, json=body).status_code in (200, 201)
         yield c
 
 
 def _request(client: TestClient, method: str, path: str, where: str, body: dict, value: Any):
-    url = path.replace("{task_id}", "1").replace("{schedule_id}", "1")
+    url = path.replace("{task_id}", "1").replace("{schedule_id}", "1").replace("{note_id}", "1")
     source, name = where.split(":")
     payload = {k: SAMPLES.get(k, "x") for k in body.get("required", [])}
     if source == "query":
@@ -145,7 +148,7 @@ def _counts(engine: Engine) -> tuple[int, ...]:
     with engine.connect() as conn:
         return tuple(
             conn.execute(select(func.count()).select_from(table)).scalar_one()
-            for table in (events, tasks, schedules)
+            for table in (events, tasks, schedules, notes)
         )
 
 
@@ -168,6 +171,10 @@ def test_every_date_input_takes_the_edges_of_the_range(
 ) -> None:
     for value in EDGE_DATES:
         response = _request(client, method, path, where, body, value)
+        refusal = edge_refusal(where, value)
+        if refusal is not None:
+            assert response.status_code == 422 and refusal in response.text, response.text
+            continue
         assert response.status_code in (200, 201), (value, response.text)
 
 

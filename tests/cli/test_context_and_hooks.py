@@ -54,8 +54,8 @@ def test_session_start_prints_hook_json_scoped_to_the_git_project(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     repo = tmp_path / "site"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
     with engine.begin() as conn:
         backlog.create_task(conn, clock.now(), title="site task", project="site", actor="cli")
         backlog.create_task(conn, clock.now(), title="shop task", project="shop", actor="cli")
@@ -144,7 +144,7 @@ def test_install_merges_and_uninstall_removes_exactly_ours(tmp_path: Path) -> No
     }
     path.write_text(json.dumps(theirs))
     changes = install(path, command="/opt/ondeck/bin/ondeck")
-    assert len(changes) == 2
+    assert len(changes) == 4
     data = json.loads(path.read_text())
     assert data["model"] == "opus" and data["permissions"] == theirs["permissions"]
     assert data["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]
@@ -152,10 +152,46 @@ def test_install_merges_and_uninstall_removes_exactly_ours(tmp_path: Path) -> No
     assert data["hooks"]["SessionStart"][1]["hooks"][0]["command"] == (
         "/opt/ondeck/bin/ondeck hook session-start"
     )
-    assert data["hooks"]["SessionEnd"][0]["hooks"][0]["command"].endswith("hook session-end")
+    end = data["hooks"]["SessionEnd"][0]["hooks"][0]
+    assert end["command"].endswith("hook session-end")
+    # Claude Code gives SessionEnd hooks 1.5 s unless a hook sets its own timeout.
+    assert end["timeout"] >= 5
+    stop = data["hooks"]["Stop"][0]["hooks"][0]
+    assert stop == {
+        "type": "command",
+        "command": "/opt/ondeck/bin/ondeck hook stop",
+        "async": True,
+    }
+    assert data["hooks"]["PostCompact"][0]["hooks"][0]["command"].endswith("hook post-compact")
     assert install(path, command="/opt/ondeck/bin/ondeck") == [], "installing twice adds nothing"
-    assert len(uninstall(path)) == 2
+    assert len(uninstall(path)) == 4
     assert json.loads(path.read_text()) == theirs
+
+
+def test_install_over_an_earlier_install_adds_what_it_lacks(tmp_path: Path) -> None:
+    """An install of the version before (SessionStart and SessionEnd, no timeout) is brought
+    up to date: the missing hooks added, SessionEnd given its timeout, nothing doubled."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    command = "/opt/ondeck/bin/ondeck"
+    earlier = {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": f"{command} hook {verb}"}]}]
+            for event, verb in (("SessionStart", "session-start"), ("SessionEnd", "session-end"))
+        }
+    }
+    path.write_text(json.dumps(earlier))
+    changes = install(path, command=command)
+    assert sorted(c.split(":")[0] for c in changes) == [
+        "added hooks.PostCompact",
+        "added hooks.Stop",
+        "updated hooks.SessionEnd",
+    ]
+    data = json.loads(path.read_text())
+    assert [len(data["hooks"][e]) for e in ("SessionStart", "SessionEnd")] == [1, 1]
+    assert data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] >= 5
+    assert len(uninstall(path)) == 4
+    assert json.loads(path.read_text()) == {}
 
 
 def test_install_refuses_a_broken_settings_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -15,10 +15,10 @@ import pytest
 import typer.main
 from sqlalchemy import Engine, func, select
 
-from ondeck.db.tables import events, schedules, tasks
+from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.cli import run
 from ondeck.entrypoints.cli.app import app
-from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES
+from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 
 # Values for the arguments and options a command needs before it reads the one under test.
 SAMPLES = {
@@ -28,6 +28,7 @@ SAMPLES = {
     "token": "1",
     "task_id": "1",
     "schedule_id": "1",
+    "note_id": "1",
 }
 # `task done --for` only applies with --next, which needs the holder's token and owner.
 EXTRA = {("task", "done"): ["--next", "--token", "1", "--owner", "cli:x"]}
@@ -72,6 +73,8 @@ def test_the_walk_finds_the_options_we_know() -> None:
         "schedule add --start",
         "schedule edit --start",
         "rule check --start",
+        "note add --expires",
+        "note edit --expires",
     } <= set(_ids(DATE_OPTIONS))
     assert {"task claim --for", "task renew --for", "task done --for"} <= set(
         _ids(DURATION_OPTIONS)
@@ -93,13 +96,13 @@ def _counts(engine: Engine) -> tuple[int, ...]:
     with engine.connect() as conn:
         return tuple(
             conn.execute(select(func.count()).select_from(table)).scalar_one()
-            for table in (events, tasks, schedules)
+            for table in (events, tasks, schedules, notes)
         )
 
 
 @pytest.fixture
 def seeded(db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Engine:
-    """Task 1 (RUNNING, token 1, held by cli:x), task 2 (READY) and schedule 1 exist, so a
+    """Task 1 (RUNNING, token 1, held by cli:x), task 2 (READY), schedule 1 and note 1 exist, so a
     command that names them gets as far as reading the option under test."""
     monkeypatch.setenv("ONDECK_TZ", "Asia/Seoul")
     for args in (
@@ -107,6 +110,7 @@ def seeded(db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Engi
         ["task", "add", "ready"],
         ["task", "claim", "1", "--owner", "cli:x"],
         ["schedule", "add", "weekly", "--rule", "weekly:MON"],
+        ["note", "add", "kept"],
     ):
         assert run(["--db", db_url, *args]) == 0
     return engine
@@ -131,6 +135,11 @@ def test_every_date_option_takes_the_edges_of_the_range(
 ) -> None:
     for value in EDGE_DATES:
         code = run(["--db", db_url, *_args(path, command, option, value)])
+        refusal = edge_refusal(option.opts[0], value)
+        if refusal is not None:
+            err = capsys.readouterr().err
+            assert code == 2 and refusal in err and err.count("\n") == 1, err
+            continue
         assert code == 0, (value, capsys.readouterr().err)
 
 

@@ -1,5 +1,7 @@
-"""The session hook runs at every agent session start: it must not load the heavy parts of
-ondeck (web framework, MCP SDK, Typer and its console, Alembic) on its way to an answer."""
+"""The session hooks run at every agent session start and end and every turn: they must not
+load the heavy parts of ondeck (web framework, MCP SDK, Typer and its console, Alembic) on
+their way to an answer; and but for session-start (whose context is built with SQLAlchemy),
+not SQLAlchemy nor pydantic either when they write to the database themselves."""
 
 from __future__ import annotations
 
@@ -7,23 +9,30 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+from sqlalchemy import select
+
+from ondeck.db.engine import make_engine
+from ondeck.db.tables import events
 from support.pg import free_port
 
 HEAVY = ("fastapi", "starlette", "mcp", "uvicorn", "typer", "click", "rich", "alembic")
+LIGHT_HOOKS_SKIP = (*HEAVY, "sqlalchemy", "pydantic", "pydantic_settings")
 
 # The real entry point (`ondeck hook session-start` is `ondeck.entrypoints.cli:main`), which
 # ends the process with `os._exit`: report what was imported on the way out.
-PROBE = f"""
+PROBE = """
 import json, os, sys
 real_exit = os._exit
 def exit_reporting(code):
-    loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY!r}))
+    loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set({watched!r}))
     sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
     sys.stderr.flush()
     real_exit(code)
 os._exit = exit_reporting
-sys.argv = ["ondeck", "hook", "session-start"]
+sys.argv = ["ondeck", "hook", {verb!r}]
 from ondeck.entrypoints.cli import main
 main()
 """
@@ -32,7 +41,7 @@ main()
 def test_session_start_reads_the_database_without_heavy_imports(db_url: str) -> None:
     payload = {"session_id": "s", "cwd": "/", "hook_event_name": "SessionStart"}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", PROBE.format(watched=HEAVY, verb="session-start")],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
@@ -53,3 +62,114 @@ def test_session_start_reads_the_database_without_heavy_imports(db_url: str) -> 
     assert context.startswith("# On deck"), context
     loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
     assert loaded == ["LOADED []"], result.stderr
+
+
+@pytest.mark.parametrize("verb", ["stop", "post-compact", "session-end"])
+def test_the_other_hooks_write_the_database_without_sqlalchemy_or_pydantic(
+    db_url: str, tmp_path: Path, verb: str
+) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_PORT": str(free_port()),
+    }
+    # The session's start first (it makes a new database's tables; the others need them).
+    start = {"session_id": "s", "cwd": str(repo), "hook_event_name": "SessionStart"}
+    subprocess.run(
+        [sys.executable, "-m", "ondeck", "hook", "session-start"],
+        input=json.dumps(start),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    event = {"session_id": "s", "cwd": str(repo), "last_assistant_message": "done"}
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE.format(watched=LIGHT_HOOKS_SKIP, verb=verb)],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "systemMessage" not in result.stdout, result.stdout
+    loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
+    assert loaded == ["LOADED []"], result.stderr
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            kinds = conn.execute(select(events.c.kind).order_by(events.c.id)).scalars().all()
+    finally:
+        engine.dispose()
+    assert (
+        kinds[-1]
+        == {
+            "stop": "session.last_word",
+            "post-compact": "session.compacted",
+            "session-end": "session.changes_read",
+        }[verb]
+    )
+
+
+THIN_SKIP = (
+    *LIGHT_HOOKS_SKIP,
+    "psycopg",
+    "sqlite3",
+    "typing",
+    "dataclasses",
+    "pathlib",
+    "subprocess",
+    "ondeck.core.scrubber",
+    "ondeck.services.classify",
+)
+PROBE_THIN = PROBE.replace('{{name.split(".")[0] for name in sys.modules}}', "set(sys.modules)")
+
+
+@pytest.mark.slow
+def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_path: Path) -> None:
+    """The warm path costs a hook almost nothing: no database driver, no scrubber, no git,
+    not even typing or pathlib; the server does the rest."""
+    import time
+    import urllib.request
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_PORT": str(port),
+        "ONDECK_DEBUG": "1",
+    }
+    ondeck = str(Path(sys.executable).with_name("ondeck"))
+    server = subprocess.Popen([ondeck, "serve", "--no-jobs"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        for verb in ("stop", "post-compact", "session-end"):
+            event = {"session_id": "s", "cwd": str(tmp_path), "last_assistant_message": "x"}
+            result = subprocess.run(
+                [sys.executable, "-c", PROBE_THIN.format(watched=THIN_SKIP, verb=verb)],
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+                check=False,
+            )
+            assert result.returncode == 0, result.stderr
+            assert f"stored through http://127.0.0.1:{port}" in result.stderr, result.stderr
+            loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
+            assert loaded == ["LOADED []"], result.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -136,10 +136,19 @@ def test_the_backups_step_waits_on_a_running_run_and_only_maintain_marks_it(
 
 def test_the_tick_lists_its_steps_explicitly(engine: Engine, settings: Settings) -> None:
     jobs = Jobs(engine=engine, settings=settings, name=ME)
-    assert [name for name, _ in jobs.steps or []] == ["fire", "backups", "reap", "maintain"]
+    assert [name for name, _ in jobs.steps or []] == [
+        "fire",
+        "backups",
+        "reap",
+        "maintain",
+        "sessions",
+        "notes",
+    ]
     assert [name for name, _ in default_steps(jobs.backups)] == [
         "fire",
         "backups",
         "reap",
         "maintain",
+        "sessions",
+        "notes",
     ]

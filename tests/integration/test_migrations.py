@@ -12,6 +12,7 @@ from sqlalchemy import CheckConstraint, Engine, create_engine, inspect
 import ondeck
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.engine import make_engine
+from ondeck.db.fulltext import include_name
 from ondeck.db.migrate import HEAD, alembic_head, ensure_schema, read_revision, upgrade
 from ondeck.db.tables import metadata
 
@@ -22,7 +23,9 @@ def test_head_constant_matches_alembic() -> None:
 
 def test_migrations_produce_the_metadata(engine: Engine) -> None:
     with engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_name": include_name}
+        )
         diff = compare_metadata(context, metadata)
     assert diff == []
     assert read_revision(engine) == HEAD
@@ -68,6 +71,8 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path) -> None:
 # --- the CHECKs built from core.models' enums -----------------------------------------------
 
 MIGRATION_0001 = Path(ondeck.__file__).parent / "migrations/versions/0001_initial_schema.py"
+MIGRATION_0004 = Path(ondeck.__file__).parent / "migrations/versions/0004_memory.py"
+TABLES_OF_0001 = {"tasks", "schedules", "fires", "events", "workers", "backups"}
 
 
 def _checks(engine: Engine) -> dict[str, list[tuple[str | None, str]]]:
@@ -85,6 +90,7 @@ def test_every_check_in_the_metadata_is_written_verbatim_in_0001() -> None:
     checks = [
         (table.name, ck)
         for table in metadata.tables.values()
+        if table.name in TABLES_OF_0001
         for ck in table.constraints
         if isinstance(ck, CheckConstraint)
     ]
@@ -99,6 +105,22 @@ def test_every_check_in_the_metadata_is_written_verbatim_in_0001() -> None:
         ("missed", MissedPolicy),
         ("status", BackupStatus),
     ):
+        listed = ", ".join(f"'{member.value}'" for member in enum)
+        assert f'"{column} IN ({listed})"' in source
+
+
+def test_the_notes_checks_are_written_verbatim_in_0004() -> None:
+    """The notes' CHECKs built from core.memory's enums are the text 0004 hard-codes."""
+    from ondeck.core.memory import NoteKind, NoteStatus
+    from ondeck.db.tables import notes
+
+    source = MIGRATION_0004.read_text(encoding="utf-8")
+    checks = [ck for ck in notes.constraints if isinstance(ck, CheckConstraint)]
+    assert len(checks) == 8
+    for ck in checks:
+        assert f'"{ck.sqltext}"' in source, str(ck.sqltext)
+        assert f'name=op.f("{ck.name}")' in source
+    for column, enum in (("kind", NoteKind), ("status", NoteStatus)):
         listed = ", ".join(f"'{member.value}'" for member in enum)
         assert f'"{column} IN ({listed})"' in source
 

@@ -22,12 +22,13 @@ from typing import Any
 import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, MetaData, Table, create_engine, insert, select, text
+from sqlalchemy import Engine, MetaData, Table, create_engine, insert, null, select, text
 from sqlalchemy.engine import make_url
 
 from ondeck.core.config import Settings, load_settings
 from ondeck.db import tables
 from ondeck.db.engine import make_engine
+from ondeck.db.fulltext import is_fulltext
 from ondeck.db.migrate import HEAD, read_revision, upgrade
 from ondeck.entrypoints.store import Store
 from ondeck.services import backlog, events, schedules
@@ -263,9 +264,166 @@ def _seed_0002() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _session(external_id: str, **values: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "agent": "claude",
+        "external_id": external_id,
+        "status": "open",
+        "started_at": T - timedelta(hours=2),
+        "last_seen_at": T,
+        "ended_at": None,
+        "end_reason": None,
+        "start_source": "startup",
+        "resumes": 0,
+        "cwd": None,
+        "git_root": None,
+        "branch": None,
+        "start_head": None,
+        "end_head": None,
+        "capture": True,
+        "side": None,
+        "project": None,
+        "side_rule": "none",
+        "project_rule": "none",
+        "unclassified": False,
+        "classification": {"side": {"value": None, "rule": "none"}},
+        "disagreements": [],
+        "last_word": None,
+        "last_word_at": None,
+        "compactions": 0,
+        "commits": None,
+        "files": None,
+        "git_note": None,
+        "redactions": 0,
+        "redaction_kinds": {},
+        "created_at": T - timedelta(hours=2),
+        "updated_at": T,
+    }
+    row.update(values)
+    return row
+
+
+def _seed_0003() -> dict[str, list[dict[str, Any]]]:
+    """0003: session records, their compactions and the hook receipts."""
+    seed = _seed_0002()
+    head = "a" * 40
+    seed["sessions"] = [
+        _session(
+            "c0ffee00-0000-4000-8000-000000000001",
+            status="ended",
+            ended_at=T,
+            end_reason="logout",
+            resumes=1,
+            cwd="/home/me/work/api",
+            git_root="/home/me/work/api",
+            branch="main",
+            start_head=head,
+            end_head="b" * 40,
+            side="work",
+            project="api",
+            side_rule="path",
+            project_rule="marker",
+            classification={"side": {"value": "work", "rule": "path"}},
+            disagreements=[{"what": "project", "marker": "api", "path": "web"}],
+            last_word=f"{KOREAN}: the deploy script is done",
+            last_word_at=T - timedelta(minutes=5),
+            compactions=1,
+            commits=[["b" * 40, "deploy script"]],
+            files=["deploy.sh", "배포.md"],
+            git_note="1 commit on top",
+            redactions=1,
+            redaction_kinds={"token": 1},
+        ),
+        _session(
+            "c0ffee00-0000-4000-8000-000000000002",
+            unclassified=True,
+            capture=False,
+            status="lost",
+            start_source="resume",
+        ),
+    ]
+    seed["session_compactions"] = [
+        {
+            "session_id": Ref("sessions", 0),
+            "at": T - timedelta(hours=1),
+            "trigger": "auto",
+            "summary": f"compacted: {KOREAN}",
+            "chars": 20,
+            "redactions": 0,
+        }
+    ]
+    seed["hook_receipts"] = [
+        {"fingerprint": "f" * 64, "session_id": Ref("sessions", 0), "kind": "stop", "at": T}
+    ]
+    return seed
+
+
+def _seed_0004() -> dict[str, list[dict[str, Any]]]:
+    """0004: notes and handoffs (the full-text tables are kept by triggers, not seeded)."""
+    seed = _seed_0003()
+
+    def note(text: str, **values: Any) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "side": "work",
+            "project": "api",
+            "kind": "note",
+            "text": text,
+            "pinned": False,
+            "status": "active",
+            "status_reason": None,
+            "status_at": None,
+            "supersedes": None,
+            "superseded_by": None,
+            "expires_on": None,
+            "origin": "person",
+            "session_id": None,
+            "git_root": None,
+            "branch": None,
+            "head": None,
+            "redactions": 0,
+            "created_at": T - timedelta(days=1),
+            "updated_at": T,
+        }
+        row.update(values)
+        return row
+
+    seed["notes"] = [
+        note("deploys go through the script", kind="decision", pinned=True),
+        note(f"{KOREAN} 배포는 금요일에 하지 않는다", supersedes=Ref("notes", 0)),
+        note(
+            "the old way",
+            status="superseded",
+            status_at=T,
+            superseded_by=Ref("notes", 1),
+            side=None,
+            project=None,
+        ),
+        note(
+            "the staging host is 10.0.0.5",
+            status="wrong",
+            status_reason="moved to 10.0.0.9",
+            status_at=T,
+            expires_on=date(2027, 1, 1),
+            redactions=1,
+        ),
+        note(
+            "next: wire the script into CI",
+            kind="handoff",
+            origin="agent:c0ffee00",
+            session_id=Ref("sessions", 0),
+            git_root="/home/me/work/api",
+            branch="main",
+            head="b" * 40,
+        ),
+    ]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
+    "0003": _seed_0003(),
+    "0004": _seed_0004(),
 }
 
 
@@ -296,7 +454,8 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def _reflect(engine: Engine) -> dict[str, Table]:
     """The tables as they are in the database (at whatever revision it is)."""
     reflected = MetaData()
-    reflected.reflect(bind=engine)
+    # Recall's full-text tables are kept by triggers from the rows (db/fulltext.py).
+    reflected.reflect(bind=engine, only=lambda name, _: not is_fulltext(name))
     return {name: t for name, t in reflected.tables.items() if name != "alembic_version"}
 
 
@@ -311,8 +470,11 @@ def _insert(engine: Engine, seed: dict[str, list[dict[str, Any]]]) -> dict[str, 
             table = found[name]
             [key] = table.primary_key.columns
             for row in rows:
+                # SQL NULL, not JSON's null, for a JSON column left empty.
                 values = {
-                    column: (ids[v.table][v.index] if isinstance(v, Ref) else v)
+                    column: (
+                        ids[v.table][v.index] if isinstance(v, Ref) else null() if v is None else v
+                    )
                     for column, v in row.items()
                 }
                 given = conn.execute(insert(table).values(values).returning(key)).scalar_one()

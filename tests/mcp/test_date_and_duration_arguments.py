@@ -18,7 +18,7 @@ from mcp import Client
 from ondeck.core.config import Settings
 from ondeck.db.tables import events, schedules, tasks
 from ondeck.entrypoints.mcp_server import build_server
-from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES
+from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 
 SAMPLES: dict[str, Any] = {
     "title": "x",
@@ -46,7 +46,7 @@ async def _walk(client: Client, engine: Engine) -> dict[str, Any]:
     await client.call_tool("add_schedule", {"title": "weekly", "rule": "weekly:MON"})
     found: dict[str, list[str]] = {"date": [], "duration": []}
     refusals: list[tuple[str, str, bool, str]] = []
-    edges: list[tuple[str, str, bool, str]] = []
+    edges: list[tuple[str, str | None, bool, str]] = []
     counts_before = _counts(engine)
     listed = await client.list_tools()
     for tool in listed.tools:
@@ -73,7 +73,10 @@ async def _walk(client: Client, engine: Engine) -> dict[str, Any]:
                 for value in EDGE_DATES:
                     result = await client.call_tool(tool.name, {**required, name: value})
                     message = result.content[0].text if result.content else ""
-                    edges.append((f"{tool.name}.{name}={value}", "", result.is_error, message))
+                    expected = edge_refusal(name, value)
+                    edges.append(
+                        (f"{tool.name}.{name}={value}", expected, result.is_error, message)
+                    )
     return {
         "found": found,
         "refusals": refusals,
@@ -108,5 +111,7 @@ def test_every_date_and_lease_argument_refuses_with_the_reason(walked: dict[str,
 
 
 def test_every_date_argument_takes_the_edges_of_the_range(walked: dict[str, Any]) -> None:
-    failed = [e for e in walked["edges"] if e[2]]
+    failed = [e for e in walked["edges"] if e[2] != (e[1] is not None)]
     assert not failed, failed
+    refused = [e for e in walked["edges"] if e[1] is not None]
+    assert all(e[1] in e[3] for e in refused), refused

@@ -29,6 +29,18 @@ BAD_DATES = [
 # (a rule's next date, the calendar event's end) stays within what a date holds.
 EDGE_DATES = [DATE_MIN.isoformat(), DATE_MAX.isoformat()]
 
+# A note's expiry is the one date that may not lie in the past (an expired note would never
+# be shown): its lower edge is refused with this reason, its upper edge taken.
+NOT_IN_THE_PAST = ("expires",)
+PAST_REFUSAL = "before today"
+
+
+def edge_refusal(name: str, value: str) -> str | None:
+    """The refusal expected for an edge date given to the input `name`, or None."""
+    past = any(word in name for word in NOT_IN_THE_PAST) and value == DATE_MIN.isoformat()
+    return PAST_REFUSAL if past else None
+
+
 # Lease lengths: refused with the maximum (7d), never an OverflowError or a 500.
 BAD_DURATIONS = [
     ("8d", "at most 7d"),

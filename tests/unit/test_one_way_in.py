@@ -17,15 +17,18 @@ ENTRYPOINTS = Path(ondeck.__file__).parent / "entrypoints"
 # name -> the modules (relative to entrypoints/) that may use it, and why.
 ONLY_IN: dict[str, tuple[set[str], str]] = {
     "reading": ({"store.py"}, "open transactions with Call.read()/write()"),
-    "writing": ({"store.py"}, "open transactions with Call.read()/write()"),
+    # The session hooks' database path runs without a Store: its settings are
+    # hook_config.HookConfig (pydantic's import alone costs most of a hook's budget). It
+    # writes the rare lease release at a session's end; its context is store.hook_context.
+    "writing": ({"store.py", "hook_delivery.py"}, "open transactions with Call.read()/write()"),
     "context_for": ({"store.py"}, "build the context with Call.context()"),
     "build_context": ({"store.py"}, "build the context with Call.context()"),
     "fit_markdown": ({"store.py"}, "build the context with Call.context()"),
     "to_markdown": ({"store.py"}, "render it with Call.context_text() or render()"),
     "now": (
-        # The command's instant (a `rule check` needs "today" and no database) and the jobs
-        # loop's tick, which is no Call.
-        {"store.py", "cli/common.py", "jobs.py"},
+        # The command's instant (a `rule check` needs "today" and no database), the jobs
+        # loop's tick and a hook's event (sent to a server or the spool as it is), no Call.
+        {"store.py", "cli/common.py", "jobs.py", "hooks.py"},
         "take the instant from the Call (store.now())",
     ),
 }

@@ -22,7 +22,6 @@ from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -32,6 +31,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import core_schema
 from pydantic_settings import (
@@ -44,131 +44,44 @@ from pydantic_settings import (
 
 from ondeck.core.durations import parse_duration
 from ondeck.core.errors import ConfigError, InvalidInput
+from ondeck.core.hook_config import (
+    ABSOLUTE_HINT,
+    absolute_text,
+    check_database_url,
+    config_file,
+    database_url,
+    default_data_dir,
+    local_server_url,
+    local_zone_name,
+    rules_problem,
+    sqlite_url,
+    store_fingerprint,
+)
 from ondeck.core.validation import PROJECT_PATTERN
+
+__all__ = ["check_database_url", "local_zone_name", "sqlite_url"]  # re-exported: one home
 
 _PROJECT = re.compile(PROJECT_PATTERN)
 
 
 def _config_file() -> Path | None:
-    explicit = os.environ.get("ONDECK_CONFIG")
-    if explicit is not None:
-        try:
-            return absolute_path(explicit)
-        except ValueError as exc:
-            raise ConfigError(f"ONDECK_CONFIG={explicit:.60}: {exc}") from None
     try:
-        return absolute_path(_xdg("XDG_CONFIG_HOME", "~/.config") / "ondeck" / "config.toml")
-    except ValueError:
-        return None  # no home directory to look in: no default file
-
-
-def _default_data_dir() -> Path:
-    # Checked like a given value (validate_default): no HOME is refused there, with the reason.
-    return _xdg("XDG_DATA_HOME", "~/.local/share") / "ondeck"
-
-
-def _xdg(variable: str, fallback: str) -> Path:
-    # The XDG spec: "a relative path in any of these variables ... should be considered
-    # invalid and ignored".
-    base = os.environ.get(variable, "")
-    return Path(base if base.startswith("/") else fallback)
-
-
-_ABSOLUTE = "write an absolute path (~ is expanded)"
-
-
-def absolute_path(value: str | Path, *, hint: str = _ABSOLUTE) -> Path:
-    """An absolute path, `~` expanded; ValueError saying why for empty or relative ones."""
-    text = str(value)
-    if not text.strip():
-        raise ValueError(f"the path is empty: {hint}")
-    if "\x00" in text:
-        raise ValueError("the path contains a NUL character")
-    try:
-        path = Path(text).expanduser()
-    except RuntimeError:  # `~` with no HOME, or `~name` for no such user
-        raise ValueError(
-            f"the path {text!r:.60} starts with ~ but there is no such home directory "
-            "(HOME unset, or no such user)"
+        found = config_file()
+    except ValueError as exc:
+        raise ConfigError(
+            f"ONDECK_CONFIG={os.environ.get('ONDECK_CONFIG', ''):.60}: {exc}"
         ) from None
-    if not path.is_absolute():
-        raise ValueError(
-            f"the path {text!r:.60} is relative, so it would depend on the directory each "
-            f"command runs in: {hint}"
-        )
-    return path
+    return None if found is None else Path(found)
+
+
+def absolute_path(value: str | Path, *, hint: str = ABSOLUTE_HINT) -> Path:
+    """An absolute path, `~` expanded; ValueError saying why for empty or relative ones
+    (the rule is hook_config.absolute_text, which the hooks' quick reader uses too)."""
+    return Path(absolute_text(str(value), hint=hint))
 
 
 def _absolute(value: Any) -> Any:
     return value if value is None else absolute_path(value)
-
-
-# --- the database URL ---------------------------------------------------------------------
-
-_NO_MEMORY = (
-    "write an absolute file path such as sqlite:////srv/ondeck/ondeck.db (four slashes) "
-    "or sqlite:///~/ondeck.db"
-)
-
-
-_URL_FORMS = "sqlite:////absolute/path.db or postgresql+psycopg://user@host/db"
-# The stores and the drivers ondeck ships with (`postgresql://` means psycopg 3).
-_DRIVERS = {"sqlite": ("", "pysqlite"), "postgresql": ("", "psycopg")}
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9]*(\+[A-Za-z0-9_]+)?")
-
-
-def check_database_url(value: str) -> str:
-    """The URL to use: a SQLite URL must name an absolute file (`~` expanded, the URL
-    rewritten); a PostgreSQL URL passes unchanged once its form is one the engine takes."""
-    url = value.strip()
-    if not url:
-        raise ValueError(
-            f"the URL is empty: unset it for the SQLite file in ONDECK_DATA_DIR, or write "
-            f"{_URL_FORMS}"
-        )
-    scheme, sep, rest = url.partition("://")
-    if not sep or not _SCHEME.fullmatch(scheme):
-        raise ValueError(f"not a database URL: write {_URL_FORMS}")
-    backend, _, driver = scheme.lower().partition("+")
-    if driver not in _DRIVERS.get(backend, ()):
-        raise ValueError("only sqlite:/// and postgresql+psycopg:// URLs are supported")
-    if backend == "postgresql":
-        if not _port_readable(url):
-            raise ValueError("the port is not a number from 0 to 65535")
-        return url
-    if not rest.startswith("/") or rest == "/":
-        raise ValueError(f"no database file, so nothing would be kept: {_NO_MEMORY}")
-    raw = rest[1:]
-    if "?" in raw:
-        raise ValueError(f"SQLite URL options (after '?') are not supported: {_NO_MEMORY}")
-    # SQLAlchemy reads the path %-decoded.
-    path = unquote(raw)
-    if path == ":memory:" or path.startswith("file:"):
-        raise ValueError(f"an in-memory or file: URI database is refused: {_NO_MEMORY}")
-    absolute = absolute_path(path, hint=_NO_MEMORY)
-    if absolute.is_dir():
-        raise ValueError(f"{str(absolute)!r:.60} is a directory: {_NO_MEMORY}")
-    return sqlite_url(absolute, scheme=scheme)
-
-
-def _port_readable(url: str) -> bool:
-    # SQLAlchemy would fail on it with a bare ValueError, far from the setting.
-    try:
-        port = urlsplit(url).port
-    except ValueError:
-        return False
-    return port is None or port >= 0
-
-
-def sqlite_url(path: Path, *, scheme: str = "sqlite") -> str:
-    """The URL of a SQLite file, escaped so SQLAlchemy reads back exactly `path`."""
-    return f"{scheme}:///{_quote(str(path))}"
-
-
-def _quote(path: str) -> str:
-    # Only what SQLAlchemy's URL parser would take for something else: %-escapes, the query
-    # and the fragment. Anything else (spaces, Korean) it reads back as written.
-    return path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
 
 
 # --- durations ----------------------------------------------------------------------------
@@ -196,26 +109,10 @@ class DurationSetting:
 # Leases last at most 7 days; a month of grace on top is already far more than a silent
 # holder deserves, and keeps now - grace and lease end + grace ordinary dates.
 LEASE_GRACE_MAX = timedelta(days=30)
-
-
-def local_zone_name() -> str:
-    """The machine's IANA zone name: `$TZ`, `/etc/timezone`, the `/etc/localtime` link, else UTC."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if (tz and "/" in tz) or tz == "UTC":
-        return tz
-    try:
-        name = Path("/etc/timezone").read_text().strip()
-        if name:
-            return name
-    except OSError:
-        pass
-    try:
-        target = os.readlink("/etc/localtime")
-        if "zoneinfo/" in target:
-            return target.split("zoneinfo/", 1)[1]
-    except OSError:
-        pass
-    return "UTC"
+# Shorter, and every session between two turns would flap between open and lost; a session
+# silent for a month is not coming back.
+SESSION_GRACE_MIN = timedelta(minutes=10)
+SESSION_GRACE_MAX = timedelta(days=30)
 
 
 class Settings(BaseSettings):
@@ -226,7 +123,9 @@ class Settings(BaseSettings):
     )
 
     database_url: str | None = None
-    data_dir: Annotated[Path, BeforeValidator(_absolute)] = Field(default_factory=_default_data_dir)
+    data_dir: Annotated[Path, BeforeValidator(_absolute)] = Field(
+        default_factory=lambda: Path(default_data_dir())
+    )
     tz: str = Field(default_factory=local_zone_name)
     lease_grace: Annotated[timedelta, DurationSetting(maximum=LEASE_GRACE_MAX)] = timedelta(hours=6)
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -237,6 +136,17 @@ class Settings(BaseSettings):
     port: int = Field(default=8787, ge=0, le=65535)
     # Working directory (prefix) → project, for the session hook.
     projects: dict[str, str] = Field(default_factory=dict)
+    # Session records (services/classify.py): side → working directory prefixes; git remote
+    # URL pattern → side and/or project; prefixes whose sessions keep times only; globs of
+    # files never listed (besides .env*).
+    sides: dict[str, list[str]] = Field(default_factory=dict)
+    remotes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    no_capture: list[str] = Field(default_factory=list)
+    private_globs: list[str] = Field(default_factory=list)
+    # An open session silent this long (no hook event) is marked lost.
+    session_grace: Annotated[timedelta, DurationSetting(maximum=SESSION_GRACE_MAX)] = timedelta(
+        hours=12
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -275,6 +185,17 @@ class Settings(BaseSettings):
                 )
         return value
 
+    @field_validator("sides", "no_capture")
+    @classmethod
+    def _prefixes(cls, value: Any) -> Any:
+        prefixes = value if isinstance(value, list) else [p for ps in value.values() for p in ps]
+        for prefix in prefixes:
+            try:
+                absolute_path(prefix)
+            except ValueError as exc:
+                raise ValueError(f"prefix {prefix!r:.60}: {exc}") from None
+        return value
+
     @field_validator("tz")
     @classmethod
     def _zone(cls, value: str) -> str:
@@ -294,15 +215,28 @@ class Settings(BaseSettings):
             return None
         return value
 
+    @field_validator("session_grace")
+    @classmethod
+    def _session_grace(cls, value: timedelta) -> timedelta:
+        # Shorter, and every session between two turns would flap between open and lost.
+        if value < SESSION_GRACE_MIN:
+            raise ValueError("a session grace shorter than 10m would mark live sessions lost")
+        return value
+
+    @model_validator(mode="after")
+    def _rules(self) -> Settings:
+        problem = rules_problem(self.projects, self.sides, self.remotes)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     @cached_property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.tz)
 
     @property
     def url(self) -> str:
-        if self.database_url:
-            return self.database_url
-        return sqlite_url(self.data_dir / "ondeck.db")
+        return database_url(self.database_url, self.data_dir)
 
     @property
     def backups_path(self) -> Path:
@@ -316,16 +250,17 @@ class Settings(BaseSettings):
     def store_id(self) -> str:
         """A short fingerprint of the database URL: lets a client check that a server it
         reaches serves the same database it is configured for (the session hook does)."""
-        import hashlib
-
-        return hashlib.sha256(self.url.encode()).hexdigest()[:16]
+        return store_fingerprint(self.url)
 
     @property
     def local_url(self) -> str:
         """Where this machine reaches its own server."""
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}"
+        return local_server_url(self.host, self.port)
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where hooks keep the events they could not store (services/spool.py)."""
+        return self.data_dir.expanduser() / "spool"
 
 
 def _toml_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
@@ -354,18 +289,22 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**clean)
     except SettingsError as exc:
-        # pydantic-settings' own parse step: a list or table setting that is not JSON.
+        # pydantic-settings' own parse step: a table or list setting that is not JSON.
         found = _SOURCE_FIELD.search(str(exc))
         name = f"ONDECK_{found.group(1).upper()}" if found else "a setting"
-        example = '{"/home/me/site": "site"}'
-        raise ConfigError(f"{name}: not valid JSON (a table, such as {example})") from None
+        raise ConfigError(
+            f"{name}: not valid JSON: table and list settings given in the environment are "
+            """JSON, such as ONDECK_SIDES='{"work": ["~/work"]}'"""
+        ) from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "setting"
+        field = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
         reason = err["msg"].removeprefix("Value error, ")
         if field == "database_url" and isinstance(value, str):
             value = _PASSWORD.sub(r"\1***@", value)
+        if not field:  # a rule across settings (the classification rules): its own words
+            raise ConfigError(reason) from None
         if isinstance(value, dict):
             raise ConfigError(f"ONDECK_{field.upper()}: {reason}") from None
         raise ConfigError(f"ONDECK_{field.upper()}={value!s:.60}: {reason}") from None

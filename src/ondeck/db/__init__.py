@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the package is imported by db.bare, which must not load SQLAlchemy
+    from sqlalchemy import Engine
 
 
 def open_database(url: str) -> Engine:

@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 from ondeck.core.errors import ConfigError, Unavailable
+from ondeck.db import textpairs
 
 # How long a writer waits for another writer's lock before giving up with `Unavailable`
 # (HTTP 503, exit 5). Normal write transactions last milliseconds; a lock held for seconds
@@ -83,6 +84,8 @@ def _sqlite_engine(parsed: Any, **kwargs: Any) -> Engine:
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
+        # The full-text triggers of migration 0004 call it (db/textpairs.py says why).
+        textpairs.install(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:

@@ -27,8 +27,11 @@ from sqlalchemy import (
     text,
 )
 
+from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.types import Id, Instant, Json
+
+SESSION_STATUSES = ("open", "ended", "lost")
 
 metadata = MetaData(
     naming_convention={
@@ -48,14 +51,15 @@ metadata = MetaData(
 SCHEDULES_LIVE = text("enabled AND deleted_at IS NULL")
 
 
-def _in(column: str, values: type[StrEnum]) -> str:
+def _in(column: str, values: type[StrEnum] | tuple[str, ...]) -> str:
     """`status IN ('READY', 'RUNNING', …)`: the enum's values in their declared order.
 
     Migration 0001 wrote these CHECKs out in full and is released: the text built here must
     stay exactly that (tests/integration/test_migrations.py compares them), so a new value
     needs a new migration as well as a new member.
     """
-    return f"{column} IN ({', '.join(repr(member.value) for member in values)})"
+    # (A tuple of plain words too: the sessions' statuses have no enum yet.)
+    return f"{column} IN ({', '.join(repr(str(member)) for member in values)})"
 
 
 def _is(column: str, value: StrEnum) -> str:
@@ -236,3 +240,219 @@ backups = Table(
     CheckConstraint(_in("status", BackupStatus), name="status"),
     Index("ix_backups_started_at", "started_at"),
 )
+
+
+sessions = Table(
+    "sessions",
+    metadata,
+    # One row per agent session: what its hooks reported, classified with the rule that
+    # decided. Events (`session:<id>`) hold every change; this row is the current state.
+    Column("id", Id, primary_key=True),
+    Column("agent", String(32), nullable=False),
+    # The agent's own id for the session (Claude Code's `session_id`).
+    Column("external_id", String(200), nullable=False),
+    Column("status", String(16), nullable=False, server_default="open"),
+    Column("started_at", Instant, nullable=False),
+    # The last hook event heard: a session silent past ONDECK_SESSION_GRACE becomes `lost`.
+    Column("last_seen_at", Instant, nullable=False),
+    Column("ended_at", Instant),
+    Column("end_reason", String(64)),
+    # How the first start came (startup, resume, clear, compact); NULL: no start was heard.
+    Column("start_source", String(16)),
+    Column("resumes", Integer, nullable=False, server_default="0"),
+    Column("cwd", Text),
+    Column("git_root", Text),
+    Column("branch", String(255)),
+    Column("start_head", String(64)),
+    Column("end_head", String(64)),
+    # False: the session keeps its times, side and project, and nothing else.
+    Column("capture", Boolean, nullable=False, server_default=text("true")),
+    Column("side", String(64)),
+    Column("project", String(64)),
+    # Which rule decided: marker, path, remote, git (project only), moved, or none.
+    Column("side_rule", String(16), nullable=False, server_default="none"),
+    Column("project_rule", String(16), nullable=False, server_default="none"),
+    # Undecided (in the inbox): shown to no other session until a person moves it.
+    Column("unclassified", Boolean, nullable=False, server_default=text("false")),
+    # The decision with its signals and reason (services/classify.py).
+    Column("classification", Json(), nullable=False),
+    # Every signal that disagreed, and every later hook whose place classified otherwise.
+    Column("disagreements", Json(), nullable=False),
+    Column("last_word", Text),
+    Column("last_word_at", Instant),
+    Column("compactions", Integer, nullable=False, server_default="0"),
+    # What the session did in git, read at its end (NULL: not read, `git_note` says why).
+    Column("commits", Json()),
+    Column("files", Json()),
+    Column("git_note", Text),
+    # How many secrets and private spans were taken out of what was stored, by kind.
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    Column("redaction_kinds", Json(), nullable=False),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    UniqueConstraint("agent", "external_id"),
+    CheckConstraint(_in("status", SESSION_STATUSES), name="status"),
+    CheckConstraint(
+        "(status = 'ended' AND ended_at IS NOT NULL) OR (status <> 'ended' AND ended_at IS NULL)",
+        name="ended_has_end",
+    ),
+    # capture = false keeps times, side and project only: no text, place, files or commits.
+    CheckConstraint(
+        "capture OR (last_word IS NULL AND cwd IS NULL AND git_root IS NULL AND branch IS NULL"
+        " AND start_head IS NULL AND end_head IS NULL AND commits IS NULL AND files IS NULL)",
+        name="capture_off_keeps_no_text",
+    ),
+    # Unclassified means nothing was decided: no side or project to be shown under.
+    CheckConstraint(
+        "NOT unclassified OR (side IS NULL AND project IS NULL)", name="unclassified_undecided"
+    ),
+    CheckConstraint("resumes >= 0 AND compactions >= 0 AND redactions >= 0", name="counts"),
+    # The jobs step that marks silent sessions lost reads open sessions by last_seen_at.
+    Index(
+        "ix_sessions_open_seen",
+        "last_seen_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
+    # The inbox (Sessions page, context warning) reads unclassified sessions newest first.
+    Index(
+        "ix_sessions_inbox",
+        "id",
+        sqlite_where=text("unclassified"),
+        postgresql_where=text("unclassified"),
+    ),
+    # The session list filtered by project or side, newest first.
+    Index("ix_sessions_project", "project", "id"),
+    Index("ix_sessions_side", "side", "id"),
+)
+
+session_compactions = Table(
+    "session_compactions",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("session_id", Id, ForeignKey("sessions.id"), nullable=False),
+    Column("at", Instant, nullable=False),
+    Column("trigger", String(16)),
+    # Claude's own summary, scrubbed and capped; NULL when the session does not capture.
+    Column("summary", Text),
+    # Its length before the cap.
+    Column("chars", Integer, nullable=False, server_default="0"),
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    # The session page's timeline reads a session's compactions in order.
+    Index("ix_session_compactions_session_id", "session_id", "id"),
+)
+
+hook_receipts = Table(
+    "hook_receipts",
+    metadata,
+    # One row per hook event applied: the same event twice (a hook installed twice, a spool
+    # drained again after a crash) finds its receipt and changes nothing.
+    Column("fingerprint", String(64), primary_key=True),
+    Column("session_id", Id, ForeignKey("sessions.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("at", Instant, nullable=False),
+)
+
+
+# --- memory: notes and handoffs (issue 15) ------------------------------------------------
+
+_NOTE_ACTIVE = "status = 'active'"
+
+notes = Table(
+    "notes",
+    metadata,
+    # What a session should know that is not a task (core/memory.py). Events (`note:<id>`)
+    # hold every change, with the texts it replaced; this row is the current state.
+    Column("id", Id, primary_key=True),
+    # Sides are hard partitions. NULL: no sides are configured (one pool), or the note came
+    # from an unclassified session (shown to nobody but a person asking for the inbox).
+    Column("side", String(64)),
+    # NULL: the whole side.
+    Column("project", String(64)),
+    Column("kind", String(16), nullable=False, server_default="note"),
+    Column("text", Text, nullable=False),
+    Column("pinned", Boolean, nullable=False, server_default=text("false")),
+    Column("status", String(16), nullable=False, server_default="active"),
+    # Why it is wrong (or expired): the words of whoever said so.
+    Column("status_reason", Text),
+    Column("status_at", Instant),
+    # The note this one replaces, and (on the replaced one) the note that replaced it. Kept
+    # SET NULL if the other is deleted: the status still says it was superseded.
+    Column("supersedes", Id, ForeignKey("notes.id", ondelete="SET NULL")),
+    Column("superseded_by", Id, ForeignKey("notes.id", ondelete="SET NULL")),
+    # A calendar date in the configured zone: from the day after, the note is expired.
+    Column("expires_on", Date),
+    # `person`, `agent:<session id>` or `hook`.
+    Column("origin", String(220), nullable=False),
+    Column("session_id", Id, ForeignKey("sessions.id")),
+    # Where a handoff was written: the brief says what changed in git since.
+    Column("git_root", Text),
+    Column("branch", String(255)),
+    Column("head", String(64)),
+    # Secrets and private spans the scrubber took out of the text before it was stored.
+    Column("redactions", Integer, nullable=False, server_default="0"),
+    Column("created_at", Instant, nullable=False),
+    Column("updated_at", Instant, nullable=False),
+    CheckConstraint(_in("kind", NoteKind), name="kind"),
+    CheckConstraint(_in("status", NoteStatus), name="status"),
+    CheckConstraint("length(text) BETWEEN 1 AND 8000", name="text_length"),
+    CheckConstraint("origin IN ('person', 'hook') OR origin LIKE 'agent:%'", name="origin"),
+    # A handoff is a session's own words: it always names its session.
+    CheckConstraint("kind <> 'handoff' OR session_id IS NOT NULL", name="handoff_has_session"),
+    CheckConstraint("supersedes IS NULL OR supersedes <> id", name="not_itself"),
+    CheckConstraint(
+        "status IN ('wrong', 'expired') OR status_reason IS NULL", name="reason_when_not_true"
+    ),
+    CheckConstraint("redactions >= 0", name="redactions"),
+    # One handoff per session: writing it again replaces it.
+    Index(
+        "uq_notes_handoff_session",
+        "session_id",
+        unique=True,
+        sqlite_where=text("kind = 'handoff'"),
+        postgresql_where=text("kind = 'handoff'"),
+    ),
+    # A note is replaced once: a second supersede of it is refused by the store too.
+    Index(
+        "uq_notes_supersedes",
+        "supersedes",
+        unique=True,
+        sqlite_where=text("supersedes IS NOT NULL"),
+        postgresql_where=text("supersedes IS NOT NULL"),
+    ),
+    # The brief's latest handoff of a project (services/brief.py), newest first.
+    Index(
+        "ix_notes_handoffs",
+        "side",
+        "project",
+        "id",
+        sqlite_where=text("kind = 'handoff'"),
+        postgresql_where=text("kind = 'handoff'"),
+    ),
+    # The brief's pinned notes of a project and of the side.
+    Index(
+        "ix_notes_pinned",
+        "side",
+        "project",
+        "id",
+        sqlite_where=text(f"pinned AND {_NOTE_ACTIVE}"),
+        postgresql_where=text(f"pinned AND {_NOTE_ACTIVE}"),
+    ),
+    # The jobs tick's expiry step: active notes by the date they expire.
+    Index(
+        "ix_notes_expiry",
+        "expires_on",
+        sqlite_where=text(f"{_NOTE_ACTIVE} AND expires_on IS NOT NULL"),
+        postgresql_where=text(f"{_NOTE_ACTIVE} AND expires_on IS NOT NULL"),
+    ),
+    # `note list` by side and project, newest first; the session page's notes.
+    Index("ix_notes_side_project", "side", "project", "id"),
+    Index("ix_notes_session_id", "session_id"),
+    # Ids are never reused after a delete (SQLite would reuse the highest): the events of a
+    # deleted note must never read as another note's history.
+    sqlite_autoincrement=True,
+)
+
+# Recall's tasks are those of projects whose sessions live in the side asked for, and in no
+# other: services/recall.py asks this index, per matching task, which sides a project has.
+Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)

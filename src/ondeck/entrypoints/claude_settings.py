@@ -16,7 +16,21 @@ from typing import Any
 
 from ondeck.core.errors import InvalidInput
 
-EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end"}
+EVENTS = {
+    "SessionStart": "session-start",
+    "Stop": "stop",
+    "PostCompact": "post-compact",
+    "SessionEnd": "session-end",
+}
+# Claude Code gives SessionEnd hooks 1.5 s in all unless a hook sets its own timeout (in
+# seconds): the end's hook may wait for a locked database (5 s) and reads git (1 s).
+SESSION_END_TIMEOUT_S = 10
+# What each entry carries besides its command. Stop runs at the end of every turn: async,
+# so the turn never waits for it.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "Stop": {"async": True},
+    "SessionEnd": {"timeout": SESSION_END_TIMEOUT_S},
+}
 
 
 def ondeck_command() -> str:
@@ -62,7 +76,8 @@ def _is_ours(hook: Any, verb: str) -> bool:
 
 
 def install(path: Path, command: str | None = None) -> list[str]:
-    """Add ondeck's SessionStart and SessionEnd hooks; returns what changed (empty: nothing)."""
+    """Add ondeck's hooks (EVENTS, with their OPTIONS); returns what changed (empty:
+    nothing). An entry of an earlier install gets the options it lacks."""
     command = command or ondeck_command()
     data = _load(path)
     hooks = data.setdefault("hooks", {})
@@ -73,13 +88,26 @@ def install(path: Path, command: str | None = None) -> list[str]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InvalidInput(f"{path}: hooks.{event} is not a list; nothing changed")
-        present = any(
-            _is_ours(h, verb) for g in groups if isinstance(g, dict) for h in g.get("hooks", [])
-        )
-        if present:
+        options = OPTIONS.get(event, {})
+        ours = [
+            h
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if _is_ours(h, verb)
+        ]
+        for hook in ours:
+            missing = {k: v for k, v in options.items() if hook.get(k) != v}
+            if missing:
+                hook.update(missing)
+                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in missing.items())
+                changes.append(f"updated hooks.{event}: {hook['command']} ({shown})")
+        if ours:
             continue
-        groups.append({"hooks": [{"type": "command", "command": f"{command} hook {verb}"}]})
-        changes.append(f"added hooks.{event}: {command} hook {verb}")
+        entry = {"type": "command", "command": f"{command} hook {verb}", **options}
+        groups.append({"hooks": [entry]})
+        extra = "".join(f", {k}={json.dumps(v)}" for k, v in options.items())
+        changes.append(f"added hooks.{event}: {command} hook {verb}{extra}")
     if changes:
         _save(path, data)
     return changes

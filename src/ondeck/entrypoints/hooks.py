@@ -1,26 +1,49 @@
-"""Claude Code session hooks: what a session is told at its start, what it lets go at its end.
+"""Claude Code session hooks: what a session is told at its start, what it leaves behind.
 
-`session-start` must never fail a session: whatever goes wrong (database unreachable, bad
-stdin), it prints valid hook JSON whose context says what happened, and exits 0. It runs at
-every session start, so it imports only what it needs (no Typer, no web framework, no MCP).
+    session-start  the session's record opens (or a resume reopens it); prints the context
+    stop           the session's last word (every turn)
+    post-compact   Claude's own summary of what was compacted
+    session-end    the record ends, with what git says the session did; its leases go
+
+No hook ever fails a session: whatever goes wrong, it exits 0 and says what happened (in
+the context at the start, on stdout otherwise).
+
+Where an event goes, in this order:
+
+1. the running server of the same database (its `X-Ondeck-Store` fingerprint matches): the
+   hook sends the event as it received it (`POST /api/v1/sessions/hook-events`, with the
+   hook's own classification rules) and the warm server reads git and the marker file,
+   classifies, scrubs and stores it. On this path the hook imports almost nothing: its whole
+   process is meant to cost at most 4x `python -c pass`;
+2. the database itself: the hook makes the record (services/hook_records.py) and stores it
+   through the bare driver (no SQLAlchemy, no pydantic: at most the cost of importing
+   SQLAlchemy), except session-start, whose context is built with SQLAlchemy anyway;
+3. the spool (services/spool.py), drained by the next hook or jobs tick that reaches the
+   store. Whatever waits in the spool goes before anything newer.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
 
-# Light: the rendering module loads no SQLAlchemy (the server path goes without it).
-from ondeck.services.context_render import Format, hook_output
+from ondeck.entrypoints.hook_delivery import (
+    SERVER_TIMEOUT_S,
+    Local,
+    NoServer,
+    Server,
+    debug,
+)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
-    from ondeck.core.config import Settings
+    from datetime import datetime
+    from typing import Any, TextIO
 
-MAX_STDIN = 1024 * 1024
-SERVER_TIMEOUT_S = 3.0
+    from ondeck.core.hook_config import HookConfig
+
+# A last word may be long (its texts are cut to a window later); past this, nothing is read.
+MAX_STDIN = 256 * 1024 * 1024
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
@@ -31,127 +54,295 @@ def read_payload(stream: TextIO) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def project_for(cwd: str | None, mapping: dict[str, str]) -> str | None:
-    """The project of a working directory: the longest configured path prefix that holds it,
-    else the name of its git top-level directory, else none (the session sees everything)."""
-    if not cwd:
-        return None
-    path = Path(cwd).expanduser()
-    best: tuple[int, str] | None = None
-    for prefix, project in mapping.items():
-        root = Path(prefix).expanduser()
-        if path == root or root in path.parents:
-            depth = len(root.parts)
-            if best is None or depth > best[0]:
-                best = (depth, project)
-    if best is not None:
-        return best[1]
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return _project_name(candidate.name)
-    return None
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
-def _project_name(name: str) -> str | None:
-    """Directory names become project names within the project pattern `[A-Za-z0-9._-]{1,64}`."""
-    cleaned = "".join(c if (c.isalnum() and c.isascii()) or c in "._-" else "-" for c in name)
-    cleaned = cleaned.strip("-")[:64]
-    return cleaned or None
+# --- session-start -----------------------------------------------------------------------------
 
 
 def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+    from ondeck.services.context_render import hook_output
+
     payload = read_payload(stdin)
     try:
-        markdown = _start_context(payload, db_url)
+        markdown = _start(payload, db_url)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        markdown = (
-            "# On deck: unavailable\n\n"
-            f"ondeck could not read its database ({reason}). Today's reminders, due tasks "
-            "and warnings are unknown; check `ondeck context` or the server.\n"
-        )
+        markdown = _unavailable(exc)
     stdout.write(json.dumps(hook_output(markdown), ensure_ascii=False) + "\n")
     return 0
 
 
-def _start_context(payload: dict[str, Any], db_url: str | None) -> str:
-    from ondeck.core.config import load_settings
+def _unavailable(exc: BaseException) -> str:
+    from ondeck.core.errors import ConfigError
 
-    settings = load_settings(database_url=db_url)
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    project = project_for(cwd, settings.projects)
-    markdown = _from_server(settings, project)
-    source = settings.local_url
-    if markdown is None:
-        markdown, source = _from_database(settings, project), "the database"
-    if os.environ.get("ONDECK_DEBUG"):
-        sys.stderr.write(f"ondeck: session context from {source}\n")
-    return markdown
+    settings = isinstance(exc, ConfigError)
+    what = "use its settings" if settings else "read its database"
+    unknown = (
+        "warnings are unknown, and this session is not recorded"
+        if settings
+        else ("warnings are unknown")
+    )
+    return (
+        "# On deck: unavailable\n\n"
+        f"ondeck could not {what} ({_one_line(exc)}). Today's reminders, due tasks and "
+        f"{unknown}; check `ondeck context` or the server.\n"
+    )
 
 
-def _from_server(settings: Settings, project: str | None) -> str | None:
-    """Ask the running server, whose imports and connections are already warm.
+def _start(payload: dict[str, Any], db_url: str | None) -> str:
+    from ondeck.core import clock
+    from ondeck.core.hook_settings import load_hook_config
+    from ondeck.services.hook_records import session_id_of
 
-    Used only when the server answers for the same database this hook is configured for
-    (its `X-Ondeck-Store` fingerprint); anything else falls back to reading the database.
-    `http.client` rather than `urllib.request`: the latter's imports cost the hook more than
-    the request itself, and nothing here needs redirects, proxies or TLS.
-    """
-    import http.client
+    config = load_hook_config(db_url)
+    now = clock.now()
+    notes: list[str] = []
+    server = Server(config)
+    local = Local(config, bare=False)
+    try:
+        classification = None
+        session_number = None
+        markdown = None
+        if session_id_of(payload) is not None:
+            try:
+                result = server.send_event("session-start", payload, now.isoformat())
+                classification = result.get("classification")
+                session_number = (result.get("session") or {}).get("id")
+                context = result.get("context")
+                markdown = context if isinstance(context, str) and context else None
+            except NoServer as exc:
+                debug(f"server: {exc}")
+                classification, session_number = _start_here(local, payload, now, notes)
+        unclassified = bool(classification and classification.get("unclassified"))
+        if classification is None:  # no session id: the context only, scoped by the place
+            from ondeck.services.hook_records import observe
+
+            found = observe(payload.get("cwd"), config)[1]
+            classification = {
+                "project": {"value": found.project.value},
+                "side": {"value": found.side.value},
+                "unclassified": False,
+            }
+            # Not recorded, so not in the inbox; but its place decides nothing either.
+            unclassified = found.unclassified
+        if classification.get("unclassified"):
+            notes.append(_unclassified_note(classification.get("reason", ""), session_number))
+        project = (classification.get("project") or {}).get("value")
+        brief = _brief_of(payload, config, classification, unclassified)
+        if markdown is None and server.ok:
+            markdown = _context_from_server(config, project, brief)
+        source = config.local_url
+        if markdown is None:
+            source = "the database"
+            try:
+                markdown = _context_from_database(local, config, project, now, brief)
+            except Exception as exc:  # what was recorded (or spooled) is still worth saying
+                markdown = _unavailable(exc)
+        debug(f"session context from {source}")
+    finally:
+        local.close()
+    return _with_notes(markdown, notes)
+
+
+def _brief_of(
+    payload: dict[str, Any],
+    config: HookConfig,
+    classification: dict[str, Any],
+    unclassified: bool,
+) -> dict[str, Any]:
+    """What the brief needs to know of this session (services/brief.BriefRequest)."""
+    session = payload.get("session_id")
+    source = payload.get("source")
+    cwd = payload.get("cwd")
+    return {
+        "sides_on": bool(config.sides),
+        "side": (classification.get("side") or {}).get("value"),
+        "project": (classification.get("project") or {}).get("value"),
+        "unclassified": unclassified,
+        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+    }
+
+
+def _with_notes(markdown: str, notes: list[str]) -> str:
+    """The context and the hook's notes about this session, within the hook's 9,000
+    characters (the context left them their room: services/brief_render.HOOK_NOTES_ROOM)."""
+    if not notes:
+        return markdown
+    from ondeck.services.brief_render import HOOK_OUTPUT_MAX, HOOK_WRAPPER, total
+
+    lines = [*markdown.rstrip("\n").split("\n"), "", "## This session"]
+    room = HOOK_OUTPUT_MAX - HOOK_WRAPPER - total(lines)
+    for note in notes:
+        line = f"- {note}"
+        while line and total([line]) > room:
+            line = line[: max(len(line) // 2, 0)].rstrip() + "…" if len(line) > 40 else ""
+        if not line:
+            break
+        lines.append(line)
+        room -= total([line])
+    return "\n".join(lines) + "\n"
+
+
+def _start_here(
+    local: Local, payload: dict[str, Any], now: datetime, notes: list[str]
+) -> tuple[dict[str, Any] | None, int | None]:
+    from ondeck.services.hook_records import make_record
+
+    try:
+        record = make_record("start", payload, local.config, now)
+    except Exception as exc:  # the context is still worth giving
+        notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
+        return None, None
+    if record is None:
+        return None, None
+    try:
+        result = local.store(record, now)
+    except Exception as exc:
+        notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
+        return record["classification"], None
+    if result is None:
+        notes.append(local.spooled_line("start"))
+        return record["classification"], None
+    return record["classification"], result["session"]["id"]
+
+
+def _unclassified_note(reason: str, number: int | None) -> str:
+    which = str(number) if number else "ID"
+    return (
+        f"This session is unclassified ({reason}): its record waits in the inbox and is "
+        "shown to no other session until a person moves it "
+        f"(`ondeck session move {which} --side SIDE`; the inbox: "
+        "`ondeck session list --status unclassified`)."
+    )
+
+
+def _context_from_server(
+    config: HookConfig, project: str | None, brief: dict[str, Any]
+) -> str | None:
+    """Ask the running server, whose imports and connections are already warm."""
     import urllib.parse
 
-    where = urllib.parse.urlsplit(settings.local_url)
-    query = urllib.parse.urlencode(
-        {"format": Format.markdown.value, **({"project": project} if project else {})}
-    )
-    headers = {"Authorization": f"Bearer {settings.token_value}"} if settings.token_value else {}
+    from ondeck.entrypoints.hook_http import HttpError, request
+
+    asked: dict[str, Any] = {"format": "markdown", "brief": "true"}  # Format.markdown
+    if project:
+        asked["project"] = project
+    for key in ("side", "source", "session", "cwd"):
+        if brief.get(key):
+            asked[key] = brief[key]
+    if brief.get("unclassified"):
+        asked["unclassified"] = "true"
+    query = urllib.parse.urlencode(asked)
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
     try:
-        host = where.hostname or "127.0.0.1"  # local_url always names one
-        server = http.client.HTTPConnection(host, where.port, timeout=SERVER_TIMEOUT_S)
-        try:
-            server.request("GET", f"/api/v1/context?{query}", headers=headers)
-            response = server.getresponse()
-            if response.status != 200 or response.getheader("X-Ondeck-Store") != settings.store_id:
-                return None
-            return response.read(MAX_STDIN).decode("utf-8")
-        finally:
-            server.close()
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-
-
-def _from_database(settings: Settings, project: str | None) -> str:
-    from ondeck.db import open_database
-    from ondeck.entrypoints.store import Store
-
-    engine = open_database(settings.url)
-    try:
-        return Store(settings=settings, engine=engine).call().context_text(Format.markdown, project)
-    finally:
-        engine.dispose()  # the process ends with os._exit: close the connection now
-
-
-def session_end(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
-    """Release the leases the ending session held; the reaper covers sessions that crash."""
-    from ondeck.core.config import load_settings
-    from ondeck.db import open_database
-    from ondeck.entrypoints.store import Store
-    from ondeck.services.backlog import release_held_by
-
-    payload = read_payload(stdin)
-    session_id = payload.get("session_id")
-    if not isinstance(session_id, str) or not session_id.strip():
-        sys.stderr.write("ondeck: hook session-end: no session_id on stdin, nothing released\n")
-        return 0
-    settings = load_settings(database_url=db_url)
-    engine = open_database(settings.url)
-    owner = f"claude:{session_id.strip()[:190]}"
-    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
-    call = Store(settings=settings, engine=engine).call()
-    with call.write() as conn:
-        released = release_held_by(
-            conn, call.now(), owner=owner, actor=f"hook:{session_id[:60]}", reason=reason
+        status, found, body = request(
+            config.local_url,
+            "GET",
+            f"/api/v1/context?{query}",
+            headers=headers,
+            timeout=SERVER_TIMEOUT_S,
         )
-    engine.dispose()
-    stdout.write(json.dumps({"released": released, "owner": owner}) + "\n")
+    except HttpError:
+        return None
+    if status != 200 or found.get("x-ondeck-store") != config.store_id:
+        return None
+    return body[:MAX_STDIN].decode("utf-8", "replace")
+
+
+def _context_from_database(
+    local: Local, config: HookConfig, project: str | None, now: datetime, brief: dict[str, Any]
+) -> str:
+    from ondeck.entrypoints.store import hook_context
+    from ondeck.services.brief import BriefRequest
+
+    return hook_context(local.engine(), config, now, project, BriefRequest(**brief))
+
+
+# --- stop, post-compact, session-end ---------------------------------------------------------
+
+
+def run_hook(verb: str, stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+    """`ondeck hook stop|post-compact|session-end`: record the event; never fail the session."""
+    payload = read_payload(stdin)
+    try:
+        message = _record(verb, payload, db_url)
+    except Exception as exc:  # never fail the session: say what went wrong instead
+        message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
+        if verb == "session-end":
+            message.update({"released": [], "owner": _owner(payload)})
+    if message:
+        stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     return 0
+
+
+def _owner(payload: dict[str, Any]) -> str | None:
+    value = payload.get("session_id")
+    return f"claude:{value.strip()[:190]}" if isinstance(value, str) and value.strip() else None
+
+
+def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
+    from ondeck.core import clock
+    from ondeck.core.hook_settings import load_hook_config
+    from ondeck.services.hook_records import HOOK_KINDS, session_id_of
+
+    kind = HOOK_KINDS[verb]
+    if session_id_of(payload) is None:
+        sys.stderr.write(f"ondeck: hook {verb}: no session_id on stdin, nothing recorded\n")
+        return {"released": [], "owner": None} if kind == "end" else None
+    config = load_hook_config(db_url)
+    now = clock.now()
+    try:
+        result = Server(config).send_event(verb, payload, now.isoformat())
+    except NoServer as exc:
+        debug(f"server: {exc}")
+    else:
+        if kind != "end":
+            return None
+        return {"released": result.get("released", []), "owner": _owner(payload)}
+    return _record_here(kind, payload, config, now)
+
+
+def _record_here(
+    kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
+) -> dict[str, Any] | None:
+    from ondeck.services.hook_records import changes_of, make_record
+
+    record = make_record(kind, payload, config, now)
+    if record is None:
+        return None
+    local = Local(config)
+    try:
+        result = local.store(record, now)
+        what = {"stop": "last word", "compact": "compaction", "end": "end"}[kind]
+        if kind != "end":
+            return None if result is not None else {"systemMessage": local.spooled_line(what)}
+        out: dict[str, Any] = {
+            "released": result["released"] if result else [],
+            "owner": _owner(payload),
+        }
+        if result is None:
+            out["systemMessage"] = local.spooled_line(what)
+        start = result["session"] if result else _start_in_spool(record, config)
+        changes = changes_of(record, start, config, now)
+        if changes is not None and local.store(changes, now) is None and result is not None:
+            out["systemMessage"] = local.spooled_line("git changes")
+        return out
+    finally:
+        local.close()
+
+
+def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] | None:
+    """The session's start, when it too waits in the spool (the database was away)."""
+    from ondeck.services import spool
+
+    found = spool.find(
+        config.spool_dir,
+        lambda r: r.get("kind") == "start" and r.get("session") == end["session"],
+    )
+    if found is None:
+        return None
+    facts = found.get("facts") or {}
+    return {"start_head": facts.get("head"), "git_root": facts.get("git_root")}

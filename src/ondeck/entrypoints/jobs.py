@@ -7,6 +7,8 @@ A tick runs its steps in order, each a function returning a summary (how much it
                   so that nothing below waits for it                     (backup_threads.py)
     3. reap       leases whose holder went silent past the grace period  (reaper.py)
     4. maintain   backup runs whose runner went away become abandoned    (backup_liveness.py)
+       sessions   the hooks' spool drained, silent sessions marked lost  (sessions.py)
+       notes      notes past their expiry marked expired                 (notes.py)
     5. heartbeat  this process's row in `workers`, with the tick summary (workers.py)
 
 A step that raises is logged with its traceback, named in the summary's `failed_steps`,
@@ -38,7 +40,7 @@ from ondeck.core.config import Settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
 from ondeck.entrypoints.backup_threads import BackupThreads
-from ondeck.services import firing, reaper, workers
+from ondeck.services import firing, notes, reaper, sessions, workers
 from ondeck.services.schedules import WAKE_CHANNEL
 
 log = logging.getLogger("ondeck.jobs")
@@ -56,6 +58,8 @@ def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
         ("backups", backups.step),
         ("reap", reaper.reap_step),
         ("maintain", backups.maintain),
+        ("sessions", sessions.sessions_step),
+        ("notes", notes.notes_step),
     ]
 
 

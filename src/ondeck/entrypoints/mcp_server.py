@@ -58,10 +58,16 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(settings: Settings, engine: Engine) -> MCPServer:
-    server = MCPServer("ondeck", instructions=INSTRUCTIONS, version=__version__)
+def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) -> MCPServer:
+    """The server, its memory scoped to the side of `cwd` (default: where it runs)."""
+    from ondeck.entrypoints.mcp_memory import INSTRUCTIONS as MEMORY
+    from ondeck.entrypoints.mcp_memory import add_memory_tools
+    from ondeck.entrypoints.place import here
+
+    server = MCPServer("ondeck", instructions=INSTRUCTIONS + MEMORY, version=__version__)
     store = Store(settings=settings, engine=engine)
     zone = settings.zone
+    place = here(settings, cwd)
 
     def call(fn: Callable[[Call], T]) -> T:
         """Run a tool's body as one call on the store; refusals become tool errors."""
@@ -106,8 +112,17 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
         def run(at: Call) -> ContextOut:
             from ondeck.core.validation import check_project
+            from ondeck.services.brief import BriefRequest
 
-            ctx = at.context(check_project(project), budget)
+            # The brief of this directory's side and (unless another is named) project.
+            brief = BriefRequest(
+                sides_on=bool(settings.sides),
+                side=place.side,
+                project=check_project(project) or place.project,
+                unclassified=place.unclassified,
+                cwd=place.cwd,
+            )
+            ctx = at.context(check_project(project), budget, brief=brief)
             return ContextOut(markdown=render(ctx, zone, Format.markdown), data=to_json(ctx, zone))
 
         return call(run)
@@ -346,6 +361,7 @@ def build_server(settings: Settings, engine: Engine) -> MCPServer:
 
         return call(run)
 
+    add_memory_tools(server, settings, store, place)
     return server
 
 

@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy import Connection, Engine
 
 from ondeck.core import clock
-from ondeck.core.config import Settings
 from ondeck.db.engine import reading, writing
-from ondeck.services.context_render import DEFAULT_CHARS, Format, fit_markdown, render
+from ondeck.services.context_render import DEFAULT_CHARS, Format, fit_context, render
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from ondeck.services.context import Context
+    from ondeck.core.config import Settings
+    from ondeck.services.brief import BriefRequest
+    from ondeck.services.context import Context, ContextSettings
 
 
 class Wakeable(Protocol):
@@ -109,26 +110,59 @@ class Call:
         *,
         chars: int = DEFAULT_CHARS,
         conn: Connection | None = None,
+        brief: BriefRequest | None = None,
     ) -> Context:
         """The session context at this call's instant, within `budget` items (default the
-        service's) and `chars` characters of Markdown, in `conn`'s transaction or a read
-        transaction of its own."""
-        from ondeck.services.context import DEFAULT_BUDGET, context_for
-
-        items = DEFAULT_BUDGET if budget is None else budget
+        service's) and `chars` characters of Markdown, with the brief `brief` asks for, in
+        `conn`'s transaction or a read transaction of its own."""
         if conn is None:
             with self.read() as own:
-                ctx = context_for(own, self.instant, self.settings, project, items)
-        else:
-            ctx = context_for(conn, self.instant, self.settings, project, items)
-        fit_markdown(ctx, self.zone, chars)
-        return ctx
+                return _fitted(own, self.instant, self.settings, project, budget, chars, brief)
+        return _fitted(conn, self.instant, self.settings, project, budget, chars, brief)
 
     def context_text(
-        self, fmt: Format | str, project: str | None = None, budget: int | None = None
+        self,
+        fmt: Format | str,
+        project: str | None = None,
+        budget: int | None = None,
+        *,
+        brief: BriefRequest | None = None,
     ) -> str:
         """The session context rendered in `fmt` (markdown, json, hook)."""
-        return render(self.context(project, budget), self.zone, fmt)
+        return render(self.context(project, budget, brief=brief), self.zone, fmt)
+
+
+def _fitted(
+    conn: Connection,
+    instant: datetime,
+    settings: ContextSettings,
+    project: str | None,
+    budget: int | None,
+    chars: int,
+    brief: BriefRequest | None,
+) -> Context:
+    from ondeck.services.context import DEFAULT_BUDGET, context_for
+
+    items = DEFAULT_BUDGET if budget is None else budget
+    ctx = context_for(conn, instant, settings, project, items, brief=brief)
+    fit_context(ctx, settings.zone, chars)
+    return ctx
+
+
+def hook_context(
+    engine: Engine,
+    config: ContextSettings,
+    instant: datetime,
+    project: str | None,
+    brief: BriefRequest | None,
+) -> str:
+    """The session hook's context read from the database, as `Call.context_text` gives it in
+    Markdown. The hook comes here rather than through a Store: its settings are
+    `hook_config.HookConfig`, read without pydantic (whose import alone costs most of the
+    hook's budget)."""
+    with reading(engine) as conn:
+        ctx = _fitted(conn, instant, config, project, None, DEFAULT_CHARS, brief)
+    return render(ctx, config.zone, Format.markdown)
 
 
 def _wake_requested(conn: Connection) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from ondeck.db.fulltext import include_name
 from ondeck.db.tables import metadata
 
 config = context.config
@@ -16,6 +17,8 @@ context.configure(
     target_metadata=metadata,
     render_as_batch=connection.dialect.name == "sqlite",
     compare_type=True,
+    # Recall's FTS5 tables and trigram indexes are not metadata (db/fulltext.py).
+    include_name=include_name,
 )
 with context.begin_transaction():
     context.run_migrations()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import (
     Connection,
@@ -30,13 +30,14 @@ from sqlalchemy import (
 from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
 from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules, tasks
+from ondeck.services.brief import Brief, BriefRequest, build_brief
 from ondeck.services.lease_state import Lease, LeaseState, lease_of
 from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
 from ondeck.services.workers import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
 from ondeck.services.workers import JOBS_SILENT_TICKS as JOBS_SILENT_TICKS  # its old home
 
 if TYPE_CHECKING:
-    from ondeck.core.config import Settings
+    from os import PathLike
 
 DEFAULT_BUDGET = 20
 BACKUP_STALE_AFTER = timedelta(days=2)
@@ -86,6 +87,8 @@ class Context:
     # How many of each list were left out to stay within the budget.
     omitted: dict[str, int] = field(default_factory=dict)
     budget: int = DEFAULT_BUDGET
+    # What the session should know that is not a task (services/brief.py), when asked.
+    brief: Brief | None = None
 
 
 @lru_cache(maxsize=1024)
@@ -400,6 +403,8 @@ def build_context(
     zone: tzinfo,
     lease_grace: timedelta = timedelta(hours=6),
     tick_seconds: float = 60.0,
+    extra_warnings: Sequence[tuple[str, str]] = (),
+    brief: BriefRequest | None = None,
 ) -> Context:
     """The lists within `budget` items; fitting them to a size in characters is the
     rendering's (`context_render.fit_markdown`)."""
@@ -413,7 +418,10 @@ def build_context(
         project=project,
         budget=budget,
         jobs=jobs,
-        warnings=_warnings(conn, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
+        warnings=[
+            *_warnings(conn, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
+            *(Warning(code=code, message=message) for code, message in extra_warnings),
+        ],
     )
     # The lists share the budget in order (reminders, running, due, backlog): each reads at
     # most the room left, and is counted in full only when it filled that room. The counts
@@ -468,18 +476,39 @@ def build_context(
         left_out = int(totals[name]) - len(getattr(ctx, name))
         if left_out > 0:
             ctx.omitted[name] = left_out
+    if brief is not None:
+        ctx.brief = build_brief(conn, now, brief, day)
     return ctx
+
+
+class ContextSettings(Protocol):
+    """What the context reads of the settings: `config.Settings` has it, and so has the
+    session hook's `hook_config.HookConfig`, which its database path uses without pydantic."""
+
+    @property
+    def zone(self) -> tzinfo: ...
+    @property
+    def lease_grace(self) -> timedelta: ...
+    @property
+    def tick_seconds(self) -> float: ...
+    @property
+    def spool_dir(self) -> str | PathLike[str]: ...
 
 
 def context_for(
     conn: Connection,
     now: datetime,
-    settings: Settings,
+    settings: ContextSettings,
     project: str | None = None,
     budget: int = DEFAULT_BUDGET,
+    *,
+    brief: BriefRequest | None = None,
 ) -> Context:
-    """`build_context` with the configured zone, lease grace and tick: what entry points call
+    """`build_context` with the configured zone, lease grace and tick, and the session
+    records' warnings (unclassified sessions, a stuck spool): what entry points call
     (through `entrypoints/store.py`, which also fits it to its size in characters)."""
+    from ondeck.services.sessions import context_warnings
+
     return build_context(
         conn,
         now,
@@ -488,6 +517,8 @@ def context_for(
         zone=settings.zone,
         lease_grace=settings.lease_grace,
         tick_seconds=settings.tick_seconds,
+        extra_warnings=context_warnings(conn, now, settings),
+        brief=brief,
     )
 
 

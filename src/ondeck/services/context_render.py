@@ -8,6 +8,7 @@ only as types.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta, tzinfo
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -119,11 +120,22 @@ def _shows_all(name: str, ctx: Context) -> str:
 
 
 def to_markdown(ctx: Context, zone: tzinfo) -> str:
-    return "\n".join(_lines(ctx, _item_lines(ctx, zone))) + "\n"
+    lines = _lines(ctx, _item_lines(ctx, zone))
+    if ctx.brief is not None:
+        # The brief takes what is left of the hook's 9,000 characters (brief_render).
+        from ondeck.services import brief_render as b
+
+        room = b.HOOK_OUTPUT_MAX - b.HOOK_WRAPPER - b.HOOK_NOTES_ROOM - b.total(lines)
+        lines += b.brief_lines(ctx.brief, room)
+    return "\n".join(lines) + "\n"
 
 
 def fit_markdown(
-    ctx: Context, zone: tzinfo, limit: int = DEFAULT_CHARS, order: tuple[str, ...] = FIT_ORDER
+    ctx: Context,
+    zone: tzinfo,
+    limit: int = DEFAULT_CHARS,
+    order: tuple[str, ...] = FIT_ORDER,
+    measure: Callable[[str], int] | None = None,
 ) -> None:
     """Drop items from the end of the lists, taken in `order`, one at a time, until
     `to_markdown(ctx, zone)` is at most `limit` characters; count each in `ctx.omitted`.
@@ -134,7 +146,10 @@ def fit_markdown(
     items = _item_lines(ctx, zone)
     while True:
         lines = _lines(ctx, items)
-        if sum(map(len, lines)) + len(lines) <= limit:  # the joined length, final newline included
+        # The joined length, final newline included; or what `measure` says a line and its
+        # line break cost (the hook's JSON: brief_render.cost).
+        size = sum(map(len, lines)) + len(lines) if measure is None else sum(map(measure, lines))
+        if size <= limit:
             return
         name = next((name for name in order if items[name]), None)
         if name is None:
@@ -142,6 +157,18 @@ def fit_markdown(
         items[name].pop()
         getattr(ctx, name).pop()
         ctx.omitted[name] = ctx.omitted.get(name, 0) + 1
+
+
+def fit_context(ctx: Context, zone: tzinfo, limit: int = DEFAULT_CHARS) -> None:
+    """Fit the context to `limit` characters of Markdown; with a brief, also keep the hook's
+    whole output under its 9,000 characters, leaving the brief its minimum room and counting
+    what the hook's JSON spends (services/brief_render)."""
+    fit_markdown(ctx, zone, limit)
+    if ctx.brief is not None:
+        from ondeck.services import brief_render as b
+
+        room = b.HOOK_OUTPUT_MAX - b.HOOK_WRAPPER - b.HOOK_NOTES_ROOM - b.BRIEF_MIN
+        fit_markdown(ctx, zone, room, measure=b.cost)
 
 
 def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
@@ -184,6 +211,7 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
         },
         "omitted": dict(ctx.omitted),
         "budget": ctx.budget,
+        **({"brief": _brief_json(ctx, zone)} if ctx.brief is not None else {}),
     }
 
 
@@ -196,3 +224,9 @@ def render(ctx: Context, zone: tzinfo, fmt: Format | str) -> str:
             return json.dumps(to_json(ctx, zone), indent=2, ensure_ascii=False) + "\n"
         case Format.hook:
             return json.dumps(hook_output(to_markdown(ctx, zone)), ensure_ascii=False) + "\n"
+
+
+def _brief_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
+    from ondeck.services import brief_render
+
+    return brief_render.to_json(ctx.brief, zone) or {}

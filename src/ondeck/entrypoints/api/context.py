@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ondeck.core.validation import PROJECT_PATTERN
@@ -30,8 +30,67 @@ MEDIA_TYPES = {
 )
 def get_context(
     store: StoreDep,
+    http: Request,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     format: Annotated[Format, Query()] = Format.json,
     budget: Annotated[int, Query(ge=1, le=500)] = 20,
+    brief: Annotated[
+        bool, Query(description="Add the brief: handoff, pinned notes, recent sessions.")
+    ] = False,
+    side: Annotated[
+        str | None,
+        Query(pattern=PROJECT_PATTERN, description="The session's side (the brief's notes)."),
+    ] = None,
+    unclassified: Annotated[
+        bool, Query(description="The session is unclassified: the brief shows no memory.")
+    ] = False,
+    source: Annotated[
+        str | None,
+        Query(pattern=r"^[a-z_]{1,16}$", description="How the session started: startup, …"),
+    ] = None,
+    session: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="The session's own id.")
+    ] = None,
+    cwd: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=4000,
+            description="The session's directory on this machine: the handoff's git drift.",
+        ),
+    ] = None,
 ) -> Response:
-    return Response(store.context_text(format, project, budget), media_type=MEDIA_TYPES[format])
+    from ondeck.services.brief import BriefRequest
+
+    settings = store.settings
+    request = None
+    if side is not None and side not in settings.sides:
+        from ondeck.core.errors import InvalidInput
+
+        raise InvalidInput(f"side {side!r} is not configured")
+    if brief:
+        request = BriefRequest(
+            sides_on=bool(settings.sides),
+            side=side,
+            project=project,
+            unclassified=unclassified,
+            source=source,
+            session=session,
+            # git is read in `cwd` on this machine: only for a caller on this machine (the
+            # session hook), as the hooks' events are.
+            cwd=cwd if cwd and "\x00" not in cwd and _loopback(http) else None,
+        )
+    return Response(
+        store.context_text(format, project, budget, brief=request),
+        media_type=MEDIA_TYPES[format],
+    )
+
+
+def _loopback(request: Request) -> bool:
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

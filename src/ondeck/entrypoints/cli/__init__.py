@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hooks' start-up)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+# The hooks Claude Code runs: at every session start and end, and at every turn (stop).
+HOOKS = ("session-start", "stop", "post-compact", "session-end")
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args[:2] == ["hook", "session-start"] and len(args) == 2:
-        _session_start()
+    if len(args) == 2 and args[0] == "hook" and args[1] in HOOKS:
+        _hook(args[1])
     sys.exit(run(args))
 
 
-def _session_start() -> NoReturn:
-    """Runs at every agent session start, so it skips Typer and answers straight away.
+def _hook(verb: str) -> NoReturn:
+    """Runs at every agent session start and end and every turn, so it skips Typer and
+    answers straight away.
 
     Its whole-process time is what an agent waits for, and in a process this short Python's
     own housekeeping is a large share of it: cyclic garbage collection runs dozens of times
@@ -33,9 +40,14 @@ def _session_start() -> NoReturn:
 
     gc.disable()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from ondeck.entrypoints.hooks import session_start
+    if verb == "session-start":
+        from ondeck.entrypoints.hooks import session_start
 
-    code = session_start(sys.stdin, sys.stdout)
+        code = session_start(sys.stdin, sys.stdout)
+    else:
+        from ondeck.entrypoints.hooks import run_hook
+
+        code = run_hook(verb, sys.stdin, sys.stdout)
     for stream in (sys.stdout, sys.stderr):
         # A reader that went away is told nothing more; the exit code stands.
         with contextlib.suppress(OSError, ValueError):

@@ -33,11 +33,15 @@ def _register() -> None:
         backup,
         context,
         db,
+        exchange,
         hooks,
         mcp,
+        notes,
+        recall,
         rules,
         schedules,
         server,
+        sessions,
         tasks,
     )
 
@@ -50,6 +54,10 @@ def _register() -> None:
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
+    app.add_typer(sessions.app, name="session")
+    notes.register(app)
+    recall.register(app)
+    exchange.register(app)
 
 
 _register()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,10 +24,70 @@ def register(app: typer.Typer) -> None:
         budget: Annotated[
             int, typer.Option("--budget", min=1, max=500, help="At most this many items.")
         ] = 20,
+        brief: Annotated[
+            bool,
+            typer.Option(
+                "--brief/--no-brief", help="Add the brief: handoff, pinned notes, recent sessions."
+            ),
+        ] = True,
+        side: Annotated[
+            str | None,
+            typer.Option("--side", help="The brief's side (default: the directory's side)."),
+        ] = None,
+        session: Annotated[
+            str | None, typer.Option("--session", help="The session asking (its own id).")
+        ] = None,
+        source: Annotated[
+            str | None,
+            typer.Option("--source", help="How it started: startup, resume, clear, compact."),
+        ] = None,
     ) -> None:
-        """What is on deck today: reminders, running and due tasks, top of the backlog, warnings."""
+        """What is on deck today: reminders, running and due tasks, top of the backlog,
+        warnings; then the brief (what a session should know that is not a task)."""
         from ondeck.core.validation import check_project
 
         cli = cli_of(ctx)
         project = check_project(project)
-        typer.echo(cli.call.context_text(fmt, project, budget), nl=False)
+        request = _brief_request(cli.settings, project, side, session, source) if brief else None
+        typer.echo(cli.call.context_text(fmt, project, budget, brief=request), nl=False)
+
+
+def _brief_request(
+    settings: Any, project: str | None, side: str | None, session: str | None, source: str | None
+) -> Any:
+    """The brief of `project` in the side given, else the side of this directory."""
+    import os
+
+    from ondeck.core.errors import InvalidInput
+    from ondeck.services.brief import BriefRequest
+
+    if source is not None and source not in ("startup", "resume", "clear", "compact"):
+        raise InvalidInput(f"--source {source[:20]!r} is not startup, resume, clear or compact")
+    if session is not None and not 0 < len(session.strip()) <= 200:
+        raise InvalidInput("--session is 1 to 200 characters")
+    sides_on = bool(settings.sides)
+    unclassified = False
+    if side is not None and (not sides_on or side not in settings.sides):
+        raise InvalidInput(f"side {side[:64]!r} is not configured")
+    if (sides_on and side is None) or project is None:
+        # The brief of this directory's side and project, as the session hook would give.
+        from ondeck.entrypoints.place import here
+
+        found = here(settings)
+        if sides_on and side is None:
+            side, unclassified = found.side, found.unclassified
+        if project is None and not unclassified and (not sides_on or side == found.side):
+            project = found.project
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    return BriefRequest(
+        sides_on=sides_on,
+        side=side,
+        project=project,
+        unclassified=unclassified,
+        source=source,
+        session=session.strip() if session else None,
+        cwd=cwd,
+    )

@@ -11,7 +11,8 @@ import typer
 from ondeck.entrypoints.cli.common import cli_of
 
 app = typer.Typer(
-    help="Claude Code hooks: session context in, leases released out.", no_args_is_help=True
+    help="Claude Code hooks: session context in, session records kept, leases released out.",
+    no_args_is_help=True,
 )
 
 
@@ -23,12 +24,29 @@ def session_start(ctx: typer.Context) -> int:
     return run(sys.stdin, sys.stdout, cli_of(ctx).db_url)
 
 
+@app.command("stop")
+def stop(ctx: typer.Context) -> int:
+    """Read the Stop hook JSON on stdin, keep the session's last word."""
+    from ondeck.entrypoints.hooks import run_hook
+
+    return run_hook("stop", sys.stdin, sys.stdout, cli_of(ctx).db_url)
+
+
+@app.command("post-compact")
+def post_compact(ctx: typer.Context) -> int:
+    """Read the PostCompact hook JSON on stdin, keep Claude's summary of the compaction."""
+    from ondeck.entrypoints.hooks import run_hook
+
+    return run_hook("post-compact", sys.stdin, sys.stdout, cli_of(ctx).db_url)
+
+
 @app.command("session-end")
 def session_end(ctx: typer.Context) -> int:
-    """Read the SessionEnd hook JSON on stdin, release the leases that session held."""
-    from ondeck.entrypoints.hooks import session_end as run
+    """Read the SessionEnd hook JSON on stdin: end the session's record (with what git says
+    it did) and release the leases it held."""
+    from ondeck.entrypoints.hooks import run_hook
 
-    return run(sys.stdin, sys.stdout, cli_of(ctx).db_url)
+    return run_hook("session-end", sys.stdin, sys.stdout, cli_of(ctx).db_url)
 
 
 ProjectDir = Annotated[
@@ -40,7 +58,8 @@ User = Annotated[bool, typer.Option("--user", help="Write ~/.claude/settings.jso
 
 @app.command("install")
 def install(project_dir: ProjectDir = None, user: User = False) -> None:
-    """Add ondeck's SessionStart and SessionEnd hooks to Claude Code's settings.json."""
+    """Add ondeck's hooks (SessionStart, Stop, PostCompact, SessionEnd) to Claude Code's
+    settings.json."""
     from ondeck.entrypoints.claude_settings import install as run
     from ondeck.entrypoints.claude_settings import settings_path
 

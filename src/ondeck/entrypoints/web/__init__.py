@@ -2,8 +2,9 @@
 
 Every page and form is a thin entry point: parse the input, call one service (the same ones
 the CLI and the API call), render. The routes live in `pages` (Today, Activity, System,
-the calendar feed), `tasks` (Backlog), `schedules` and `login`; `auth` holds the login
-cookie and CSRF, `render` the templates and how errors become a flash.
+the calendar feed), `tasks` (Backlog), `schedules`, `sessions`, `memory` and `login`;
+`auth` holds the login cookie and CSRF, `render` the templates and how errors become a
+flash.
 
 `install(app, settings)` mounts all of it on the API's FastAPI app. None of it appears in
 the OpenAPI document.
@@ -27,7 +28,7 @@ from ondeck.entrypoints.web import auth
 
 
 def install(app: FastAPI, settings: Settings) -> None:
-    from ondeck.entrypoints.web import login, pages, schedules, tasks
+    from ondeck.entrypoints.web import login, memory, pages, schedules, sessions, tasks
 
     app.state.dashboard_guard = auth.Guard.create(settings.token_value)
     app.mount(
@@ -35,7 +36,7 @@ def install(app: FastAPI, settings: Settings) -> None:
     )
     app.include_router(login.router)
     app.include_router(pages.public)
-    for module in (pages, tasks, schedules):
+    for module in (pages, tasks, schedules, sessions, memory):
         app.include_router(module.router)
     app.include_router(login.private)
     _install_handlers(app)

@@ -12,7 +12,7 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
-from ondeck.services import events, workers
+from ondeck.services import events, spool, workers
 from ondeck.services.backup_runs import list_backups
 from ondeck.services.calendar_feed import build_calendar
 
@@ -34,6 +34,9 @@ KIND_HINTS = (
     "schedule.fired",
     "schedule.pulled_now",
     "backup.",
+    "session.",
+    "session.moved",
+    "session.lost",
 )
 
 
@@ -103,6 +106,7 @@ def system_page(request: Request) -> Response:
         for w in found
     ]
     url = make_url(settings.url).render_as_string(hide_password=True)
+    spooled = spool.status(settings.spool_dir)
     return render(
         request,
         "system.html",
@@ -116,6 +120,8 @@ def system_page(request: Request) -> Response:
             "database_url": url,
             "settings": settings,
             "silent_ticks": workers.JOBS_SILENT_TICKS,
+            "spool": spooled,
+            "spool_stuck": spooled.stuck(now),
         },
     )
 

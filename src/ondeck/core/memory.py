@@ -1,0 +1,145 @@
+"""Notes and handoffs: their kinds, statuses and origins (issue 15).
+
+A note is something a session should know that is not a task: a plain `note`, a
+`decision`, or a `handoff` (an agent's own words for the next session of its project, one
+per session). Its status says whether it may be shown as true:
+
+    active      shown (if not past its `expires_on`)
+    superseded  replaced by a newer note (`superseded_by`); shown only when asked, labelled
+    wrong       marked wrong by someone, with the reason; never shown as true again
+    expired     past its `expires_on` (the jobs tick marks it)
+
+Standard library only: the session hook's brief reads these words too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, tzinfo
+from enum import StrEnum
+from typing import Any
+
+TEXT_MAX = 8_000
+REASON_MAX = 500
+ORIGIN_PERSON = "person"
+ORIGIN_HOOK = "hook"
+ORIGIN_AGENT_PREFIX = "agent:"
+
+
+class NoteKind(StrEnum):
+    NOTE = "note"
+    DECISION = "decision"
+    HANDOFF = "handoff"
+
+
+class NoteStatus(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    WRONG = "wrong"
+    EXPIRED = "expired"
+
+
+def agent_origin(session_external_id: str | None) -> str:
+    """`agent:<session id>`; `agent:unknown` when the session could not be told."""
+    return f"{ORIGIN_AGENT_PREFIX}{(session_external_id or 'unknown')[:200]}"
+
+
+# --- the record ---------------------------------------------------------------------------
+
+
+def _iso(instant: datetime | None, zone: tzinfo) -> str | None:
+    return None if instant is None else instant.astimezone(zone).isoformat()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Note:
+    id: int
+    side: str | None
+    project: str | None
+    kind: NoteKind
+    text: str
+    pinned: bool
+    status: NoteStatus
+    status_reason: str | None
+    status_at: datetime | None
+    supersedes: int | None
+    superseded_by: int | None
+    expires_on: date | None
+    origin: str
+    session_id: int | None
+    git_root: str | None
+    branch: str | None
+    head: str | None
+    redactions: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> Note:
+        """A `notes` row (SQLAlchemy) as the record."""
+        values = dict(row._mapping)
+        values["kind"] = NoteKind(values["kind"])
+        values["status"] = NoteStatus(values["status"])
+        values["pinned"] = bool(values["pinned"])
+        return cls(**{name: values[name] for name in _NOTE_FIELDS})
+
+    def shown_status(self, today: date) -> NoteStatus:
+        """The status as it is true today: an active note past its date is expired even
+        before the jobs tick marks it (no reader is told it is still true)."""
+        if self.status is NoteStatus.ACTIVE and self.expires_on and self.expires_on < today:
+            return NoteStatus.EXPIRED
+        return self.status
+
+    def is_true(self, today: date) -> bool:
+        return self.shown_status(today) is NoteStatus.ACTIVE
+
+    def to_json(self, zone: tzinfo, today: date) -> dict[str, Any]:
+        shown = self.shown_status(today)
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "side": self.side,
+            "project": self.project,
+            "text": self.text,
+            "pinned": self.pinned,
+            "status": shown.value,
+            "stored_status": self.status.value,
+            "status_reason": self.status_reason,
+            "status_at": _iso(self.status_at, zone),
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "expires_on": self.expires_on.isoformat() if self.expires_on else None,
+            "origin": self.origin,
+            "session_id": self.session_id,
+            "git_root": self.git_root,
+            "branch": self.branch,
+            "head": self.head,
+            "redactions": self.redactions,
+            "created_at": _iso(self.created_at, zone),
+            "updated_at": _iso(self.updated_at, zone),
+        }
+
+
+_NOTE_FIELDS = tuple(Note.__dataclass_fields__)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scope:
+    """Whose memory a reader may see. Sides are hard partitions: with sides configured, a
+    reader sees one side's items (`side`), or (`inbox`, a person asking) only the
+    unclassified ones, which no side sees. Without sides there is one pool."""
+
+    sides_on: bool
+    side: str | None = None
+    project: str | None = None
+    inbox: bool = False
+
+    def describe(self) -> str:
+        where = (
+            "the unclassified inbox"
+            if self.inbox
+            else f"side {self.side}"
+            if self.sides_on
+            else "all notes"
+        )
+        return f"{where}, project {self.project}" if self.project else where

@@ -1,0 +1,160 @@
+"""Connections of the bare drivers (`sqlite3`, `psycopg`) with the settings ondeck's engines
+give theirs (db/engine.py), for the session hooks' writes (services/session_store.py), which
+must not pay for importing SQLAlchemy. `tests/integration/test_bare_store.py` holds the two
+sets of settings together.
+
+`open_bare` answers None for anything it does not handle the way `make_engine` does (an
+unusual URL, a SQLite file that does not exist yet): the caller then takes the SQLAlchemy
+path, which also creates and migrates a new database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+SQLITE_BUSY_TIMEOUT_MS = 5_000  # = db.engine.SQLITE_BUSY_TIMEOUT_MS
+PG_CONNECT_TIMEOUT_S = 5  # = db.engine.PG_CONNECT_TIMEOUT_S
+_SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached or locked right now."""
+
+
+class SchemaBehind(Exception):
+    """The database has no session tables yet: the SQLAlchemy path migrates it first."""
+
+
+class BareDb:
+    """A `session_store.Db` over a DB-API connection, one transaction at a time."""
+
+    def __init__(self, connection: Any, dialect: str) -> None:
+        self.connection = connection
+        self.dialect = dialect
+
+    def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql, params)
+            if cursor.description is None:
+                return []
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[BareDb]:
+        """A write transaction (BEGIN IMMEDIATE on SQLite, as the engines take), committed at
+        the end; a driver error comes out as StoreUnavailable or SchemaBehind when it is one."""
+        with translate(self.dialect):
+            if self.dialect == "sqlite":
+                self.connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                self.connection.rollback()
+                raise
+            self.connection.commit()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing what failed must not hide why
+            self.connection.close()
+
+
+@contextmanager
+def translate(dialect: str) -> Iterator[None]:
+    """Driver errors as the two cases a hook treats apart: unreachable, schema behind."""
+    try:
+        yield
+    except Exception as exc:
+        problem = _classify(dialect, exc)
+        if problem is not None:
+            raise problem from exc
+        raise
+
+
+def _classify(dialect: str, exc: Exception) -> Exception | None:
+    message = " ".join(str(exc).split())[:300] or type(exc).__name__
+    if dialect == "sqlite":
+        import sqlite3
+
+        if not isinstance(exc, sqlite3.OperationalError):
+            return None
+        lowered = message.lower()
+        if "no such table" in lowered or "no such column" in lowered:
+            return SchemaBehind(message)
+        if any(word in lowered for word in _SQLITE_UNAVAILABLE):
+            return StoreUnavailable(message)
+        return None
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return SchemaBehind(message)
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreUnavailable(message)
+    return None
+
+
+def open_bare(url: str) -> BareDb | None:
+    """A bare connection to the database at `url`, or None (take the SQLAlchemy path)."""
+    if url.startswith("sqlite:///"):
+        return _sqlite(url.removeprefix("sqlite:///"))
+    for scheme in ("postgresql+psycopg://", "postgresql://"):
+        if url.startswith(scheme):
+            return _postgres("postgresql://" + url.removeprefix(scheme))
+    return None
+
+
+def _sqlite(database: str) -> BareDb | None:
+    import sqlite3
+
+    if not database or "?" in database or database.startswith("file:") or database == ":memory:":
+        return None
+    path = os.path.expanduser(database)
+    if not os.path.isfile(path):
+        return None  # a new database: the SQLAlchemy path creates and migrates it
+    with translate("sqlite"):
+        connection = sqlite3.connect(
+            path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None
+        )
+        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        # The file is already in WAL mode (the engine that created it set it: it persists).
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        from ondeck.db import textpairs  # the full-text triggers of migration 0004 call it
+
+        textpairs.install(connection)
+    return BareDb(connection, "sqlite")
+
+
+def _postgres(conninfo: str) -> BareDb:
+    import psycopg
+
+    with translate("postgresql"):
+        connection = psycopg.connect(
+            conninfo,
+            connect_timeout=PG_CONNECT_TIMEOUT_S,
+            application_name="ondeck",
+            # Instants come back in UTC, as the engines' connections give them.
+            options="-c TimeZone=UTC",
+        )
+    return BareDb(connection, "postgresql")
+
+
+class SqlaDb:
+    """A `session_store.Db` over a SQLAlchemy connection, in the caller's transaction."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.dialect = conn.dialect.name
+
+    def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        result = self.conn.exec_driver_sql(sql, params)
+        if not result.returns_rows:
+            return []
+        return [dict(row._mapping) for row in result]

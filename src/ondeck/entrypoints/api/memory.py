@@ -1,0 +1,397 @@
+"""Memory over HTTP: `/api/v1/recall`, `/api/v1/notes…`, `/api/v1/handoffs`. Thin: parse,
+call one service (services/notes.py, services/recall.py), render.
+
+The API has no working directory: with sides configured every call names its `side`, or
+asks for the inbox (`unclassified=true`); a note of another side is "not found".
+The result models are shared with the MCP server (entrypoints/mcp_server.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel, Field, Strict
+
+from ondeck.core.errors import InvalidInput
+from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus, Scope
+from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
+from ondeck.entrypoints.api.deps import StoreDep
+from ondeck.entrypoints.api.models import Day, Project, StrictBody, errors
+from ondeck.entrypoints.store import Call
+from ondeck.services import notes
+from ondeck.services.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, parse_kinds, recall
+
+router = APIRouter(tags=["memory"])
+
+ACTOR = "api"
+
+# Strict(False): the JSON words "note", "active" must still be the members they name.
+Kind = Annotated[NoteKind, Strict(False)]
+Status = Annotated[NoteStatus, Strict(False)]
+NoteId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The note's id.")]
+Side = Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)]
+Inbox = Annotated[
+    bool, Query(description="The inbox: items of unclassified sessions, seen by no side.")
+]
+ProjectQuery = Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)]
+Text = Annotated[str, Field(min_length=1, max_length=TEXT_MAX)]
+
+
+class NoteOut(BaseModel):
+    id: int
+    kind: Kind
+    side: str | None = Field(description="Null: no sides configured, or in the inbox.")
+    project: str | None = Field(description="Null: the whole side.")
+    text: str = Field(description="As stored: private spans and secrets already taken out.")
+    pinned: bool
+    status: Status = Field(description="As true today: an active note past its date is expired.")
+    stored_status: Status = Field(description="As stored (the jobs tick marks expiry).")
+    status_reason: str | None = Field(description="Why it is wrong, or when it expired.")
+    status_at: str | None
+    supersedes: int | None = Field(description="The note this one replaced.")
+    superseded_by: int | None = Field(description="The note that replaced this one.")
+    expires_on: str | None = Field(description="YYYY-MM-DD: expired from the day after.")
+    origin: str = Field(description="person, agent:<session id> or hook.")
+    session_id: int | None
+    git_root: str | None
+    branch: str | None
+    head: str | None = Field(description="A handoff: the commit it was written at.")
+    redactions: int = Field(description="Secrets and private spans taken out before storing.")
+    created_at: str
+    updated_at: str
+
+
+class NoteList(BaseModel):
+    notes: list[NoteOut]
+
+
+class Superseded(BaseModel):
+    superseded: NoteOut = Field(description="The old note, now superseded, linked to the new.")
+    note: NoteOut = Field(description="The note that replaces it.")
+
+
+class HandoffOut(BaseModel):
+    note: NoteOut
+    replaced: bool = Field(description="True: the session's earlier handoff was replaced.")
+
+
+class RecallHit(BaseModel):
+    kind: Literal["note", "decision", "handoff", "compaction", "last_word", "task"]
+    id: int
+    ref: str = Field(description="note 12, session 3, session 3 compaction 7, task 9.")
+    session_id: int | None
+    at: str = Field(description="When it was written (a note: last changed).")
+    age: str = Field(description="How old it is, in words.")
+    side: str | None
+    project: str | None
+    status: str = Field(description="A note's status as true today; a task's; a session's.")
+    true: bool = Field(description="False: superseded, wrong or expired (see label).")
+    label: str | None = Field(description="Why it is not true any more, in words.")
+    origin: str
+    whole_query: bool = Field(description="It holds the whole query as typed (ranked first).")
+    snippet: str
+
+
+class RecallScope(BaseModel):
+    side: str | None
+    project: str | None
+    unclassified: bool
+
+
+class RecallOut(BaseModel):
+    query: str
+    terms: list[str]
+    scope: RecallScope
+    kinds: list[str]
+    all: bool = Field(description="Superseded, wrong and expired notes were searched too.")
+    limit: int
+    more: bool = Field(description="There are more results than shown.")
+    results: list[RecallHit]
+
+
+class NoteIn(StrictBody):
+    text: Text
+    kind: Literal["note", "decision"] = "note"
+    side: Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)] | None = Field(
+        None, description="Required when sides are configured."
+    )
+    project: Project | None = Field(None, description="Null: the whole side.")
+    pinned: bool = False
+    expires_on: Day | None = None
+    session: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None, description="Written by this session: its side and project, origin agent."
+    )
+
+
+class NoteEdit(StrictBody):
+    text: Text | None = None
+    kind: Literal["note", "decision", "handoff"] | None = None
+    project: Project | None = Field(None, description="Give null with whole_side to clear.")
+    whole_side: bool = False
+    expires_on: Day | None = None
+    clear_expiry: bool = False
+
+
+class SupersedeIn(StrictBody):
+    text: Text
+
+
+class WrongIn(StrictBody):
+    reason: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class HandoffIn(StrictBody):
+    session: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="The session's number, its agent's id, or 8+ first characters of it."
+    )
+    text: Text
+    branch: Annotated[str, Field(max_length=255)] | None = None
+    head: Annotated[str, Field(pattern=r"^[0-9a-f]{4,64}$")] | None = None
+    git_root: Annotated[str, Field(max_length=4000)] | None = None
+
+
+ERRORS = errors(
+    e404="No such note in this side.",
+    e409="The note is not active, or changed meanwhile.",
+    e422="Invalid input; nothing was written.",
+)
+
+
+def scope_of(store: Call, side: str | None, project: str | None, inbox: bool) -> Scope:
+    sides = store.settings.sides
+    if inbox:
+        if side:
+            raise InvalidInput("give either side or unclassified=true, not both")
+        return Scope(sides_on=bool(sides), project=project, inbox=bool(sides))
+    if sides:
+        if not side:
+            raise InvalidInput(
+                f"give side: one of {', '.join(sorted(sides))} (memory is never read across "
+                "sides), or unclassified=true for the inbox"
+            )
+        if side not in sides:
+            raise InvalidInput(f"side {side!r} is not configured")
+        return Scope(sides_on=True, side=side, project=project)
+    if side:
+        raise InvalidInput("no sides are configured (one pool): leave side out")
+    return Scope(sides_on=False, project=project)
+
+
+def note_out(store: Call, note: Any) -> dict[str, Any]:
+    zone = store.settings.zone
+    from ondeck.core.clock import today
+
+    result: dict[str, Any] = note.to_json(zone, today(store.now(), zone))
+    return result
+
+
+@router.get("/recall", response_model=RecallOut, responses=ERRORS)
+def get_recall(
+    store: StoreDep,
+    q: Annotated[str, Query(min_length=1, max_length=200, description="Words to find.")],
+    side: Side = None,
+    project: ProjectQuery = None,
+    unclassified: Inbox = False,
+    kind: Annotated[
+        list[str] | None, Query(description=f"Any of {', '.join(KINDS)} (repeat).")
+    ] = None,
+    all: Annotated[bool, Query(description="Also superseded, wrong and expired notes.")] = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    from ondeck.core.clock import today
+
+    scope = scope_of(store, side, project, unclassified)
+    kinds = parse_kinds(",".join(kind or []))
+    now, zone = store.now(), store.settings.zone
+    with store.read() as conn:
+        found = recall(conn, q, scope, today(now, zone), kinds=kinds, include_all=all, limit=limit)
+    return found.to_json(zone, now)
+
+
+@router.get("/notes", response_model=NoteList, responses=ERRORS)
+def list_notes(
+    store: StoreDep,
+    side: Side = None,
+    project: ProjectQuery = None,
+    unclassified: Inbox = False,
+    kind: Annotated[list[Kind] | None, Query()] = None,
+    all: Annotated[bool, Query(description="Also superseded, wrong and expired notes.")] = False,
+    pinned: Annotated[bool | None, Query()] = None,
+    before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
+    limit: Annotated[int, Query(ge=1, le=notes.MAX_LIMIT)] = 50,
+) -> dict[str, Any]:
+    from ondeck.core.clock import today
+
+    scope = scope_of(store, side, project, unclassified)
+    with store.read() as conn:
+        found = notes.list_notes(
+            conn,
+            scope,
+            today(store.now(), store.settings.zone),
+            kinds=kind or (),
+            include_all=all,
+            pinned=pinned,
+            before_id=before_id,
+            limit=limit,
+        )
+    return {"notes": [note_out(store, n) for n in found]}
+
+
+@router.post("/notes", response_model=NoteOut, status_code=201, responses=ERRORS)
+def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
+    from ondeck.services.sessions import find_session
+
+    settings = store.settings
+    with store.write() as conn:
+        session_id = find_session(conn, body.session).id if body.session else None
+        note = notes.add_note(
+            conn,
+            store.now(),
+            text=body.text,
+            kind=body.kind,
+            side=body.side,
+            project=body.project,
+            sides=settings.sides,
+            zone=settings.zone,
+            pinned=body.pinned,
+            expires_on=body.expires_on,
+            session_id=session_id,
+            actor=ACTOR,
+        )
+    return note_out(store, note)
+
+
+@router.get("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+def get_note(
+    store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, unclassified)
+    with store.read() as conn:
+        note = notes.get_note(conn, note_id, scope)
+    return note_out(store, note)
+
+
+@router.patch("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+def edit_note(
+    store: StoreDep,
+    note_id: NoteId,
+    body: NoteEdit,
+    side: Side = None,
+    unclassified: Inbox = False,
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, unclassified)
+    project: Any = notes.UNSET
+    if body.whole_side:
+        if body.project is not None:
+            raise InvalidInput("give either project or whole_side")
+        project = None
+    elif body.project is not None:
+        project = body.project
+    expires: Any = notes.UNSET
+    if body.clear_expiry:
+        if body.expires_on is not None:
+            raise InvalidInput("give either expires_on or clear_expiry")
+        expires = None
+    elif body.expires_on is not None:
+        expires = body.expires_on
+    with store.write() as conn:
+        note = notes.edit_note(
+            conn,
+            store.now(),
+            note_id,
+            scope=scope,
+            text=body.text,
+            kind=body.kind,
+            project=project,
+            expires_on=expires,
+            zone=store.settings.zone,
+            actor=ACTOR,
+        )
+    return note_out(store, note)
+
+
+def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool) -> Any:
+    scope = scope_of(store, side, None, inbox)
+    with store.write() as conn:
+        note = notes.set_pinned(conn, store.now(), note_id, pinned, scope=scope, actor=ACTOR)
+    return note_out(store, note)
+
+
+@router.post("/notes/{note_id}/pin", response_model=NoteOut, responses=ERRORS)
+def pin_note(
+    store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
+) -> dict[str, Any]:
+    return _pin(store, note_id, True, side, unclassified)  # type: ignore[no-any-return]
+
+
+@router.post("/notes/{note_id}/unpin", response_model=NoteOut, responses=ERRORS)
+def unpin_note(
+    store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
+) -> dict[str, Any]:
+    return _pin(store, note_id, False, side, unclassified)  # type: ignore[no-any-return]
+
+
+@router.post("/notes/{note_id}/supersede", response_model=Superseded, responses=ERRORS)
+def supersede_note(
+    store: StoreDep,
+    note_id: NoteId,
+    body: SupersedeIn,
+    side: Side = None,
+    unclassified: Inbox = False,
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, unclassified)
+    with store.write() as conn:
+        old, new = notes.supersede(
+            conn,
+            store.now(),
+            note_id,
+            body.text,
+            scope=scope,
+            zone=store.settings.zone,
+            actor=ACTOR,
+        )
+    return {"superseded": note_out(store, old), "note": note_out(store, new)}
+
+
+@router.post("/notes/{note_id}/wrong", response_model=NoteOut, responses=ERRORS)
+def mark_wrong(
+    store: StoreDep,
+    note_id: NoteId,
+    body: WrongIn,
+    side: Side = None,
+    unclassified: Inbox = False,
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, unclassified)
+    with store.write() as conn:
+        note = notes.mark_wrong(conn, store.now(), note_id, body.reason, scope=scope, actor=ACTOR)
+    return note_out(store, note)
+
+
+@router.delete("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+def delete_note(
+    store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, unclassified)
+    with store.write() as conn:
+        note = notes.delete_note(conn, store.now(), note_id, scope=scope, actor=ACTOR)
+    return note_out(store, note)
+
+
+@router.post("/handoffs", response_model=HandoffOut, responses=ERRORS)
+def write_handoff(store: StoreDep, body: HandoffIn) -> dict[str, Any]:
+    from ondeck.services.sessions import find_session
+
+    with store.write() as conn:
+        session_id = find_session(conn, body.session).id
+        note, replaced = notes.write_handoff(
+            conn,
+            store.now(),
+            session_id,
+            body.text,
+            git_root=body.git_root,
+            branch=body.branch,
+            head=body.head,
+            actor=ACTOR,
+        )
+    return {"note": note_out(store, note), "replaced": replaced}

@@ -1,0 +1,277 @@
+"""Session records over HTTP: `/api/v1/sessions…`. Thin: parse, call one service, render.
+
+`POST /sessions/records` is where the Claude Code hooks send what they recorded when a
+server of their database runs (entrypoints/hooks.py); people and scripts read and move.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from ondeck.core.errors import Conflict, OndeckError
+from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
+from ondeck.entrypoints.api.deps import StoreDep
+from ondeck.entrypoints.api.models import Project, StrictBody, errors
+from ondeck.services import session_hooks, sessions
+from ondeck.services.context_render import Format
+
+router = APIRouter(tags=["sessions"])
+
+ACTOR = "api"
+MAX_RECORDS = 500
+
+SessionRef = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=200,
+        description="The session's number, its agent's session id, or 8+ first characters of it.",
+    ),
+]
+Name = Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)]
+
+
+class SessionOut(BaseModel):
+    id: int
+    agent: str
+    external_id: str = Field(description="The agent's own session id (Claude Code's).")
+    status: Literal["open", "ended", "lost"]
+    unclassified: bool = Field(description="In the inbox: shown to no other session.")
+    capture: bool = Field(description="False: only times, side and project are kept.")
+    side: str | None
+    project: str | None
+    side_rule: str = Field(description="marker, path, remote, moved or none.")
+    project_rule: str = Field(description="marker, path, remote, git, moved or none.")
+    started_at: str = Field(description="ISO-8601 with the configured zone's offset.")
+    last_seen_at: str
+    ended_at: str | None
+    end_reason: str | None
+    start_source: str | None
+    cwd: str | None
+    git_root: str | None
+    branch: str | None
+    compactions: int
+    disagreements: int = Field(description="How many disagreements the record holds.")
+    redactions: int = Field(description="Secrets and private spans taken out before storing.")
+    last_word_preview: str | None
+
+
+class SessionDetailOut(BaseModel):
+    """Everything the record holds (the classification, its signals and disagreements, the
+    compaction summaries, the tasks it touched, commits, files, last word, history)."""
+
+    model_config = {"extra": "allow"}
+
+    id: int
+    status: Literal["open", "ended", "lost"]
+    classification: dict[str, Any]
+
+
+class MoveIn(StrictBody):
+    side: Name | None = Field(None, description="Required when sides are configured.")
+    project: Project | None = None
+
+
+class RecordsIn(BaseModel):
+    records: list[dict[str, Any]] = Field(
+        max_length=MAX_RECORDS,
+        description="Hook records (services/hook_records.py), applied in order, each checked.",
+    )
+
+
+class HookEventsIn(BaseModel):
+    events: list[dict[str, Any]] = Field(
+        max_length=50,
+        description="Hook events as the hook received them: hook (session-start, stop, "
+        "post-compact, session-end), payload (Claude Code's JSON), at (ISO-8601 instant), "
+        "transcript_size, context (true: answer with the session context too).",
+    )
+    rules: dict[str, Any] = Field(
+        description="The hook's classification rules: projects, sides, remotes, "
+        "no_capture, private_globs (as in the config file)."
+    )
+
+
+class Forbidden(OndeckError):
+    """Only a hook on this machine may send its events: the server reads its files."""
+
+    code = "forbidden"
+    exit_code = 2
+    http_status = 403
+
+
+class RecordResult(BaseModel):
+    fingerprint: str | None
+    outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
+        description="declined: the hook is to make and store the record itself."
+    )
+    reason: str | None = None
+    session: dict[str, Any] | None = None
+    released: list[int] = []
+
+
+class RecordsOut(BaseModel):
+    results: list[RecordResult]
+
+
+class HookEventResult(RecordResult):
+    classification: dict[str, Any] | None = None
+    context: str | None = Field(
+        None, description="The session context (Markdown), when the event asked for it."
+    )
+
+
+class HookEventsOut(BaseModel):
+    results: list[HookEventResult]
+
+
+ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was written.")
+
+
+@router.get("/sessions", response_model=list[SessionOut], responses=ERRORS)
+def list_sessions(
+    store: StoreDep,
+    status: Annotated[
+        Literal["open", "ended", "lost", "unclassified"] | None,
+        Query(description="unclassified: the inbox."),
+    ] = None,
+    side: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
+    limit: Annotated[int, Query(ge=1, le=sessions.MAX_LIMIT)] = 50,
+) -> list[dict[str, Any]]:
+    with store.read() as conn:
+        found = sessions.list_sessions(
+            conn, status=status, side=side, project=project, before_id=before_id, limit=limit
+        )
+    return [s.summary_json(store.settings.zone) for s in found]
+
+
+@router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
+def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
+    with store.read() as conn:
+        detail = sessions.session_detail(conn, ref)
+    return detail.to_json(store.settings.zone)
+
+
+@router.post(
+    "/sessions/{ref}/move",
+    response_model=SessionOut,
+    responses={**ERRORS, **errors(e409="The session changed meanwhile.")},
+)
+def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, Any]:
+    with store.write() as conn:
+        moved = sessions.move_session(
+            conn,
+            store.now(),
+            ref,
+            side=body.side,
+            project=body.project,
+            sides=store.settings.sides,
+            actor=ACTOR,
+        )
+    return moved.summary_json(store.settings.zone)
+
+
+@router.post(
+    "/sessions/records",
+    response_model=RecordsOut,
+    responses=errors(
+        e409="The hook expects another database than this server's.",
+        e422="Invalid input; nothing was written.",
+    ),
+)
+def post_records(
+    store: StoreDep,
+    body: RecordsIn,
+    expected: Annotated[
+        str | None,
+        Header(
+            alias="X-Ondeck-Store-Expected",
+            max_length=64,
+            description="The store fingerprint the hook is configured for.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    _same_store(store.settings.store_id, expected)
+    results = session_hooks.apply_records(store.engine, store.now(), body.records)
+    return {"results": results}
+
+
+@router.post(
+    "/sessions/hook-events",
+    response_model=HookEventsOut,
+    responses=errors(
+        e403="Only from this machine (the server reads git and the marker file in cwd).",
+        e409="The hook expects another database than this server's.",
+        e422="Invalid input; nothing was written.",
+    ),
+)
+def post_hook_events(
+    request: Request,
+    store: StoreDep,
+    body: HookEventsIn,
+    background: BackgroundTasks,
+    expected: Annotated[
+        str | None,
+        Header(
+            alias="X-Ondeck-Store-Expected",
+            max_length=64,
+            description="The store fingerprint the hook is configured for.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
+    classifies it by the hook's rules, scrubs and stores it; a session's commits and files
+    are read once the answer is sent."""
+    if not _loopback(request):
+        raise Forbidden()
+    _same_store(store.settings.store_id, expected)
+    now = store.now()
+    results = session_hooks.record_hook_events(
+        store.engine, now, body.events, body.rules, later=background.add_task
+    )
+    # A session-start asks for its context in the same answer (the hook saves a request).
+    for event, result in zip(body.events, results, strict=True):
+        if event.get("context") is True and result.get("classification"):
+            project = result["classification"]["project"]["value"]
+            brief = _brief_of(event, result["classification"], body.rules)
+            result["context"] = store.context_text(Format.markdown, project, brief=brief)
+    return {"results": results}
+
+
+def _brief_of(event: dict[str, Any], classification: dict[str, Any], rules: Any) -> Any:
+    """The brief a starting session is given (services/brief.py): its side and project as
+    the hook's rules classified it, how it started, its id, its directory (this machine's:
+    the route is loopback only)."""
+    from ondeck.services.brief import BriefRequest
+
+    payload = event.get("payload") or {}
+    session, source, cwd = payload.get("session_id"), payload.get("source"), payload.get("cwd")
+    return BriefRequest(
+        sides_on=bool(isinstance(rules, dict) and rules.get("sides")),
+        side=(classification.get("side") or {}).get("value"),
+        project=(classification.get("project") or {}).get("value"),
+        unclassified=bool(classification.get("unclassified")),
+        source=source if isinstance(source, str) and source.isalpha() else None,
+        session=session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+    )
+
+
+def _same_store(mine: str, expected: str | None) -> None:
+    if expected is not None and expected != mine:
+        raise Conflict("this server serves another database", code="store_mismatch")
+
+
+def _loopback(request: Request) -> bool:
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,284 @@
+"""Where a hook's record goes: the running server of the same database (`Server`), else the
+database itself or the spool (`Local`). See entrypoints/hooks.py for the order and why.
+
+Imported by every hook: `Server` needs nothing beyond `json`, `os` and ondeck's small HTTP
+client; `Local` imports what it uses when it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
+
+    from ondeck.core.hook_config import HookConfig
+
+SERVER_TIMEOUT_S = 3.0
+RECORDS_PATH = "/api/v1/sessions/records"
+EVENTS_PATH = "/api/v1/sessions/hook-events"
+
+
+def debug(message: str) -> None:
+    if os.environ.get("ONDECK_DEBUG"):
+        sys.stderr.write(f"ondeck: {message}\n")
+
+
+class NoServer(Exception):
+    """No server of the same database takes the event: the hook makes the record itself."""
+
+
+class Unreachable(Exception):
+    """Neither can the database: the record goes to the spool."""
+
+
+# --- 1. the server ---------------------------------------------------------------------------
+
+
+class Server:
+    """This machine's ondeck server, if it runs and serves the same database."""
+
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
+        self.ok: bool | None = None  # None: not asked yet
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-Ondeck-Store-Expected": self.config.store_id}
+        if self.config.token:
+            headers["Authorization"] = f"Bearer {self.config.token}"
+        return headers
+
+    def post(self, path: str, body: dict[str, Any], count: int) -> list[dict[str, Any]]:
+        """POST and the `results` (one per item sent); NoServer when it is not usable."""
+        if self.ok is False:
+            raise NoServer("not usable")
+        from ondeck.entrypoints.hook_http import HttpError, request
+
+        try:
+            status, headers, answer = request(
+                self.config.local_url,
+                "POST",
+                path,
+                body=json.dumps(body, ensure_ascii=False).encode(),
+                headers=self.headers(),
+                timeout=SERVER_TIMEOUT_S,
+            )
+        except HttpError as exc:
+            self.ok = False
+            raise NoServer(f"not reachable ({exc})") from None
+        if headers.get("x-ondeck-store") != self.config.store_id:
+            self.ok = False
+            raise NoServer("it serves another database")
+        if status != 200:
+            self.ok = False
+            raise NoServer(f"answered {status}: {answer[:200].decode('utf-8', 'replace')}")
+        try:
+            results = json.loads(answer)["results"]
+        except (ValueError, KeyError, TypeError):
+            self.ok = False
+            raise NoServer("answered something else than results") from None
+        if not isinstance(results, list) or len(results) != count:
+            self.ok = False
+            raise NoServer("answered for other events")
+        self.ok = True
+        return results
+
+    def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
+        """The event as received: the server makes and stores its record(s)."""
+        from ondeck.services.hook_records import transcript_size, trim
+
+        self.drain_spool()
+        event = {
+            "hook": verb,
+            "payload": trim(payload),
+            "at": at,
+            "transcript_size": transcript_size(payload),
+        }
+        if verb == "session-start":  # and its context in the same answer: one round trip
+            event["context"] = True
+        body = {"events": [event], "rules": self.config.rules()}
+        result = self.post(EVENTS_PATH, body, 1)[0]
+        if result.get("outcome") == "declined":  # the server cannot read this place
+            raise NoServer(f"declined: {result.get('reason')}")
+        debug(f"{verb} stored through {self.config.local_url}")
+        return result
+
+    def drain_spool(self) -> None:
+        """What waits in the spool goes first (rare: two stats when nothing waits)."""
+        if not _spool_waits(self.config.spool_dir):
+            return
+        from ondeck.services import spool
+        from ondeck.services.hook_records import parse_record
+
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            try:
+                results = self.post(
+                    RECORDS_PATH, {"records": [_sent(r) for r in batch]}, len(batch)
+                )
+            except NoServer as exc:
+                raise spool.Unreachable(str(exc)) from exc
+            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+
+        drained = spool.drain(self.config.spool_dir, apply, parse_record)
+        if drained.left:
+            raise NoServer("the spool could not be drained through the server")
+
+
+def _spool_waits(spool_dir: str) -> bool:
+    # = spool.has_waiting, without importing the spool module on every hook.
+    for name in ("draining.jsonl", "events.jsonl"):
+        try:
+            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _sent(record: dict[str, Any]) -> dict[str, Any]:
+    """A checked record back in the form it travels in (instants as ISO text)."""
+    at = record["at"]
+    return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}
+
+
+# --- 2. the database, 3. the spool ---------------------------------------------------------
+
+
+class Local:
+    """Records made here, stored in the database (the bare driver where it can) or the
+    spool; remembers which worked, so an end's git changes go the same way."""
+
+    def __init__(self, config: HookConfig, *, bare: bool = True) -> None:
+        self.config = config
+        self.problem = ""
+        # False: straight to SQLAlchemy (session-start builds its context with it anyway:
+        # one connection rather than two).
+        self._bare: Any = None if bare else False
+        self._engine: Any = None
+
+    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """Store `record` after whatever waits in the spool: its outcome, or None when it was
+        spooled (`self.problem` says why)."""
+        from ondeck.services import spool
+        from ondeck.services.hook_records import parse_record
+
+        checked = parse_record(record)  # what the store would refuse is a bug: say so here
+        try:
+            self._drain(spool, now)
+            result = self._apply(checked, now)
+            debug(f"{record['kind']} stored in the database")
+            return result
+        except Unreachable as exc:
+            self.problem = str(exc)
+        spool.append(self.config.spool_dir, record)
+        debug(f"{record['kind']} kept in the spool: {self.problem}")
+        return None
+
+    def waiting(self) -> int:
+        from ondeck.services import spool
+
+        return spool.status(self.config.spool_dir).waiting
+
+    def close(self) -> None:
+        if self._bare:
+            self._bare.close()
+        if self._engine is not None:
+            self._engine.dispose()
+
+    def _drain(self, spool: Any, now: datetime) -> None:
+        from ondeck.services.hook_records import parse_record
+
+        if not spool.has_waiting(self.config.spool_dir):
+            return
+
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            answers: list[str | None] = []
+            for record in batch:
+                try:
+                    self._apply(record, now)
+                except Unreachable as exc:
+                    if not answers:
+                        raise spool.Unreachable(str(exc)) from exc
+                    return answers
+                answers.append(None)
+            return answers
+
+        drained = spool.drain(self.config.spool_dir, apply, parse_record)
+        if drained.busy:
+            raise Unreachable("another process is draining the spool")
+        if drained.left:
+            raise Unreachable("the store went away while the spool drained")
+
+    def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+        from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare
+
+        if self._engine is None:
+            try:
+                if self._bare is None:
+                    self._bare = open_bare(self.config.url) or False
+                if self._bare:
+                    return self._apply_bare(record, now)
+            except StoreUnavailable as exc:
+                raise Unreachable(f"database unavailable: {exc}") from None
+            except SchemaBehind:
+                debug("database schema behind: migrating it first")
+        return self._apply_sqlalchemy(record, now)
+
+    def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+        from ondeck.services import session_store
+
+        with self._bare.transaction() as db:
+            applied = session_store.apply(db, record, now)
+            held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
+        released: list[int] = []
+        if held:  # rare: only then is SQLAlchemy worth its import
+            released = self._release(record, now)
+        return session_store.outcome(applied, record, released)
+
+    def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
+        from ondeck.db.engine import writing
+        from ondeck.services.backlog import release_held_by
+        from ondeck.services.session_store import OWNER_PREFIX
+
+        with writing(self.engine()) as conn:
+            return release_held_by(
+                conn,
+                now,
+                owner=f"{OWNER_PREFIX}{record['session'][:190]}",
+                actor=f"hook:{record['session'][:60]}",
+                reason=record.get("reason"),
+            )
+
+    def engine(self) -> Any:
+        """The SQLAlchemy engine (session-start's context needs it anyway)."""
+        if self._engine is None:
+            from ondeck.core.errors import Unavailable
+            from ondeck.db import open_database
+
+            try:
+                self._engine = open_database(self.config.url)
+            except Unavailable as exc:
+                raise Unreachable(str(exc)) from None
+        return self._engine
+
+    def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+        from ondeck.core.errors import Unavailable
+        from ondeck.db.engine import writing
+        from ondeck.services.session_hooks import apply_record
+
+        try:
+            with writing(self.engine()) as conn:
+                return apply_record(conn, now, record)
+        except Unavailable as exc:
+            raise Unreachable(str(exc)) from None
+
+    def spooled_line(self, what: str) -> str:
+        return (
+            f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
+            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and stored "
+            "by the next hook or jobs tick that reaches the database."
+        )

@@ -1,0 +1,134 @@
+"""The session hooks' HTTP client: one request to ondeck's own server, on a plain socket.
+
+`http.client` would cost a hook more than its whole request: it imports the `email` package
+to parse headers (about 2x `python -c pass` on its own). The hooks talk to one server, ondeck
+itself, on loopback, without TLS, redirects or proxies, so a request is written and its
+answer read here: HTTP/1.1 with `Connection: close`, a body by Content-Length or chunked.
+It uses the C module `_socket` itself: the `socket` module around it builds its enums at
+import, a sizeable share of a hook's whole process.
+"""
+
+from __future__ import annotations
+
+import _socket
+
+MAX_RESPONSE = 4 * 1024 * 1024
+
+
+class HttpError(OSError):
+    """No usable answer: the server is not there, too slow, or answered garbage."""
+
+
+def split_url(base: str) -> tuple[str, int]:
+    """`http://host:port` (IPv6 in brackets) → (host, port)."""
+    if not base.startswith("http://"):
+        raise HttpError(f"not an http:// URL: {base[:80]}")
+    authority = base.removeprefix("http://").split("/", 1)[0]
+    if authority.startswith("["):
+        host, _, rest = authority[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
+    if not port.isdigit():
+        port = "80"
+    return host, int(port)
+
+
+def request(
+    base: str,
+    method: str,
+    path: str,
+    *,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 3.0,
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers in lower case, body); raises HttpError when there is no answer."""
+    host, port = split_url(base)
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
+    for name, value in (headers or {}).items():
+        if "\r" in value or "\n" in value:
+            raise HttpError(f"header {name} holds a line break")
+        lines.append(f"{name}: {value}")
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+    try:
+        sock = _connect(host, port, timeout)
+        try:
+            sock.sendall(data)
+            chunks, size = [], 0
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE:
+                    raise HttpError("answer too large")
+        finally:
+            sock.close()
+    except (OSError, ValueError) as exc:
+        raise HttpError(str(exc) or type(exc).__name__) from None
+    return _read_response(b"".join(chunks))
+
+
+def _connect(host: str, port: int, timeout: float) -> _socket.socket:
+    """`socket.create_connection`: each address the name has, until one connects."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+    raise error or OSError(f"no address for {host}")
+
+
+def _read_response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, sep, rest = raw.partition(b"\r\n\r\n")
+    if not sep:
+        raise HttpError("incomplete answer")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        raise HttpError(f"not an HTTP answer: {status_line[:60]!r}")
+    headers = {}
+    for line in header_lines:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(rest)
+    elif "content-length" in headers:
+        length = headers["content-length"]
+        if not length.isdigit() or len(rest) < int(length):
+            raise HttpError("answer cut short")
+        body = rest[: int(length)]
+    else:
+        body = rest
+    return int(parts[1]), headers, body
+
+
+def _unchunk(data: bytes) -> bytes:
+    out: list[bytes] = []
+    at = 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            raise HttpError("bad chunked answer")
+        size_text = data[at:end].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise HttpError("bad chunked answer") from None
+        if size == 0:
+            return b"".join(out)
+        start = end + 2
+        if len(data) < start + size:
+            raise HttpError("answer cut short")
+        out.append(data[start : start + size])
+        at = start + size + 2

@@ -1,0 +1,379 @@
+"""The brief: what a new session of a project should know that is not a task, added to the
+session context after the warnings and today's work (services/context.py calls
+`build_brief`; services/brief_render.py writes it).
+
+- **Handoff**: the latest handoff of this project (its side), with its age, the branch and
+  HEAD it was written at and what changed in git since (read in the session's directory);
+  if a later session of the project ended without one, the brief says so.
+- **Pinned**: the pinned notes of the project, and the side-wide ones.
+- **Recent sessions**: the last three of the project: when, how long, how it ended, tasks
+  touched, commits.
+
+Nothing here is paraphrased: texts are the notes' own. Each item carries why it was chosen.
+Only what is true today is shown (never a wrong, superseded or expired note). After a
+`compact` or `resume` start only the handoff is added (the session already saw the rest).
+An unclassified session is shown nothing of memory, and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Integer,
+    bindparam,
+    exists,
+    func,
+    literal_column,
+    or_,
+    select,
+)
+
+from ondeck.core.memory import Note, Scope
+from ondeck.db.tables import events, notes, sessions
+
+PINNED_MAX = 20
+RECENT = 3
+TASKS_SHOWN = 5
+TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
+ONLY_HANDOFF = frozenset({"compact", "resume"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BriefRequest:
+    """Who asks: the session's side and project as classified, how it started, where."""
+
+    sides_on: bool
+    side: str | None = None
+    project: str | None = None
+    unclassified: bool = False
+    source: str | None = None  # startup, resume, clear, compact
+    session: str | None = None  # this session's own id (its agent's)
+    cwd: str | None = None  # where git is read for the handoff's drift
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionLine:
+    id: int
+    external_id: str
+    started_at: datetime
+    last_seen_at: datetime
+    ended_at: datetime | None
+    status: str
+    end_reason: str | None
+    branch: str | None
+    commits: int | None  # None: not read
+    tasks: list[int] = field(default_factory=list)
+    tasks_total: int = 0
+    handoff: int | None = None  # its handoff's note id
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Handoff:
+    note: Note
+    session: SessionLine | None
+    drift: Any = None  # core.git.Drift, or None when not read
+    drift_note: str | None = None  # why git was not read
+    # The latest session of the project after this handoff's that ended (or was lost)
+    # without leaving one: its line.
+    later_without: SessionLine | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Pinned:
+    note: Note
+    why: str  # "project match" or "side-wide pin"
+
+
+@dataclass(kw_only=True)
+class Brief:
+    request: BriefRequest
+    generated_at: datetime
+    handoff: Handoff | None = None
+    # No handoff in the project: its latest session that ended, if any.
+    no_handoff_since: SessionLine | None = None
+    pinned: list[Pinned] = field(default_factory=list)
+    pinned_total: int = 0
+    recent: list[SessionLine] = field(default_factory=list)
+    only_handoff: bool = False
+    closed: str | None = None  # why nothing of memory is shown (unclassified, no side)
+    this_session: int | None = None  # the session's number, when it is recorded
+
+
+def scope_of(request: BriefRequest) -> Scope | None:
+    """The notes this session may see; None: none at all."""
+    if request.unclassified:
+        return None
+    if request.sides_on and not request.side:
+        return None
+    return Scope(sides_on=request.sides_on, side=request.side, project=request.project)
+
+
+# --- statements: built once per shape, values bound (cheap to run at every session start) ---
+
+
+def _in_project(column: Any, project_null: bool) -> Any:
+    return column.is_(None) if project_null else column == bindparam("project")
+
+
+def _true_today() -> list[Any]:
+    return [
+        notes.c.status == literal_column("'active'"),
+        or_(notes.c.expires_on.is_(None), notes.c.expires_on >= bindparam("day")),
+    ]
+
+
+@lru_cache(maxsize=64)
+def _sessions_stmt(sides_on: bool, project_null: bool, mine: bool, what: str) -> Any:
+    """The project's sessions (not this one), newest first: `recent` (the last few),
+    `ended` (the last that ended or was lost), `later` (the last that ended after the
+    handoff's session without an active handoff)."""
+    where = [
+        _in_project(sessions.c.project, project_null),
+        sessions.c.unclassified.is_(False),
+    ]
+    if sides_on:
+        where.append(sessions.c.side == bindparam("side"))
+    if mine:
+        where.append(sessions.c.external_id != bindparam("session"))
+    if what in ("ended", "later"):
+        where.append(sessions.c.status != literal_column("'open'"))
+    if what == "later":
+        where += [
+            sessions.c.id > bindparam("after"),
+            # uq_notes_handoff_session answers per session.
+            ~exists().where(
+                notes.c.session_id == sessions.c.id,
+                notes.c.kind == literal_column("'handoff'"),
+                notes.c.status == literal_column("'active'"),
+            ),
+        ]
+    # ix_sessions_project (project, id): the project's sessions, newest first.
+    return (
+        select(*_SESSION_COLUMNS)
+        .where(*where)
+        .order_by(sessions.c.id.desc())
+        .limit(bindparam("limit", type_=Integer, literal_execute=True))
+    )
+
+
+@lru_cache(maxsize=16)
+def _handoff_stmt(sides_on: bool, project_null: bool) -> Any:
+    # ix_notes_handoffs (side, project, id) where kind = 'handoff': newest first.
+    where = [
+        notes.c.kind == literal_column("'handoff'"),
+        _in_project(notes.c.project, project_null),
+        *_true_today(),
+    ]
+    if sides_on:
+        where.append(notes.c.side == bindparam("side"))
+    return select(notes).where(*where).order_by(notes.c.id.desc()).limit(1)
+
+
+@lru_cache(maxsize=16)
+def _pinned_stmt(sides_on: bool, project_null: bool, count: bool) -> Any:
+    """The pinned notes true today of the project (first) and the side-wide ones."""
+    where = [
+        literal_column("notes.pinned"),
+        *_true_today(),
+        notes.c.kind != literal_column("'handoff'"),
+        notes.c.project.is_(None)
+        if project_null
+        else or_(notes.c.project == bindparam("project"), notes.c.project.is_(None)),
+    ]
+    if sides_on:
+        where.append(notes.c.side == bindparam("side"))
+    if count:
+        return select(func.count()).select_from(notes).where(*where)
+    # ix_notes_pinned (side, project, id) where pinned and active.
+    return (
+        select(notes)
+        .where(*where)
+        .order_by(notes.c.project.is_(None), notes.c.id.desc())
+        .limit(PINNED_MAX)
+    )
+
+
+@lru_cache(maxsize=1)
+def _one_session_stmt() -> Any:
+    return select(*_SESSION_COLUMNS).where(sessions.c.id == bindparam("id"))
+
+
+_SESSION_COLUMNS = (
+    sessions.c.id,
+    sessions.c.external_id,
+    sessions.c.started_at,
+    sessions.c.last_seen_at,
+    sessions.c.ended_at,
+    sessions.c.status,
+    sessions.c.end_reason,
+    sessions.c.branch,
+    sessions.c.commits,
+    sessions.c.start_head,
+)
+
+
+def _session_lines(
+    conn: Connection,
+    rows: list[Any],
+    *,
+    tasks_of: set[int] = frozenset(),  # type: ignore[assignment]
+) -> dict[int, SessionLine]:
+    """Lines for session rows: their handoffs in one statement, the tasks of `tasks_of` in
+    two."""
+    if not rows:
+        return {}
+    ids = sorted({r.id for r in rows})
+    handoffs = dict(
+        conn.execute(
+            select(notes.c.session_id, notes.c.id).where(
+                notes.c.kind == literal_column("'handoff'"),
+                notes.c.session_id.in_(ids),
+                notes.c.status == literal_column("'active'"),
+            )
+        ).all()
+    )
+    touched = _tasks_touched(conn, [r for r in rows if r.id in tasks_of])
+    lines = {}
+    for row in rows:
+        shown, total = touched.get(row.id, ([], 0))
+        commits = row.commits.get("total") if isinstance(row.commits, dict) else None
+        lines[row.id] = SessionLine(
+            id=row.id,
+            external_id=row.external_id,
+            started_at=row.started_at,
+            last_seen_at=row.last_seen_at,
+            ended_at=row.ended_at,
+            status=row.status,
+            end_reason=row.end_reason,
+            branch=row.branch,
+            commits=commits,
+            tasks=shown,
+            tasks_total=total,
+            handoff=handoffs.get(row.id),
+        )
+    return lines
+
+
+def _tasks_touched(conn: Connection, rows: list[Any]) -> dict[int, tuple[list[int], int]]:
+    """The tasks each session held (lease owner `claude:<its id>`), from the task events
+    between its own first and last events: one bounded range of ix_events_kind for all."""
+    if not rows:
+        return {}
+    subjects = {f"session:{r.id}": r for r in rows}
+    spans = {
+        subject: (low, high)
+        for subject, low, high in conn.execute(
+            select(events.c.subject, func.min(events.c.id), func.max(events.c.id))
+            .where(events.c.subject.in_(list(subjects)))
+            .group_by(events.c.subject)
+        )
+    }
+    if not spans:
+        return {}
+    owners = {f"claude:{r.external_id[:190]}": r.id for r in rows}
+    found = conn.execute(
+        select(events.c.id, events.c.subject, events.c.details["owner"].as_string())
+        .where(
+            events.c.kind.in_(TASK_KINDS),
+            events.c.id.between(
+                min(low for low, _ in spans.values()), max(high for _, high in spans.values())
+            ),
+            events.c.details["owner"].as_string().in_(list(owners)),
+        )
+        .order_by(events.c.id)
+        .limit(2000)
+    ).all()
+    by_session: dict[int, list[int]] = {}
+    for event_id, subject, owner in found:
+        session_id = owners[owner]
+        low, high = spans.get(f"session:{session_id}", (0, -1))
+        if not low <= event_id <= high:
+            continue
+        task_id = int(subject.removeprefix("task:"))
+        seen = by_session.setdefault(session_id, [])
+        if task_id not in seen:
+            seen.append(task_id)
+    return {sid: (seen[:TASKS_SHOWN], len(seen)) for sid, seen in by_session.items()}
+
+
+def _drift(handoff: Note, cwd: str | None) -> tuple[Any, str | None]:
+    if not handoff.head:
+        return None, "no HEAD was recorded with it"
+    if not cwd:
+        return None, "git not read: no working directory given"
+    from ondeck.core.git import Deadline, drift
+
+    return drift(cwd, handoff.head, Deadline()), None
+
+
+def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: date) -> Brief:
+    brief = Brief(request=request, generated_at=now)
+    brief.only_handoff = (request.source or "") in ONLY_HANDOFF
+    if request.session:
+        brief.this_session = conn.execute(
+            select(sessions.c.id).where(sessions.c.external_id == request.session)
+        ).scalar()
+    if scope_of(request) is None:
+        brief.closed = (
+            "this session is unclassified: ondeck shows it no notes, handoffs or sessions "
+            "until a person classifies it (`ondeck session move`)"
+            if request.unclassified
+            else "no side is known for this session: ondeck shows it no notes, handoffs or sessions"
+        )
+        return brief
+    shape = (request.sides_on, request.project is None)
+    values = {"side": request.side, "project": request.project, "day": day}
+    mine = request.session is not None
+    if mine:
+        values["session"] = request.session
+
+    def project_sessions(what: str, limit: int, **more: Any) -> list[Any]:
+        statement = _sessions_stmt(*shape, mine, what)
+        return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
+
+    row = conn.execute(_handoff_stmt(*shape), values).first()
+    handoff = None if row is None else Note.from_row(row)
+    own = later = last = None
+    if handoff is not None:
+        if handoff.session_id is not None:
+            own = conn.execute(_one_session_stmt(), {"id": handoff.session_id}).first()
+        found = project_sessions("later", 1, after=handoff.session_id or 0)
+        later = found[0] if found else None
+    else:
+        found = project_sessions("ended", 1)
+        last = found[0] if found else None
+    recent: list[Any] = []
+    if not brief.only_handoff:
+        rows = conn.execute(_pinned_stmt(*shape, False), values).all()
+        brief.pinned_total = len(rows)
+        if len(rows) == PINNED_MAX:
+            brief.pinned_total = int(conn.execute(_pinned_stmt(*shape, True), values).scalar_one())
+        side_wide = "side-wide pin" if request.sides_on else "pinned for every project"
+        brief.pinned = [
+            Pinned(note=Note.from_row(r), why="project match" if r.project else side_wide)
+            for r in rows
+        ]
+        recent = project_sessions("recent", RECENT)
+    lines = _session_lines(
+        conn,
+        [r for r in (own, later, last, *recent) if r is not None],
+        tasks_of={r.id for r in recent},
+    )
+    if handoff is not None:
+        drift, why_not = _drift(handoff, request.cwd)
+        brief.handoff = Handoff(
+            note=handoff,
+            session=lines.get(own.id) if own is not None else None,
+            drift=drift,
+            drift_note=why_not,
+            later_without=lines.get(later.id) if later is not None else None,
+        )
+    elif last is not None:
+        brief.no_handoff_since = lines[last.id]
+    brief.recent = [lines[r.id] for r in recent]
+    return brief

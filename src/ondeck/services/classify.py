@@ -1,0 +1,469 @@
+"""Which side and project a session belongs to, with the rule that decided and every signal
+that disagreed. Pure: the hook gathers the facts (its working directory, the marker file,
+git), the rules come from the settings, and the decision is a value.
+
+Sides are a hard partition (`work`, `personal`); projects live within a side. Each is decided
+by the first of these ranks that gives one, in this order:
+
+    1. marker   `.ondeck.toml` in the working directory or a parent: project, side, capture
+    2. path     the most specific configured path prefix (`projects`, `sides`)
+    3. remote   a git remote URL matching a configured pattern (`remotes`)
+    4. git      the project only: the name of the git top-level directory
+
+Every signal of a lower rank that names another value is kept as a disagreement: shown, never
+silently resolved. The session is **unclassified** (an inbox a person resolves, shown to no
+other session) when sides are configured and no rule gives one, when signals of the same rank
+disagree, or when a rule that exists cannot be read (a broken marker, an unknown side). The
+git top-level's name is a fallback, not a rule: it decides only where no rule speaks, and
+never counts as disagreeing with one. With no sides configured there is one pool and nothing
+is unclassified.
+
+`capture = false` (a marker, or a configured `no_capture` prefix) keeps the session's times,
+side and project only; any rule saying so wins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ondeck.core.hook_config import is_name
+
+MARKER = ".ondeck.toml"
+MARKER_MAX_BYTES = 64 * 1024
+RANKS = ("marker", "path", "remote", "git")
+FIELDS = ("side", "project")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Marker:
+    path: str
+    side: str | None = None
+    project: str | None = None
+    capture: bool | None = None
+    problem: str | None = None  # unreadable, or a value that is not a name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "side": self.side,
+            "project": self.project,
+            "capture": self.capture,
+            "problem": self.problem,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Facts:
+    """What a hook sees from its working directory."""
+
+    cwd: str | None = None
+    marker: Marker | None = None
+    git_root: str | None = None
+    branch: str | None = None
+    head: str | None = None
+    remotes: Mapping[str, str] = field(default_factory=dict)  # name → URL, credentials removed
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rules:
+    projects: Mapping[str, str] = field(default_factory=dict)  # path prefix → project
+    sides: Mapping[str, Sequence[str]] = field(default_factory=dict)  # side → path prefixes
+    remotes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # pattern → rule
+    no_capture: Sequence[str] = ()  # path prefixes
+
+    @classmethod
+    def of(cls, config: Any) -> Rules:
+        """The rules of a `HookConfig` or `Settings`."""
+        return cls(
+            projects=config.projects,
+            sides=config.sides,
+            remotes=config.remotes,
+            no_capture=config.no_capture,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Signal:
+    rule: str  # one of RANKS
+    field: str  # side, project or capture
+    value: Any  # a name, or a bool for capture
+    source: str  # where it came from: the marker's path, the prefix, the remote and pattern
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    value: Any = None
+    rule: str = "none"
+    source: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Disagreement:
+    field: str
+    decided: Decision
+    signals: tuple[Signal, ...]  # the signals that name another value (or, same rank, all)
+    same_rank: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Classification:
+    side: Decision
+    project: Decision
+    capture: Decision
+    unclassified: bool
+    reason: str
+    signals: tuple[Signal, ...] = ()
+    disagreements: tuple[Disagreement, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def to_json(self, *, private: bool = False) -> dict[str, Any]:
+        """As records and rows keep it; `private` (capture off) leaves out every place."""
+
+        def decision(d: Decision) -> dict[str, Any]:
+            return {"value": d.value, "rule": d.rule, "source": None if private else d.source}
+
+        def signal(s: Signal) -> dict[str, Any]:
+            return {
+                "rule": s.rule,
+                "field": s.field,
+                "value": s.value,
+                "source": None if private else s.source,
+            }
+
+        return {
+            "side": decision(self.side),
+            "project": decision(self.project),
+            "capture": decision(self.capture),
+            "unclassified": self.unclassified,
+            "reason": self.reason if not private else _private_reason(self),
+            "signals": [signal(s) for s in self.signals],
+            "disagreements": [
+                {
+                    "field": d.field,
+                    "decided": decision(d.decided),
+                    "signals": [signal(s) for s in d.signals],
+                    "same_rank": d.same_rank,
+                }
+                for d in self.disagreements
+            ],
+            "problems": [] if private else list(self.problems),
+        }
+
+
+def _private_reason(c: Classification) -> str:
+    if c.unclassified:
+        return "unclassified (capture off: the places that decided are not kept)"
+    return (
+        f"side {c.side.value or '-'} by {c.side.rule}, project {c.project.value or '-'} by "
+        f"{c.project.rule} (capture off: the places that decided are not kept)"
+    )
+
+
+# --- facts -----------------------------------------------------------------------------
+
+
+def read_marker(cwd: str | None) -> Marker | None:
+    """The nearest `.ondeck.toml` in `cwd` or a parent, read; None when there is none."""
+    if not cwd:
+        return None
+    here = Path(cwd)
+    for folder in (here, *here.parents):
+        path = folder / MARKER
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MARKER_MAX_BYTES + 1)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:  # there, but not readable: a rule that cannot be read
+            return Marker(path=str(path), problem=f"cannot be read ({exc.strerror or exc})")
+        return _parse_marker(str(path), data)
+    return None
+
+
+def _parse_marker(path: str, data: bytes) -> Marker:
+    import tomllib
+
+    if len(data) > MARKER_MAX_BYTES:
+        return Marker(path=path, problem=f"larger than {MARKER_MAX_BYTES} bytes")
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Marker(path=path, problem=f"not valid TOML ({' '.join(str(exc).split())[:120]})")
+    values: dict[str, Any] = {}
+    for key in ("side", "project"):
+        value = document.get(key)
+        if value is None:
+            continue
+        if not is_name(value):
+            return Marker(path=path, problem=f"{key} {str(value)[:60]!r} is not a {key} name")
+        values[key] = value
+    capture = document.get("capture")
+    if capture is not None and not isinstance(capture, bool):
+        return Marker(path=path, problem="capture must be true or false")
+    return Marker(path=path, capture=capture, **values)
+
+
+def project_name(folder: str) -> str | None:
+    """A directory name as a project name (`[A-Za-z0-9._-]{1,64}`), or None."""
+    cleaned = "".join(c if (c.isalnum() and c.isascii()) or c in "._-" else "-" for c in folder)
+    cleaned = cleaned.strip("-")[:64]
+    return cleaned or None
+
+
+# --- rules -----------------------------------------------------------------------------
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(os.path.expanduser(path))
+
+
+def _under(path: str, prefix: str) -> bool:
+    root = _norm(prefix)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _longest(path: str | None, prefixes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The most specific prefixes holding `path` (several only when equally specific)."""
+    if not path:
+        return []
+    here = _norm(path)
+    found = [(p, v) for p, v in prefixes if _under(here, p)]
+    if not found:
+        return []
+    depth = max(len(_norm(p)) for p, _ in found)
+    return [(p, v) for p, v in found if len(_norm(p)) == depth]
+
+
+def remote_forms(url: str) -> tuple[str, ...]:
+    """A remote URL as patterns may name it: as configured (without credentials) and as
+    `host/owner/repo` (`git@github.com:acme/site.git` → `github.com/acme/site`)."""
+    bare = strip_credentials(url)
+    rest = bare
+    _scheme, sep, after = rest.partition("://")
+    if sep:
+        rest = after
+    elif ":" in rest and "@" in rest.split(":", 1)[0]:  # scp-like user@host:path
+        host, _, path = rest.partition(":")
+        rest = f"{host}/{path}"
+    rest = rest.split("@", 1)[-1] if "@" in rest.split("/", 1)[0] else rest
+    host, _, path = rest.partition("/")
+    host = host.split(":", 1)[0].lower()  # a port is not part of the name
+    path = path.removesuffix("/").removesuffix(".git")
+    short = f"{host}/{path}" if path else host
+    return (bare, short) if short != bare else (bare,)
+
+
+def strip_credentials(url: str) -> str:
+    """`https://user:token@host/x` → `https://host/x`: a token never leaves the machine."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = authority.rsplit("@", 1)[1]
+    return f"{scheme}://{authority}{slash}{path}"
+
+
+def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
+    """Every signal the facts give under the rules, in rank order, and what could not be read."""
+    found: list[Signal] = []
+    problems: list[str] = []
+    marker = facts.marker
+    if marker is not None:
+        if marker.problem:
+            problems.append(f"marker {marker.path}: {marker.problem}")
+        for name in ("side", "project"):
+            value = getattr(marker, name)
+            if value is not None:
+                found.append(Signal(rule="marker", field=name, value=value, source=marker.path))
+        if marker.capture is not None:
+            found.append(
+                Signal(rule="marker", field="capture", value=marker.capture, source=marker.path)
+            )
+    for prefix, project in _longest(facts.cwd, list(rules.projects.items())):
+        found.append(Signal(rule="path", field="project", value=project, source=prefix))
+    side_prefixes = [(p, side) for side, prefixes in rules.sides.items() for p in prefixes]
+    for prefix, side in _longest(facts.cwd, side_prefixes):
+        found.append(Signal(rule="path", field="side", value=side, source=prefix))
+    for prefix, _ in _longest(facts.cwd, [(p, False) for p in rules.no_capture]):
+        found.append(Signal(rule="path", field="capture", value=False, source=prefix))
+    if rules.remotes and facts.remotes:
+        from fnmatch import fnmatchcase
+
+        for name, url in sorted(facts.remotes.items()):
+            forms = remote_forms(url)
+            for pattern, rule in rules.remotes.items():
+                if any(fnmatchcase(form, pattern) for form in forms):
+                    for key in FIELDS:
+                        if key in rule:
+                            source = f"{name} {forms[-1]} ~ {pattern}"
+                            found.append(
+                                Signal(rule="remote", field=key, value=rule[key], source=source)
+                            )
+    if facts.git_root:
+        folder = project_name(Path(facts.git_root).name)
+        if folder:
+            found.append(Signal(rule="git", field="project", value=folder, source=facts.git_root))
+    return found, problems
+
+
+def classify(facts: Facts, rules: Rules) -> Classification:
+    """The side and project of a session, with the rule that decided and every disagreement."""
+    signals, problems = signals_of(facts, rules)
+    sides_on = bool(rules.sides)
+    undecided: list[str] = []
+    disagreements: list[Disagreement] = []
+    decisions: dict[str, Decision] = {}
+    for name in FIELDS:
+        mine = [s for s in signals if s.field == name]
+        if name == "side" and not sides_on:
+            decisions[name] = Decision()
+            continue
+        if name == "side":
+            unknown = [s for s in mine if s.value not in rules.sides]
+            for s in unknown:
+                problems.append(
+                    f"{s.rule} {s.source} names side {s.value!r}, which is not configured "
+                    f"(sides: {', '.join(sorted(rules.sides))})"
+                )
+            mine = [s for s in mine if s.value in rules.sides]
+        decision, found, conflict = _decide(mine)
+        decisions[name] = decision
+        disagreements += found
+        if conflict:
+            undecided.append(f"{conflict} disagree on the {name}")
+    capture_off = [s for s in signals if s.field == "capture" and s.value is False]
+    capture = (
+        Decision(value=False, rule=capture_off[0].rule, source=capture_off[0].source)
+        if capture_off
+        else Decision(value=True)
+    )
+    if sides_on and decisions["side"].value is None and not undecided:
+        undecided.append(
+            f"no rule gives a side (sides configured: {', '.join(sorted(rules.sides))})"
+        )
+    if problems and sides_on:
+        undecided += problems
+    unclassified = sides_on and bool(undecided)
+    if unclassified:
+        decisions = {name: Decision() for name in FIELDS}
+        reason = "unclassified: " + "; ".join(undecided)
+    else:
+        reason = _reason(decisions, undecided, problems)
+    return Classification(
+        side=decisions["side"],
+        project=decisions["project"],
+        capture=capture,
+        unclassified=unclassified,
+        reason=reason,
+        signals=tuple(signals),
+        disagreements=tuple(disagreements),
+        problems=tuple(problems),
+    )
+
+
+def _decide(signals: list[Signal]) -> tuple[Decision, list[Disagreement], str | None]:
+    """The first rank that speaks decides; lower ranks that name another value disagree.
+    Returns the decision, the disagreements, and which rule disagreed with itself (if any)."""
+    for rank in RANKS:
+        here = [s for s in signals if s.rule == rank]
+        if not here:
+            continue
+        values = {s.value for s in here}
+        if len(values) > 1:
+            field_ = here[0].field
+            return (
+                Decision(),
+                [
+                    Disagreement(
+                        field=field_, decided=Decision(), signals=tuple(here), same_rank=True
+                    )
+                ],
+                f"{rank} rules",
+            )
+        chosen = here[0]
+        decided = Decision(value=chosen.value, rule=rank, source=chosen.source)
+        below = RANKS[RANKS.index(rank) + 1 :]
+        # The git top-level's name is a fallback, not a rule: it never disagrees with one.
+        other = tuple(
+            s for s in signals if s.rule in below and s.rule != "git" and s.value != chosen.value
+        )
+        found = []
+        if other:
+            found.append(
+                Disagreement(field=chosen.field, decided=decided, signals=other, same_rank=False)
+            )
+        return decided, found, None
+    return Decision(), [], None
+
+
+def _reason(decisions: dict[str, Decision], undecided: list[str], problems: list[str]) -> str:
+    parts = []
+    for name in FIELDS:
+        d = decisions[name]
+        if d.value is None:
+            continue
+        parts.append(f"{name} {d.value} by {_rule_words(d)}")
+    text = "; ".join(parts) or "no side or project: no rule applies"
+    if undecided or problems:
+        text += " (" + "; ".join([*undecided, *problems]) + ")"
+    return text
+
+
+def _rule_words(d: Decision) -> str:
+    return {
+        "marker": f"the marker {d.source}",
+        "path": f"the path prefix {d.source}",
+        "remote": f"the remote {d.source}",
+        "git": f"the git top-level {d.source}",
+        "moved": "a person (moved)",
+    }.get(d.rule, d.rule)
+
+
+def from_json(data: Any) -> dict[str, Any]:
+    """A classification as records carry it, checked: raises ValueError with the reason."""
+    if not isinstance(data, dict):
+        raise ValueError("classification must be an object")
+    out: dict[str, Any] = {}
+    for name in ("side", "project", "capture"):
+        d = data.get(name)
+        if not isinstance(d, dict):
+            raise ValueError(f"classification.{name} must be an object")
+        value, rule, source = d.get("value"), d.get("rule"), d.get("source")
+        if name == "capture":
+            if not isinstance(value, bool):
+                raise ValueError("classification.capture.value must be true or false")
+        elif value is not None and not is_name(value):
+            raise ValueError(f"classification.{name}.value is not a {name} name")
+        if rule not in (*RANKS, "none", "moved"):
+            raise ValueError(f"classification.{name}.rule {str(rule)[:20]!r} is not a rule")
+        if source is not None and (not isinstance(source, str) or len(source) > 4000):
+            raise ValueError(f"classification.{name}.source must be text")
+        out[name] = {"value": value, "rule": rule, "source": source}
+    unclassified = data.get("unclassified")
+    if not isinstance(unclassified, bool):
+        raise ValueError("classification.unclassified must be true or false")
+    if unclassified and (out["side"]["value"] or out["project"]["value"]):
+        raise ValueError("an unclassified session has no side or project")
+    reason = data.get("reason")
+    if not isinstance(reason, str) or len(reason) > 4000:
+        raise ValueError("classification.reason must be text")
+    out["unclassified"] = unclassified
+    out["reason"] = reason
+    for name in ("signals", "disagreements", "problems"):
+        items = data.get(name, [])
+        if not isinstance(items, list) or len(items) > 200:
+            raise ValueError(f"classification.{name} must be a list")
+        wanted = str if name == "problems" else dict
+        if not all(isinstance(item, wanted) for item in items):
+            raise ValueError(f"classification.{name} holds an item of the wrong kind")
+        out[name] = items
+    import json
+
+    if len(json.dumps(out, ensure_ascii=False)) > 64_000:
+        raise ValueError("classification is too large")
+    return out

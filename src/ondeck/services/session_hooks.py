@@ -1,0 +1,167 @@
+"""Hook records and hook events applied by SQLAlchemy callers: the server's routes for the
+hooks, the hooks' own SQLAlchemy path, and the jobs tick's spool drain.
+
+`session_store.apply` makes a record's change (the same SQL on the bare driver the hooks
+use); this adds what needs SQLAlchemy: releasing the leases of a session that ended, and,
+for the server's warm path, making the records of events as a hook received them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from ondeck.core.clock import aware
+from ondeck.core.errors import InvalidInput
+from ondeck.db.bare import SqlaDb
+from ondeck.db.engine import writing
+from ondeck.services import session_store
+from ondeck.services.hook_records import parse_record
+
+log = logging.getLogger("ondeck.sessions")
+
+
+def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
+    """Apply a checked hook record in the caller's transaction; at a session's end, release
+    the leases it held (the reaper covers sessions that never end). Returns the outcome."""
+    from ondeck.services.backlog import release_held_by
+
+    applied = session_store.apply(SqlaDb(conn), record, aware(now))
+    released: list[int] = []
+    if applied["ended"]:
+        released = release_held_by(
+            conn,
+            now,
+            owner=f"{session_store.OWNER_PREFIX}{record['session'][:190]}",
+            actor=f"hook:{record['session'][:60]}",
+            reason=record.get("reason"),
+        )
+    return session_store.outcome(applied, record, released)
+
+
+def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dict[str, Any]]:
+    """Records from the API or the spool, each checked and applied in its own transaction
+    (one refused record does not undo the others). A malformed one is answered `rejected`
+    with the reason; a database that goes away raises `Unavailable`."""
+    results: list[dict[str, Any]] = []
+    for item in raw:
+        try:
+            record = parse_record(item)
+        except ValueError as exc:
+            fp = item.get("fingerprint") if isinstance(item, dict) else None
+            results.append(
+                {
+                    "fingerprint": fp if isinstance(fp, str) else None,
+                    "outcome": "rejected",
+                    "reason": str(exc),
+                }
+            )
+            continue
+        with writing(engine) as conn:
+            results.append(apply_record(conn, now, record))
+    return results
+
+
+def record_hook_events(
+    engine: Engine,
+    now: datetime,
+    events: Sequence[Any],
+    rules: Any,
+    *,
+    later: Callable[[Callable[[], None]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
+    made into records here, by the hook's own classification `rules`, and applied: the warm
+    server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
+    says it did, read after the answer when `later` schedules it (the hook does not wait
+    for git). Each event is answered (`rejected` with the reason when malformed)."""
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.hook_records import HOOK_KINDS, instant, make_record
+
+    try:
+        config = HookConfig.from_rules(rules)
+    except ValueError as exc:
+        raise InvalidInput(f"rules: {exc}") from None
+    results: list[dict[str, Any]] = []
+    for event in events:
+        try:
+            if not isinstance(event, dict) or event.get("hook") not in HOOK_KINDS:
+                raise ValueError(f"hook must be one of {', '.join(HOOK_KINDS)}")
+            payload, size = event.get("payload"), event.get("transcript_size")
+            if not isinstance(payload, dict):
+                raise ValueError("payload must be the hook's JSON object")
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+                raise ValueError("transcript_size must be a whole number")
+            kind, at = HOOK_KINDS[event["hook"]], instant(event.get("at"))
+            declined = _not_my_place(payload.get("cwd"))
+            if declined is not None:
+                results.append({"fingerprint": None, "outcome": "declined", "reason": declined})
+                continue
+            made = make_record(kind, payload, config, at, size=size)
+            if made is None:
+                raise ValueError("no usable session_id in the payload")
+            record = parse_record(made)
+        except ValueError as exc:
+            results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
+            continue
+        with writing(engine) as conn:
+            result = apply_record(conn, now, record)
+        if kind == "end":
+            follow = _read_changes(engine, now, made, result["session"], config, at)
+            if later is None:
+                follow()
+            else:
+                later(follow)
+        c = record["classification"]
+        result["classification"] = {
+            "side": {"value": c["side"]["value"]},
+            "project": {"value": c["project"]["value"]},
+            "unclassified": c["unclassified"],
+            "reason": c["reason"],
+        }
+        results.append(result)
+    return results
+
+
+def _read_changes(
+    engine: Engine,
+    now: datetime,
+    end: dict[str, Any],
+    start: dict[str, Any],
+    config: Any,
+    at: datetime,
+) -> Callable[[], None]:
+    from ondeck.services.hook_records import changes_of
+
+    def follow() -> None:
+        try:
+            changes = changes_of(end, start, config, at)
+            if changes is not None:
+                with writing(engine) as conn:
+                    apply_record(conn, now, parse_record(changes))
+        except Exception:  # after the answer: nobody else to tell
+            log.exception("reading git at the end of session %s failed", end["session"])
+
+    return follow
+
+
+def _not_my_place(cwd: Any) -> str | None:
+    """Why this server should not read the session's place itself (the hook then does), or
+    None. A server running as another user (a system service) may not be able to read the
+    directory, and git refuses repositories of other users: its facts, and so the session's
+    classification, would differ from the hook's own."""
+    import os
+
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        return None  # no place: nothing to read, the same on both sides
+    try:
+        owner = os.stat(cwd).st_uid
+    except (OSError, ValueError):
+        return None
+    if owner != os.getuid():
+        return "the server runs as another user than the owner of the session's directory"
+    return None

@@ -1,0 +1,599 @@
+"""Applying hook records to the `sessions` table: on a SQLAlchemy connection, or on the bare
+database driver.
+
+Why the bare driver: a hook without a server pays for its whole process at every turn, and
+its target is the cost of `import sqlalchemy` alone. So these statements are plain SQL run
+through `Db`, which is either a SQLAlchemy connection (`exec_driver_sql`: the server, the
+CLI, the jobs tick's spool drain; same transaction as the caller's) or a connection of
+`sqlite3`/`psycopg` opened here (the hook). Both run exactly the same statements and the
+same Python below: one copy of every rule. Values are given to the driver the way ondeck's
+column types store them (db/types.py: instants as UTC text on SQLite, JSON as text, cast to
+JSONB on PostgreSQL), so either side reads what the other wrote.
+
+How a record changes a session (each hook is idempotent on what it received):
+
+- its receipt (`hook_receipts`, keyed by the record's fingerprint) is inserted first; when it
+  is already there the record was applied before and nothing changes;
+- `start` opens the record (agent, external id: UNIQUE, so a `resume` reopens the same
+  row and never makes a second); a session that ended or was lost is reopened by a resume;
+- `stop` keeps the latest last word (by the time the hook ran: async hooks may arrive out of
+  order); `compact` appends Claude's summary; `end` ends it; `changes` adds what git says
+  the session did; each also counts as "heard from" (`last_seen_at`) and reopens a `lost`
+  session (it was not dead after all) but never an `ended` one (an async Stop may finish
+  after SessionEnd);
+- a record whose place classifies otherwise than the session's start adds a disagreement;
+- every change writes its event (`session:<id>`), in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
+DISAGREEMENTS_MAX = 50
+
+INSTANTS = frozenset(
+    {"started_at", "last_seen_at", "ended_at", "last_word_at", "created_at", "updated_at"}
+)
+JSONS = frozenset({"classification", "disagreements", "commits", "files", "redaction_kinds"})
+BOOLS = frozenset({"capture", "unclassified"})
+
+
+class Db(Protocol):
+    dialect: str  # "sqlite" or "postgresql"
+
+    def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+
+# --- statements -----------------------------------------------------------------------------
+
+_NAME = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def _for(dialect: str, sql: str) -> str:
+    """`:name` parameters as the driver takes them; `JSON(:name)` as each store stores JSON."""
+    if dialect == "postgresql":
+        sql = re.sub(r"JSON\((:[a-z_]+)\)", r"CAST(\1 AS JSONB)", sql)
+        return _NAME.sub(r"%(\1)s", sql)
+    return re.sub(r"JSON\((:[a-z_]+)\)", r"\1", sql)
+
+
+_COLUMNS = (
+    "agent",
+    "external_id",
+    "status",
+    "started_at",
+    "last_seen_at",
+    "start_source",
+    "resumes",
+    "cwd",
+    "git_root",
+    "branch",
+    "start_head",
+    "capture",
+    "side",
+    "project",
+    "side_rule",
+    "project_rule",
+    "unclassified",
+    "classification",
+    "disagreements",
+    "compactions",
+    "redactions",
+    "redaction_kinds",
+    "created_at",
+    "updated_at",
+)
+_UPDATABLE = frozenset(
+    {
+        "status",
+        "started_at",
+        "last_seen_at",
+        "ended_at",
+        "end_reason",
+        "start_source",
+        "resumes",
+        "cwd",
+        "git_root",
+        "branch",
+        "start_head",
+        "end_head",
+        "capture",
+        "side",
+        "project",
+        "side_rule",
+        "project_rule",
+        "unclassified",
+        "classification",
+        "disagreements",
+        "last_word",
+        "last_word_at",
+        "compactions",
+        "commits",
+        "files",
+        "git_note",
+        "redactions",
+        "redaction_kinds",
+        "updated_at",
+    }
+)
+
+SQL = {
+    "session": "SELECT * FROM sessions WHERE agent = :agent AND external_id = :external_id",
+    "insert_session": (
+        f"INSERT INTO sessions ({', '.join(_COLUMNS)}) VALUES ("
+        + ", ".join(f"JSON(:{c})" if c in JSONS else f":{c}" for c in _COLUMNS)
+        + ") ON CONFLICT (agent, external_id) DO NOTHING RETURNING id"
+    ),
+    "receipt": (
+        "INSERT INTO hook_receipts (fingerprint, session_id, kind, at)"
+        " VALUES (:fingerprint, :session_id, :kind, :at)"
+        " ON CONFLICT (fingerprint) DO NOTHING RETURNING fingerprint"
+    ),
+    # The same row events.record writes through SQLAlchemy.
+    "event": (
+        "INSERT INTO events (at, actor, kind, subject, details)"
+        " VALUES (:at, :actor, :kind, :subject, JSON(:details))"
+    ),
+    "compaction": (
+        "INSERT INTO session_compactions (session_id, at, trigger, summary, chars, redactions)"
+        " VALUES (:session_id, :at, :trigger, :summary, :chars, :redactions) RETURNING id"
+    ),
+    "held": ("SELECT id FROM tasks WHERE status = 'RUNNING' AND lease_owner = :owner ORDER BY id"),
+}
+
+
+def sql(db: Db, name: str) -> str:
+    return _for(db.dialect, SQL[name])
+
+
+# --- values as the columns store them -----------------------------------------------------
+
+
+def instant_in(db: Db, value: datetime | None) -> Any:
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    if db.dialect == "sqlite":
+        # Instant's SQLite form: fixed-width UTC text, so comparisons in SQL order correctly.
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    return value
+
+
+def instant_out(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def json_in(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def json_out(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def row_out(row: dict[str, Any]) -> dict[str, Any]:
+    """A `sessions` row as Python values, whichever driver read it."""
+    out = dict(row)
+    for key in INSTANTS & out.keys():
+        out[key] = instant_out(out[key])
+    for key in JSONS & out.keys():
+        out[key] = json_out(out[key])
+    for key in BOOLS & out.keys():
+        out[key] = bool(out[key])
+    return out
+
+
+def _params(db: Db, values: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in values.items():
+        if key in INSTANTS or key == "at":
+            out[key] = instant_in(db, value)
+        elif key in JSONS or key == "details":
+            out[key] = json_in(value)
+        else:
+            out[key] = value
+    return out
+
+
+# --- applying ---------------------------------------------------------------------------
+
+
+def _locked(db: Db, agent: str, external_id: str) -> dict[str, Any] | None:
+    statement = sql(db, "session")
+    if db.dialect == "postgresql":
+        statement += " FOR UPDATE"  # SQLite's write transaction already excludes writers
+    found = db.run(statement, {"agent": agent, "external_id": external_id})
+    return row_out(found[0]) if found else None
+
+
+def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
+    c = record["classification"]
+    capture = record["capture"]
+    facts = record["facts"] if capture else {}
+    start = record["kind"] == "start"
+    signal_disagreements = [
+        {"kind": "signals", "at": record["at"].isoformat(), **d} for d in c["disagreements"]
+    ]
+    return {
+        "agent": record["agent"],
+        "external_id": record["session"],
+        "status": "open",
+        "started_at": record["at"],
+        "last_seen_at": record["at"],
+        "start_source": record.get("source") if start else None,
+        "resumes": 0,
+        "cwd": facts.get("cwd"),
+        "git_root": facts.get("git_root"),
+        "branch": facts.get("branch"),
+        "start_head": facts.get("head") if start else None,
+        "capture": capture,
+        "side": c["side"]["value"],
+        "project": c["project"]["value"],
+        "side_rule": c["side"]["rule"],
+        "project_rule": c["project"]["rule"],
+        "unclassified": c["unclassified"],
+        "classification": c,
+        "disagreements": signal_disagreements[:DISAGREEMENTS_MAX],
+        "compactions": 0,
+        "redactions": 0,
+        "redaction_kinds": {},
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+class Applied(dict[str, Any]):
+    """What applying a record did: `session` (the row after), `duplicate`, `events` (kinds
+    written), `ended` (the session ended now: its leases are to be released)."""
+
+
+def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = None) -> Applied:
+    """Apply one checked record (hook_records.parse_record) in the caller's transaction."""
+    if record["at"] > now:
+        # A hook whose clock runs ahead must not keep its session "heard from" in the
+        # future (never lost); what the store's clock says is the latest it can be.
+        record = {**record, "at": now}
+    agent, external = record["agent"], record["session"]
+    actor = actor or f"hook:{external[:60]}"
+    row = _locked(db, agent, external)
+    created = False
+    if row is None:
+        inserted = db.run(sql(db, "insert_session"), _params(db, _new_row(record, now)))
+        row = _locked(db, agent, external)
+        if row is None:  # pragma: no cover - the insert or a concurrent one made it
+            raise RuntimeError(f"session {external} vanished while being recorded")
+        created = bool(inserted)
+    receipt = db.run(
+        sql(db, "receipt"),
+        _params(
+            db,
+            {
+                "fingerprint": record["fingerprint"],
+                "session_id": row["id"],
+                "kind": record["kind"],
+                "at": record["at"],
+            },
+        ),
+    )
+    if not receipt:
+        return Applied(session=row, duplicate=True, events=[], ended=False)
+    change = _Change(row, record, now)
+    if created:
+        change.event("session.started", change.started_details(late=False))
+    else:
+        change.heard_from()
+    getattr(change, f"on_{record['kind']}")(created)
+    if not created:
+        change.place()
+    session = change.save(db)
+    for kind, details in change.events:
+        db.run(
+            sql(db, "event"),
+            _params(
+                db,
+                {
+                    "at": now,
+                    "actor": actor[:200],
+                    "kind": kind,
+                    "subject": f"session:{row['id']}",
+                    "details": details,
+                },
+            ),
+        )
+    return Applied(
+        session=session,
+        duplicate=False,
+        events=[kind for kind, _ in change.events],
+        ended=change.ended,
+    )
+
+
+class _Change:
+    """The changes one record makes to one session row, and the events they write."""
+
+    def __init__(self, row: dict[str, Any], record: dict[str, Any], now: datetime) -> None:
+        self.row, self.record, self.now = row, record, now
+        self.values: dict[str, Any] = {}
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.compaction: dict[str, Any] | None = None
+        self.ended = False
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key, self.row.get(key))
+
+    def set(self, key: str, value: Any) -> None:
+        if self.get(key) != value:
+            self.values[key] = value
+
+    def event(self, kind: str, details: dict[str, Any]) -> None:
+        at = self.record["at"]
+        if abs((self.now - at).total_seconds()) > 60:  # spooled: say when it happened
+            details = {**details, "hook_at": at.isoformat()}
+        self.events.append((kind, details))
+
+    @property
+    def capture(self) -> bool:
+        return bool(self.get("capture")) and bool(self.record["capture"])
+
+    def started_details(self, *, late: bool) -> dict[str, Any]:
+        return {
+            "source": self.record.get("source"),
+            "first_heard": self.record["kind"],
+            "side": self.get("side"),
+            "project": self.get("project"),
+            "unclassified": self.get("unclassified"),
+            "capture": self.get("capture"),
+            **({"late": True} if late else {}),
+        }
+
+    def heard_from(self) -> None:
+        at = self.record["at"]
+        if at > self.row["last_seen_at"]:
+            self.set("last_seen_at", at)
+
+    def reopen_if_lost(self, by: str) -> None:
+        if self.get("status") == "lost":
+            self.set("status", "open")
+            self.event("session.reopened", {"from": "lost", "by": by})
+
+    def count_redactions(self, count: int, kinds: dict[str, int]) -> None:
+        if not count:
+            return
+        self.set("redactions", int(self.get("redactions")) + count)
+        merged = dict(self.get("redaction_kinds") or {})
+        for name, n in kinds.items():
+            merged[name] = merged.get(name, 0) + n
+        self.set("redaction_kinds", merged)
+
+    # -- per kind ------------------------------------------------------------------------
+
+    def on_start(self, created: bool) -> None:
+        source = self.record.get("source")
+        if created:
+            return
+        if self.row["start_source"] is None:
+            # The start arrives after a later event made the row (a spool drained out of
+            # order, a hook installed mid-session): it is the session's start after all.
+            self.set("start_source", source)
+            self.set("started_at", min(self.row["started_at"], self.record["at"]))
+            if self.capture:
+                facts = self.record["facts"]
+                self.set("start_head", facts.get("head"))
+                for key in ("cwd", "git_root", "branch"):
+                    if self.row[key] is None:
+                        self.set(key, facts.get(key))
+            if self.row["side_rule"] != "moved":
+                self.adopt(self.record["classification"])
+            self.event("session.started", self.started_details(late=True))
+            return
+        status = self.get("status")
+        # A resume reopens; so does any start of a session thought lost (it was not). A new
+        # `startup` always comes with a new session id: for a known one it is a replay.
+        if source == "resume" or status == "lost":
+            self.set("status", "open")
+            self.set("ended_at", None)
+            self.set("end_reason", None)
+            if source == "resume":
+                self.set("resumes", int(self.row["resumes"]) + 1)
+            self.event(
+                "session.resumed" if source == "resume" else "session.reopened",
+                {"from": status, "source": source},
+            )
+
+    def adopt(self, c: dict[str, Any]) -> None:
+        """Take the start's classification (the session was made by a later event)."""
+        self.set("classification", c)
+        self.set("side", c["side"]["value"])
+        self.set("project", c["project"]["value"])
+        self.set("side_rule", c["side"]["rule"])
+        self.set("project_rule", c["project"]["rule"])
+        self.set("unclassified", c["unclassified"])
+        if not c["capture"]["value"] and self.get("capture"):
+            self.capture_off()
+
+    def capture_off(self) -> None:
+        """The start said the place keeps no text: forget what later events stored."""
+        self.set("capture", False)
+        for key in ("cwd", "git_root", "branch", "start_head", "end_head", "last_word"):
+            self.set(key, None)
+        for key in ("commits", "files"):
+            self.set(key, None)
+
+    def on_stop(self, created: bool) -> None:
+        self.reopen_if_lost("stop")
+        text = self.record.get("text")
+        if not self.capture or text is None:
+            return
+        last = self.row["last_word_at"]
+        if last is not None and self.record["at"] < last:
+            return  # an older turn's Stop arriving late: the later last word stays
+        self.set("last_word", text["value"])
+        self.set("last_word_at", self.record["at"])
+        self.count_redactions(text["redactions"], text["kinds"])
+        self.event(
+            "session.last_word",
+            {"chars": text["chars"], "kept": len(text["value"]), "redactions": text["redactions"]},
+        )
+
+    def on_compact(self, created: bool) -> None:
+        self.reopen_if_lost("compaction")
+        text = self.record.get("text") if self.capture else None
+        self.compaction = {
+            "at": self.record["at"],
+            "trigger": self.record.get("trigger"),
+            "summary": text["value"] if text else None,
+            "chars": text["chars"] if text else 0,
+            "redactions": text["redactions"] if text else 0,
+        }
+        self.set("compactions", int(self.row["compactions"]) + 1)
+        if text:
+            self.count_redactions(text["redactions"], text["kinds"])
+        self.event(
+            "session.compacted",
+            {
+                "trigger": self.record.get("trigger"),
+                "chars": self.compaction["chars"],
+                "redactions": self.compaction["redactions"],
+            },
+        )
+
+    def on_end(self, created: bool) -> None:
+        status = self.get("status")
+        if status == "ended":
+            return  # ended before (and not resumed since): the first end stands
+        ended_at = max(self.record["at"], self.get("started_at"))
+        self.set("status", "ended")
+        self.set("ended_at", ended_at)
+        self.set("end_reason", self.record.get("reason"))
+        if self.capture:
+            self.set("end_head", self.record["facts"].get("head"))
+        self.ended = True
+        self.event("session.ended", {"reason": self.record.get("reason"), "from": status})
+
+    def on_changes(self, created: bool) -> None:
+        if not self.capture:
+            return
+        r = self.record
+        commits = None
+        if r["commits"] is not None:
+            commits = {"items": r["commits"], "total": max(r["commits_total"], len(r["commits"]))}
+        files = None
+        if r["files"] is not None:
+            files = {
+                "paths": r["files"],
+                "total": max(r["files_total"], len(r["files"])),
+                "private": r["files_private"],
+            }
+        self.set("commits", commits)
+        self.set("files", files)
+        self.set("git_note", r["note"])
+        self.count_redactions(r["redactions"], r["kinds"])
+        self.event(
+            "session.changes_read",
+            {
+                "commits": commits["total"] if commits else None,
+                "files": files["total"] if files else None,
+                "private_files": r["files_private"],
+                "note": r["note"],
+            },
+        )
+
+    def place(self) -> None:
+        """A record whose place classifies otherwise than the start: a disagreement."""
+        here = self.record["classification"]
+        start = self.get("classification")
+
+        def key(c: dict[str, Any]) -> tuple[Any, ...]:
+            return (
+                c["side"]["value"],
+                c["project"]["value"],
+                c["unclassified"],
+                c["capture"]["value"],
+            )
+
+        if key(here) == key(start):
+            return
+        cwd = self.record["facts"].get("cwd") if self.capture else None
+        entry = {
+            "kind": "place",
+            "at": self.record["at"].isoformat(),
+            "hook": self.record["kind"],
+            "cwd": cwd,
+            "side": here["side"]["value"],
+            "project": here["project"]["value"],
+            "unclassified": here["unclassified"],
+            "capture": here["capture"]["value"],
+            "reason": here["reason"],
+        }
+        known = list(self.get("disagreements") or [])
+        same = ("cwd", "side", "project", "unclassified", "capture")
+        if any(d.get("kind") == "place" and all(d.get(k) == entry[k] for k in same) for d in known):
+            return
+        if len(known) >= DISAGREEMENTS_MAX:
+            return
+        self.set("disagreements", [*known, entry])
+        self.event(
+            "session.place_disagrees",
+            {
+                "hook": entry["hook"],
+                "side": entry["side"],
+                "project": entry["project"],
+                "unclassified": entry["unclassified"],
+            },
+        )
+
+    def save(self, db: Db) -> dict[str, Any]:
+        session_id = self.row["id"]
+        if self.compaction is not None:
+            found = db.run(
+                sql(db, "compaction"), _params(db, {**self.compaction, "session_id": session_id})
+            )
+            self.compaction["id"] = found[0]["id"] if found else None
+        if self.values:
+            self.values["updated_at"] = self.now
+            columns = sorted(self.values)
+            assert set(columns) <= _UPDATABLE
+            sets = ", ".join(f"{c} = JSON(:{c})" if c in JSONS else f"{c} = :{c}" for c in columns)
+            statement = _for(db.dialect, f"UPDATE sessions SET {sets} WHERE id = :id")
+            db.run(statement, {**_params(db, self.values), "id": session_id})
+        return {**self.row, **self.values}
+
+
+def held_leases(db: Db, external_id: str) -> list[int]:
+    """The tasks a session still holds (owner `claude:<session id>`)."""
+    found = db.run(sql(db, "held"), {"owner": f"{OWNER_PREFIX}{external_id[:190]}"})
+    return [int(r["id"]) for r in found]
+
+
+def outcome(
+    applied: Mapping[str, Any], record: Mapping[str, Any], released: list[int]
+) -> dict[str, Any]:
+    """What a hook is told about a record it sent: enough to go on (the session's end reads
+    git from the start's HEAD) and nothing of the session's texts."""
+    row = applied["session"]
+    return {
+        "fingerprint": record["fingerprint"],
+        "outcome": "duplicate" if applied["duplicate"] else "applied",
+        "session": {
+            "id": row["id"],
+            "status": row["status"],
+            "capture": bool(row["capture"]),
+            "unclassified": bool(row["unclassified"]),
+            "side": row["side"],
+            "project": row["project"],
+            "git_root": row["git_root"],
+            "start_head": row["start_head"],
+            "reason": (row["classification"] or {}).get("reason"),
+        },
+        "released": released,
+    }

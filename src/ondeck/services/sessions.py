@@ -1,0 +1,577 @@
+"""Session records: reading them, moving them between sides, marking the silent ones lost,
+the jobs tick's step and the context's warnings. Hook records are applied by
+`session_store` (plain SQL that also runs on the bare driver, for the hooks), wrapped for
+SQLAlchemy callers by `session_hooks`.
+
+Statuses: `open` (heard from within ONDECK_SESSION_GRACE), `ended` (SessionEnd came),
+`lost` (silent past the grace: the record never claims a session still runs when nothing
+was heard from it). Unclassified is not a status but a state beside it: the inbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, func, literal_column, or_, select, text, update
+
+from ondeck.core.clock import aware, iso, local
+from ondeck.core.durations import format_duration
+from ondeck.core.errors import Conflict, InvalidInput, NotFound
+from ondeck.core.models import Event
+from ondeck.core.validation import BIGINT_MAX, check_project
+from ondeck.db.engine import writing
+from ondeck.db.tables import events, session_compactions, sessions, tasks
+from ondeck.services import events as event_log
+from ondeck.services import session_store
+from ondeck.services.hook_records import parse_record
+
+if TYPE_CHECKING:
+    from ondeck.core.config import Settings
+
+log = logging.getLogger("ondeck.sessions")
+
+STATUSES = ("open", "ended", "lost")
+FILTERS = (*STATUSES, "unclassified")
+MAX_LIMIT = 500
+TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
+PREVIEW = 200
+HISTORY_MAX = 500
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Session:
+    id: int
+    agent: str
+    external_id: str
+    status: str
+    started_at: datetime
+    last_seen_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+    start_source: str | None
+    resumes: int
+    cwd: str | None
+    git_root: str | None
+    branch: str | None
+    start_head: str | None
+    end_head: str | None
+    capture: bool
+    side: str | None
+    project: str | None
+    side_rule: str
+    project_rule: str
+    unclassified: bool
+    classification: dict[str, Any]
+    disagreements: list[dict[str, Any]]
+    last_word: str | None
+    last_word_at: datetime | None
+    compactions: int
+    commits: dict[str, Any] | None
+    files: dict[str, Any] | None
+    git_note: str | None
+    redactions: int
+    redaction_kinds: dict[str, int]
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def owner(self) -> str:
+        """The lease owner this session claims tasks as."""
+        return f"{session_store.OWNER_PREFIX}{self.external_id[:190]}"
+
+    def badges(self) -> list[str]:
+        found = [self.status]
+        if self.unclassified:
+            found.append("unclassified")
+        if not self.capture:
+            found.append("capture off")
+        return found
+
+    def summary_json(self, zone: tzinfo) -> dict[str, Any]:
+        """The session as lists show it (API, `--json`): no long texts."""
+        word = self.last_word
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "external_id": self.external_id,
+            "status": self.status,
+            "unclassified": self.unclassified,
+            "capture": self.capture,
+            "side": self.side,
+            "project": self.project,
+            "side_rule": self.side_rule,
+            "project_rule": self.project_rule,
+            "started_at": iso(self.started_at, zone),
+            "last_seen_at": iso(self.last_seen_at, zone),
+            "ended_at": iso(self.ended_at, zone),
+            "end_reason": self.end_reason,
+            "start_source": self.start_source,
+            "cwd": self.cwd,
+            "git_root": self.git_root,
+            "branch": self.branch,
+            "compactions": self.compactions,
+            "disagreements": len(self.disagreements),
+            "redactions": self.redactions,
+            "last_word_preview": None if word is None else word[:PREVIEW],
+        }
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        """Everything the record holds."""
+        return {
+            **self.summary_json(zone),
+            "resumes": self.resumes,
+            "start_head": self.start_head,
+            "end_head": self.end_head,
+            "classification": self.classification,
+            "disagreements": self.disagreements,
+            "last_word": self.last_word,
+            "last_word_at": iso(self.last_word_at, zone),
+            "commits": self.commits,
+            "files": self.files,
+            "git_note": self.git_note,
+            "redaction_kinds": self.redaction_kinds,
+            "created_at": iso(self.created_at, zone),
+            "updated_at": iso(self.updated_at, zone),
+        }
+
+
+_NAMES = tuple(f.name for f in fields(Session))
+
+
+def session_from_row(row: Any) -> Session:
+    values = row._mapping if hasattr(row, "_mapping") else row
+    return Session(**{name: values[name] for name in _NAMES})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compaction:
+    id: int
+    at: datetime
+    trigger: str | None
+    summary: str | None
+    chars: int
+    redactions: int
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": iso(self.at, zone),
+            "trigger": self.trigger,
+            "summary": self.summary,
+            "chars": self.chars,
+            "redactions": self.redactions,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskTouched:
+    task_id: int
+    title: str | None  # None: the task is gone
+    status: str | None
+    actions: list[tuple[str, datetime]]  # (event kind, when), in order
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "title": self.title,
+            "status": self.status,
+            "actions": [{"kind": k, "at": iso(at, zone)} for k, at in self.actions],
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionDetail:
+    session: Session
+    compactions: list[Compaction]
+    tasks: list[TaskTouched]
+    history: list[Event]  # the session's own events, oldest first
+
+    def to_json(self, zone: tzinfo) -> dict[str, Any]:
+        return {
+            **self.session.to_json(zone),
+            "compaction_summaries": [c.to_json(zone) for c in self.compactions],
+            "tasks": [t.to_json(zone) for t in self.tasks],
+            "history": [e.to_json(zone) for e in self.history],
+        }
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _inbox() -> Any:
+    # Written as the partial index's own predicate (ix_sessions_inbox): SQLite renders a
+    # bound boolean as `unclassified = 1`, which its planner does not match to the index.
+    return text("sessions.unclassified")
+
+
+def _status_is(status: str) -> Any:
+    return sessions.c.status == literal_column(f"'{status}'")
+
+
+def list_sessions(
+    conn: Connection,
+    *,
+    status: str | None = None,
+    side: str | None = None,
+    project: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[Session]:
+    """Newest first (by id); `before_id` pages back. `status` is open, ended, lost or
+    unclassified (the inbox)."""
+    query = select(sessions).order_by(sessions.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
+    if status is not None:
+        if status not in FILTERS:
+            raise InvalidInput(f"status {status[:20]!r} is not one of {', '.join(FILTERS)}")
+        query = query.where(_inbox() if status == "unclassified" else _status_is(status))
+    if side is not None:
+        query = query.where(sessions.c.side == check_side_name(side))
+    if project is not None:
+        query = query.where(sessions.c.project == check_project(project))
+    if before_id is not None:
+        query = query.where(sessions.c.id < before_id)
+    return [session_from_row(row) for row in conn.execute(query)]
+
+
+def count_unclassified(conn: Connection) -> int:
+    return int(
+        conn.execute(select(func.count()).select_from(sessions).where(_inbox())).scalar_one()
+    )
+
+
+def session_projects(conn: Connection, limit: int = 200) -> list[str]:
+    """Projects that have session records, for filters (ix_sessions_project, leading column)."""
+    rows = conn.execute(
+        select(sessions.c.project)
+        .where(sessions.c.project.is_not(None))
+        .group_by(sessions.c.project)
+        .order_by(sessions.c.project)
+        .limit(limit)
+    )
+    return [r.project for r in rows]
+
+
+def check_side_name(value: str) -> str:
+    from ondeck.core.hook_config import is_name
+
+    if not is_name(value):
+        raise InvalidInput(
+            f"side {str(value)[:80]!r} is not valid: use 1 to 64 letters, digits, '.', '_', '-'"
+        )
+    return value
+
+
+def find_session(conn: Connection, ref: str | int) -> Session:
+    """A session by its number, its agent's id, or (8 characters at least) the start of it."""
+    text_ref = str(ref).strip()
+    if not text_ref:
+        raise InvalidInput("give a session: its number or its session id")
+    if text_ref.isascii() and text_ref.isdigit():
+        number = int(text_ref)
+        if not 1 <= number <= BIGINT_MAX:
+            raise InvalidInput(f"session {text_ref[:30]} is not a valid number")
+        row = conn.execute(select(sessions).where(sessions.c.id == number)).first()
+        if row is None:
+            raise NotFound(f"no session {number}")
+        return session_from_row(row)
+    if len(text_ref) > 200 or not text_ref.isprintable():
+        raise InvalidInput("a session id is 1 to 200 printable characters")
+    row = conn.execute(select(sessions).where(sessions.c.external_id == text_ref)).first()
+    if row is not None:
+        return session_from_row(row)
+    if len(text_ref) >= 8:
+        found = conn.execute(
+            select(sessions)
+            .where(sessions.c.external_id.startswith(text_ref, autoescape=True))
+            .order_by(sessions.c.id)
+            .limit(2)
+        ).all()
+        if len(found) == 1:
+            return session_from_row(found[0])
+        if len(found) > 1:
+            raise InvalidInput(f"session id {text_ref!r} is the start of several: give more")
+    raise NotFound(f"no session {text_ref[:80]!r}")
+
+
+def session_detail(conn: Connection, ref: str | int) -> SessionDetail:
+    session = find_session(conn, ref)
+    compactions = [
+        Compaction(
+            **{
+                k: row._mapping[k]
+                for k in ("id", "at", "trigger", "summary", "chars", "redactions")
+            }
+        )
+        for row in conn.execute(
+            select(session_compactions)
+            .where(session_compactions.c.session_id == session.id)
+            .order_by(session_compactions.c.id)
+        )
+    ]
+    # Oldest first, without the one event every turn writes (a long session has thousands):
+    # ix_events_subject, from the session's first event on.
+    rows = conn.execute(
+        select(events)
+        .where(
+            events.c.subject == f"session:{session.id}",
+            events.c.kind != "session.last_word",
+        )
+        .order_by(events.c.id)
+        .limit(HISTORY_MAX)
+    )
+    history = [Event(**row._mapping) for row in rows]
+    return SessionDetail(
+        session=session,
+        compactions=compactions,
+        tasks=tasks_touched(conn, session, history),
+        history=history,
+    )
+
+
+def tasks_touched(
+    conn: Connection, session: Session, history: Sequence[Event]
+) -> list[TaskTouched]:
+    """The tasks this session claimed, renewed, completed or released (held as owner
+    `claude:<session id>`), read from their events since the session's first."""
+    first = min((e.id for e in history), default=None)
+    if first is None:
+        return []
+    owner = events.c.details["owner"].as_string()
+    rows = conn.execute(
+        select(events.c.kind, events.c.subject, events.c.at)
+        .where(
+            events.c.kind.in_(TASK_KINDS),
+            # ix_events_kind (kind, id): a range from the session's first event on.
+            events.c.id >= first,
+            or_(owner == session.owner, events.c.actor == f"hook:{session.external_id[:60]}"),
+        )
+        .order_by(events.c.id)
+        .limit(1000)
+    ).all()
+    by_task: dict[int, list[tuple[str, datetime]]] = {}
+    for kind, subject, at in rows:
+        task_id = int(subject.removeprefix("task:"))
+        by_task.setdefault(task_id, []).append((kind, at))
+    if not by_task:
+        return []
+    found = {
+        row.id: row
+        for row in conn.execute(
+            select(tasks.c.id, tasks.c.title, tasks.c.status).where(tasks.c.id.in_(by_task))
+        )
+    }
+    return [
+        TaskTouched(
+            task_id=task_id,
+            title=found[task_id].title if task_id in found else None,
+            status=found[task_id].status if task_id in found else None,
+            actions=actions,
+        )
+        for task_id, actions in by_task.items()
+    ]
+
+
+# --- moving ---------------------------------------------------------------------------------
+
+
+def move_session(
+    conn: Connection,
+    now: datetime,
+    ref: str | int,
+    *,
+    side: str | None,
+    project: str | None,
+    sides: Mapping[str, Any],
+    actor: str,
+) -> Session:
+    """Reclassify a session by hand: `session.moved` names from, to and who. Its former
+    classification, the signals and the disagreements stay in the record."""
+    if side is not None:
+        side = side.strip()
+    if project is not None:
+        project = check_project(project.strip() or None)
+    if sides:
+        if not side:
+            raise InvalidInput(f"give the side to move it to: one of {', '.join(sorted(sides))}")
+        if side not in sides:
+            raise InvalidInput(
+                f"side {side[:64]!r} is not configured: use one of {', '.join(sorted(sides))}"
+            )
+    elif side:
+        raise InvalidInput("no sides are configured (one pool): give only --project")
+    elif project is None:
+        raise InvalidInput("give the project to move it to")
+    before = find_session(conn, ref)
+    new_side = side if sides else None
+    new_project = project if project is not None else before.project
+    if (
+        before.side == new_side
+        and before.project == new_project
+        and not before.unclassified
+        and (project is None or before.project_rule == "moved")
+        and (not sides or before.side_rule == "moved")
+    ):
+        raise InvalidInput(f"session {before.id} is already there: nothing to change")
+    values: dict[str, Any] = {
+        "side": new_side,
+        "project": new_project,
+        "unclassified": False,
+        "updated_at": aware(now),
+    }
+    if sides:
+        values["side_rule"] = "moved"
+    if project is not None:
+        values["project_rule"] = "moved"
+    row = conn.execute(
+        update(sessions)
+        # Guarded by what was read: a hook that changed the row meanwhile is not overwritten.
+        .where(sessions.c.id == before.id, sessions.c.updated_at == before.updated_at)
+        .values(**values)
+        .returning(*sessions.c)
+    ).first()
+    if row is None:
+        raise Conflict(f"session {before.id} changed while this request ran; nothing was changed")
+    from ondeck.services.notes import follow_session
+
+    # Its handoff and notes live where it does.
+    follow_session(conn, now, before.id, side=new_side, project=new_project, actor=actor)
+    event_log.record(
+        conn,
+        now,
+        actor=actor,
+        kind="session.moved",
+        subject=f"session:{before.id}",
+        details={
+            "from": {
+                "side": before.side,
+                "project": before.project,
+                "unclassified": before.unclassified,
+            },
+            "to": {"side": new_side, "project": new_project},
+            "by": actor,
+        },
+    )
+    return session_from_row(row)
+
+
+# --- lost -----------------------------------------------------------------------------------
+
+
+def mark_lost(
+    conn: Connection, now: datetime, grace: timedelta, *, actor: str = "jobs"
+) -> list[int]:
+    """Every open session silent (no hook event) for longer than `grace` becomes `lost`."""
+    cutoff = aware(now) - grace
+    # ix_sessions_open_seen: open sessions by last_seen_at.
+    candidates = conn.execute(
+        select(sessions.c.id, sessions.c.last_seen_at)
+        .where(_status_is("open"), sessions.c.last_seen_at < cutoff)
+        .order_by(sessions.c.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    lost: list[int] = []
+    for session_id, seen in candidates:
+        row = conn.execute(
+            update(sessions)
+            # A hook heard between the read and this write keeps the session open.
+            .where(
+                sessions.c.id == session_id,
+                _status_is("open"),
+                sessions.c.last_seen_at == seen,
+            )
+            .values(status="lost", updated_at=aware(now))
+            .returning(sessions.c.id)
+        ).first()
+        if row is None:
+            continue
+        event_log.record(
+            conn,
+            now,
+            actor=actor,
+            kind="session.lost",
+            subject=f"session:{session_id}",
+            details={"last_seen_at": aware(seen).isoformat(), "grace": format_duration(grace)},
+        )
+        lost.append(session_id)
+    return lost
+
+
+# --- the jobs tick ----------------------------------------------------------------------------
+
+
+def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
+    """The jobs tick's sessions step: drain the spool, then mark silent sessions lost."""
+    from ondeck.services import spool
+    from ondeck.services.session_hooks import apply_record
+
+    def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+        answers: list[str | None] = []
+        for record in batch:
+            with writing(engine) as conn:
+                apply_record(conn, now, record)
+            answers.append(None)
+        return answers
+
+    drained = spool.drain(settings.spool_dir, apply, parse_record, wait_s=0.0)
+    with writing(engine) as conn:
+        lost = mark_lost(conn, now, settings.session_grace)
+    if drained.applied or drained.rejected:
+        log.info("spool: %d applied, %d rejected", drained.applied, drained.rejected)
+    if lost:
+        log.info("marked %d silent sessions lost: ids %s", len(lost), lost[:50])
+    return {
+        "drained": drained.applied,
+        "rejected": drained.rejected,
+        "waiting": drained.left,
+        "lost": len(lost),
+        "ids": lost[:50],
+    }
+
+
+# --- what the context warns about ----------------------------------------------------------
+
+
+def context_warnings(conn: Connection, now: datetime, settings: Any) -> list[tuple[str, str]]:
+    """(code, message) for the session context: the inbox and a stuck spool. Counts only:
+    nothing of an unclassified session is shown to another session."""
+    from ondeck.services import spool
+
+    found: list[tuple[str, str]] = []
+    inbox = count_unclassified(conn)
+    if inbox:
+        found.append(
+            (
+                "sessions_unclassified",
+                f"{inbox} session record(s) unclassified, waiting in the inbox for a person "
+                "(`ondeck session list --status unclassified`, then `ondeck session move`)",
+            )
+        )
+    found += spool_warnings(spool.status(settings.spool_dir), now, settings.zone)
+    return found
+
+
+def spool_warnings(status: Any, now: datetime, zone: tzinfo) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if status.stuck(now):
+        since = local(status.oldest_at, zone).isoformat(timespec="seconds")
+        found.append(
+            (
+                "spool_stuck",
+                f"{status.waiting} hook event(s) waiting in the spool ({status.path}) since "
+                f"{since}: the database could not be reached; the next hook or jobs tick that "
+                "reaches it drains them",
+            )
+        )
+    if status.rejected:
+        found.append(
+            (
+                "spool_rejected",
+                f"{status.rejected} spooled hook event(s) could not be applied; they are kept "
+                f"with the reason in {status.path}/rejected.jsonl",
+            )
+        )
+    return found

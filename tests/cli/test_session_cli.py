@@ -1,0 +1,94 @@
+"""`ondeck session list|show|move`: tables and lines for people, the API's objects with
+--json, one line and an exit code for what is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from conftest import NOW
+from ondeck.db.tables import events
+from ondeck.entrypoints.cli import run
+from ondeck.services.classify import Facts, Rules
+from ondeck.services.session_hooks import apply_record
+from support.hooks import SESSION_ID, later, record
+
+
+def apply(engine: Engine, rec: dict[str, Any]) -> None:
+    with engine.begin() as conn:
+        apply_record(conn, rec["at"], rec)
+
+
+def test_list_show_and_move(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apply(engine, record("start", NOW))
+    apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="한국어 마지막 말"))
+    apply(engine, record("end", later(NOW, minutes=2)))
+    assert run(["--db", db_url, "session", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "ended" in out and "한국어" in out
+    assert run(["--db", db_url, "session", "list", "--json", "--status", "ended"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["external_id"] == SESSION_ID and listed["status"] == "ended"
+    assert run(["--db", db_url, "session", "show", SESSION_ID[:8]]) == 0
+    shown = capsys.readouterr().out
+    assert f"session {listed['id']}" in shown and "last word" in shown
+    assert "prompt_input_exit" in shown and "reason" in shown
+    assert run(["--db", db_url, "session", "show", str(listed["id"]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["last_word"] == "한국어 마지막 말"
+    assert run(["--db", db_url, "session", "move", str(listed["id"]), "--project", "site"]) == 0
+    assert "moved: - -> site" in capsys.readouterr().out
+    with engine.connect() as conn:
+        actor = conn.execute(
+            select(events.c.actor).where(events.c.kind == "session.moved")
+        ).scalar_one()
+    assert actor == "cli"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["session", "show", "999"], 4, "no session 999"),
+        (["session", "show", "nope"], 4, "no session"),
+        (["session", "list", "--status", "running"], 2, "not one of open, ended, lost"),
+        (["session", "list", "--project", "no project"], 2, "project"),
+        (["session", "move", "1", "--side", "work"], 2, "no sides are configured"),
+        (["session", "move", "1"], 2, "give the project"),
+        (["session", "show", "x" * 300], 2, "200 printable"),
+    ],
+)
+def test_refusals_are_one_line_with_their_exit_code(
+    engine: Engine,
+    db_url: str,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    code: int,
+    message: str,
+) -> None:
+    apply(engine, record("start", NOW))
+    assert run(["--db", db_url, *args]) == code
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_the_inbox_and_a_move_to_a_side(
+    engine: Engine,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ONDECK_SIDES", json.dumps({"work": ["/w"], "own": ["/o"]}))
+    rules = Rules(sides={"work": ["/w"], "own": ["/o"]})
+    apply(engine, record("start", NOW, rules=rules, facts=Facts(cwd="/elsewhere")))
+    assert run(["--db", db_url, "session", "list", "--status", "unclassified"]) == 0
+    assert "unclassified" in capsys.readouterr().out
+    assert run(["--db", db_url, "session", "move", SESSION_ID, "--side", "own"]) == 0
+    assert "(unclassified) -> own" in capsys.readouterr().out
+    assert run(["--db", db_url, "session", "list", "--status", "unclassified"]) == 0
+    assert "no session records match" in capsys.readouterr().out
