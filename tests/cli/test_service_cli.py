@@ -253,9 +253,13 @@ def test_a_system_unit_refuses_a_data_dir_in_roots_home(
     system_dirs: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """sudo keeps HOME on some systems: the default data dir would be root's."""
+    """sudo's HOME is root's on some systems: so would be every default path."""
     monkeypatch.setenv("SUDO_USER", "nobody")
     monkeypatch.setenv("ONDECK_DATA_DIR", "/root/.local/share/ondeck")
     assert run(["service", "install", "--system"]) == 2
-    assert "in root's home" in capsys.readouterr().err
+    assert "ONDECK_DATA_DIR=/root/.local/share/ondeck: in root's home" in capsys.readouterr().err
+    monkeypatch.setenv("ONDECK_DATA_DIR", str(home.parent / "data"))
+    monkeypatch.setenv("ONDECK_CONFIG", "/root/.config/ondeck/config.toml")
+    assert run(["service", "install", "--system"]) == 2
+    assert "ONDECK_CONFIG=/root/.config/ondeck/config.toml" in capsys.readouterr().err
     assert _files(system_dirs[0]) == set() and _calls(home) == []

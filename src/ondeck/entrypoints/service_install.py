@@ -130,18 +130,27 @@ def environment(settings: Settings, environ: Mapping[str, str]) -> list[EnvEntry
 
 
 def _check_reachable(settings: Settings, user: str) -> None:
-    """A system unit runs as `user`: a data directory in root's home (sudo keeps HOME on
-    some systems) would be one it cannot open."""
+    """A system unit runs as `user`: a path in root's home (where sudo's HOME puts every
+    default on some systems) is one it cannot open, and would fail only once started."""
     import pwd
 
     if user == "root":
         return
     root_home = Path(pwd.getpwuid(0).pw_dir)
-    if settings.data_dir == root_home or root_home in settings.data_dir.parents:
-        raise InvalidInput(
-            f"ONDECK_DATA_DIR={settings.data_dir}: in root's home, which the service's user "
-            f"{user} cannot open: set ONDECK_DATA_DIR (sudo -E keeps your environment)"
-        )
+    found = config_file()
+    named = {
+        "ONDECK_DATA_DIR": settings.data_dir,
+        "ONDECK_BACKUP_DIR": settings.backups_path,
+        "ONDECK_SSL_CERTFILE": settings.ssl_certfile,
+        "ONDECK_SSL_KEYFILE": settings.ssl_keyfile,
+        "ONDECK_CONFIG": None if found is None else Path(found),
+    }
+    for name, path in named.items():
+        if path is not None and (path == root_home or root_home in path.parents):
+            raise InvalidInput(
+                f"{name}={path}: in root's home, which the service's user {user} cannot "
+                f"open: give {user}'s own (sudo env {name}=… ondeck service install --system)"
+            )
 
 
 def plan(settings: Settings, scope: Scope, environ: Mapping[str, str]) -> Plan:
