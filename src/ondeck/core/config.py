@@ -6,7 +6,8 @@ over it. Every bad value becomes one `ConfigError` line naming the setting and t
 Refused at load, so nothing runs on a setting that would lie later:
 - a database that keeps nothing (`sqlite://`, `sqlite:///`, `:memory:`, `file:` URIs, SQLite
   URL options such as `?mode=memory`), and any relative path (`ONDECK_DATA_DIR`,
-  `ONDECK_BACKUP_DIR`, a relative SQLite path, `ONDECK_CONFIG`, the `projects` prefixes):
+  `ONDECK_BACKUP_DIR`, `ONDECK_SSL_CERTFILE`, `ONDECK_SSL_KEYFILE`, a relative SQLite path,
+  `ONDECK_CONFIG`, the `projects` prefixes):
   resolved against the working directory, each project folder the session hook runs in would
   get its own empty database. `~` is expanded (it is explicit); nothing else is implied;
 - a duration past its setting's maximum (`DurationSetting`): every instant computed from it
@@ -134,6 +135,9 @@ class Settings(BaseSettings):
     token: SecretStr | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
+    # TLS served by ondeck itself (entrypoints/server.py checks the files before binding).
+    ssl_certfile: Annotated[Path | None, BeforeValidator(_absolute)] = None
+    ssl_keyfile: Annotated[Path | None, BeforeValidator(_absolute)] = None
     # Working directory (prefix) → project, for the session hook.
     projects: dict[str, str] = Field(default_factory=dict)
     # Session records (services/classify.py): side → working directory prefixes; git remote
@@ -283,6 +287,11 @@ _SOURCE_FIELD = re.compile(r'field "([a-z_]+)"')
 _PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
 
 
+def hide_password(url: str) -> str:
+    """The URL with its password (if any) written `***`."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Read the settings, or raise one `ConfigError` line naming the setting and its value."""
     clean = {k: v for k, v in overrides.items() if v is not None}
@@ -302,7 +311,7 @@ def load_settings(**overrides: Any) -> Settings:
         value = err.get("input")
         reason = err["msg"].removeprefix("Value error, ")
         if field == "database_url" and isinstance(value, str):
-            value = _PASSWORD.sub(r"\1***@", value)
+            value = hide_password(value)
         if not field:  # a rule across settings (the classification rules): its own words
             raise ConfigError(reason) from None
         if isinstance(value, dict):

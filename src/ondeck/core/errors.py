@@ -8,7 +8,7 @@
     │   └── NothingClaimable    (no READY task to claim)
     ├── NotFound                (exit 4, HTTP 404)
     ├── Unauthorized            (HTTP 401)
-    └── Unavailable             (exit 5, HTTP 503: the database cannot be reached)
+    └── Unavailable             (exit 5, HTTP 503: the database, or systemd, cannot be reached)
 
 Each error's `str` is one line for a human; `code` is a stable word for programs.
 The CLI and the API map these once (cli/ and api/), never per command.

@@ -87,6 +87,11 @@ def _xdg(variable: str, fallback: str) -> str:
     return base if base.startswith("/") else fallback
 
 
+def config_home() -> str:
+    """`$XDG_CONFIG_HOME` or `~/.config`, absolute; ValueError when there is no home."""
+    return absolute_text(_xdg("XDG_CONFIG_HOME", "~/.config"))
+
+
 def config_file() -> str | None:
     """The TOML file to read: `$ONDECK_CONFIG` (ValueError when it is not an absolute path),
     else the XDG place, or None when there is no home directory to look in."""
@@ -94,7 +99,7 @@ def config_file() -> str | None:
     if explicit is not None:
         return absolute_text(explicit)
     try:
-        return absolute_text(join(_xdg("XDG_CONFIG_HOME", "~/.config"), "ondeck", "config.toml"))
+        return join(config_home(), "ondeck", "config.toml")
     except ValueError:
         return None
 

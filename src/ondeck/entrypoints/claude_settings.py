@@ -33,12 +33,18 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def ondeck_command() -> str:
-    """How Claude Code should call ondeck: this very executable, so a venv install works."""
+def ondeck_argv() -> list[str]:
+    """This very ondeck, so a venv install works: its console script, or this Python with
+    `-m ondeck` (the venv's python is kept as it is: resolving its link would leave the venv)."""
     argv0 = Path(sys.argv[0])
     if argv0.name == "ondeck" and argv0.exists():
-        return shlex.quote(str(argv0.resolve()))
-    return f"{shlex.quote(sys.executable)} -m ondeck"
+        return [str(argv0.resolve())]
+    return [sys.executable, "-m", "ondeck"]
+
+
+def ondeck_command() -> str:
+    """How Claude Code should call ondeck (a shell command line)."""
+    return " ".join(shlex.quote(word) for word in ondeck_argv())
 
 
 def settings_path(project_dir: Path | None, user: bool) -> Path:

@@ -1,10 +1,13 @@
-"""Starting the HTTP server (uvicorn) with the jobs loop in-process."""
+"""Starting the HTTP server (uvicorn) with the jobs loop in-process, over TLS when given a
+certificate."""
 
 from __future__ import annotations
 
 import errno
 import ipaddress
 import socket
+from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 from ondeck.core.config import Settings
@@ -20,13 +23,59 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(settings: Settings, host: str, port: int) -> None:
-    """Refuse what would be unsafe or cannot work, with one line, before anything starts."""
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """The certificate (chain) and its key, checked: they load as a pair."""
+
+    certfile: Path
+    keyfile: Path | None
+
+
+def check_tls(certfile: Path | None, keyfile: Path | None) -> Tls | None:
+    """The TLS files to serve with, or None for plain HTTP; one `ConfigError` line when they
+    cannot be used, so the server never binds and then fails its first handshake."""
+    if certfile is None:
+        if keyfile is not None:
+            raise ConfigError(
+                f"ONDECK_SSL_KEYFILE={keyfile}: a key without ONDECK_SSL_CERTFILE "
+                "(--ssl-certfile) serves nothing"
+            )
+        return None
+    import ssl
+
+    for name, path in (("ONDECK_SSL_CERTFILE", certfile), ("ONDECK_SSL_KEYFILE", keyfile)):
+        if path is None:
+            continue
+        try:
+            with path.open("rb") as handle:
+                handle.read(1)
+        except OSError as exc:
+            raise ConfigError(f"{name}={path}: cannot read it: {exc.strerror}") from None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        # An empty password: an encrypted key fails here instead of prompting on a terminal
+        # that a service does not have.
+        context.load_cert_chain(certfile, keyfile, password=lambda: b"")
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigError(
+            f"ONDECK_SSL_CERTFILE={certfile}: not a PEM certificate with its (unencrypted) "
+            f"key{'' if keyfile else ' in the same file'}: {exc}"
+        ) from None
+    return Tls(certfile=certfile, keyfile=keyfile)
+
+
+def check_exposure(settings: Settings, host: str) -> None:
+    """Refuse to open the API and dashboard to the network without a token."""
     if not is_loopback(host) and not settings.token_value:
         raise ConfigError(
             f"ONDECK_HOST={host}: binding beyond loopback needs ONDECK_TOKEN "
             "(the API and dashboard would be open to the network)"
         )
+
+
+def check_bind(settings: Settings, host: str, port: int) -> None:
+    """Refuse what would be unsafe or cannot work, with one line, before anything starts."""
+    check_exposure(settings, host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -53,7 +102,9 @@ def _server_class() -> type:
     return Server
 
 
-def serve(settings: Settings, *, host: str, port: int, jobs: bool = True) -> None:
+def serve(
+    settings: Settings, *, host: str, port: int, jobs: bool = True, tls: Tls | None = None
+) -> None:
     import uvicorn
 
     from ondeck.db import open_database
@@ -63,6 +114,13 @@ def serve(settings: Settings, *, host: str, port: int, jobs: bool = True) -> Non
     engine = open_database(settings.url)
     app = create_app(settings, engine, run_jobs=jobs)
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, log_config=None
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,
+        ssl_certfile=None if tls is None else tls.certfile,
+        ssl_keyfile=None if tls is None else tls.keyfile,
     )
     _server_class()(config).run()

@@ -1,5 +1,6 @@
 """The `ondeck` command. `run` maps errors to exit codes once for every command:
-0 ok, 1 internal error, 2 invalid input, 3 conflict, 4 not found, 5 database unavailable.
+0 ok, 1 internal error, 2 invalid input, 3 conflict, 4 not found, 5 unavailable (the
+database; systemd, for `ondeck service`).
 Every failure is one line on stderr; `ONDECK_DEBUG=1` adds the traceback of internal errors.
 """
 

@@ -41,11 +41,13 @@ def _register() -> None:
         rules,
         schedules,
         server,
+        service,
         sessions,
         tasks,
     )
 
     server.register(app)
+    service.register(app)
     app.add_typer(db.app, name="db")
     app.add_typer(tasks.app, name="task")
     context.register(app)
