@@ -43,6 +43,7 @@ def _register() -> None:
         server,
         sessions,
         tasks,
+        tokens,
     )
 
     server.register(app)
@@ -58,6 +59,7 @@ def _register() -> None:
     notes.register(app)
     recall.register(app)
     exchange.register(app)
+    tokens.register(app)
 
 
 _register()

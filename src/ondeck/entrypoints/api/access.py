@@ -1,0 +1,89 @@
+"""The API's bearer check, when the server has `ONDECK_TOKEN`: who a request is, and whether
+it may do what it asks.
+
+    the admin token     `ONDECK_TOKEN`: everything; recorded as `api`
+    a device token      `ondeck token create`: its scope; recorded as `api:<name>`
+    `read`              GET, HEAD and OPTIONS only; anything else is 403 naming the token
+    no token            401 (not counted as a wrong token: a client not yet set up)
+    wrong token         401, counted for the address (unknown, revoked and expired alike)
+    a refused address   429 with `Retry-After`, whatever token it gives (web/auth.py)
+
+The identity reaches the routes on the request's Call (`store.identify_as`), so every change
+a route makes is recorded with it, in one place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from ondeck.core.access import ADMIN, Identity
+from ondeck.core.errors import OndeckError, Unavailable
+from ondeck.entrypoints.api import errors
+from ondeck.entrypoints.store import Call, call_of, identify_as
+from ondeck.entrypoints.web.auth import client_address, guard_of
+
+
+async def admit(request: Request, admin_token: str, *, browsable: bool) -> Response | None:
+    """None when the request may go on (its Call now acts as who it is); else the refusal.
+    `browsable`: the API's description, which a browser logged in to the dashboard may read."""
+    if browsable and guard_of(request).has_session(request):
+        return None
+    call = call_of(request)
+    guard = guard_of(request)
+    wait = guard.retry_after(request, call.now())
+    if wait is not None:
+        refused = errors.error_response(
+            429,
+            "too_many_attempts",
+            f"too many wrong tokens from {client_address(request)}: try again in {wait} s",
+        )
+        refused.headers["Retry-After"] = str(wait)
+        return refused
+    presented = _bearer(request)
+    if presented is None:
+        return errors.error_response(401, "unauthorized", "missing bearer token")
+    try:
+        identity = await run_in_threadpool(_identify, call, admin_token, presented)
+    except OndeckError as exc:  # the database is unavailable: no answer either way
+        return errors.error_response(exc.http_status, exc.code, exc.message)
+    if identity is None:
+        guard.wrong_token(request, call.now())
+        return errors.error_response(
+            401, "unauthorized", "wrong bearer token (unknown, revoked or expired)"
+        )
+    if not identity.may(request.method):
+        return errors.error_response(
+            403,
+            "forbidden",
+            f"token {identity.token!r} may only read: {request.method} changes data and "
+            "needs a write token",
+        )
+    identify_as(request, identity.actor("api"))
+    return None
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    value = value.strip()
+    return value if scheme.lower() == "bearer" and value else None
+
+
+def _identify(call: Call, admin_token: str, presented: str) -> Identity | None:
+    if hmac.compare_digest(presented.encode(), admin_token.encode()):
+        return ADMIN
+    from ondeck.services import tokens
+
+    with call.read() as conn:
+        found = tokens.verify(conn, call.now(), presented)
+    if found is None:
+        return None
+    if found.touch_due and found.identity.token is not None:
+        # Best effort: a busy database delays the "last used" time, never the request.
+        with contextlib.suppress(Unavailable), call.write() as conn:
+            tokens.touch(conn, call.now(), found.identity.token)
+    return found.identity
