@@ -14,21 +14,17 @@ a route makes is recorded with it, in one place.
 
 from __future__ import annotations
 
-import contextlib
-import hmac
-
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from ondeck.core.access import ADMIN, Identity
-from ondeck.core.errors import OndeckError, Unavailable
+from ondeck.core.errors import OndeckError
 from ondeck.entrypoints.api import errors
-from ondeck.entrypoints.store import Call, call_of, identify_as
+from ondeck.entrypoints.store import call_of, identify_as
 from ondeck.entrypoints.web.auth import client_address, guard_of
 
 
-async def admit(request: Request, admin_token: str, *, browsable: bool) -> Response | None:
+async def admit(request: Request, *, browsable: bool) -> Response | None:
     """None when the request may go on (its Call now acts as who it is); else the refusal.
     `browsable`: the API's description, which a browser logged in to the dashboard may read."""
     if browsable and guard_of(request).has_session(request):
@@ -48,7 +44,7 @@ async def admit(request: Request, admin_token: str, *, browsable: bool) -> Respo
     if presented is None:
         return errors.error_response(401, "unauthorized", "missing bearer token")
     try:
-        identity = await run_in_threadpool(_identify, call, admin_token, presented)
+        identity = await run_in_threadpool(guard.identify, call, presented)
     except OndeckError as exc:  # the database is unavailable: no answer either way
         return errors.error_response(exc.http_status, exc.code, exc.message)
     if identity is None:
@@ -71,19 +67,3 @@ def _bearer(request: Request) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     value = value.strip()
     return value if scheme.lower() == "bearer" and value else None
-
-
-def _identify(call: Call, admin_token: str, presented: str) -> Identity | None:
-    if hmac.compare_digest(presented.encode(), admin_token.encode()):
-        return ADMIN
-    from ondeck.services import tokens
-
-    with call.read() as conn:
-        found = tokens.verify(conn, call.now(), presented)
-    if found is None:
-        return None
-    if found.touch_due and found.identity.token is not None:
-        # Best effort: a busy database delays the "last used" time, never the request.
-        with contextlib.suppress(Unavailable), call.write() as conn:
-            tokens.touch(conn, call.now(), found.identity.token)
-    return found.identity

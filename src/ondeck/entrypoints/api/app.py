@@ -62,7 +62,7 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         if token and (path.startswith("/api/") or path in API_DOCUMENTS):
             # The API's description is readable with a bearer, or from a browser logged in
             # to the dashboard; the API itself only with a bearer (api/access.py).
-            refused = await admit(request, token, browsable=path in API_DOCUMENTS)
+            refused = await admit(request, browsable=path in API_DOCUMENTS)
             if refused is not None:
                 return refused
         response: Response = await call_next(request)

@@ -22,6 +22,7 @@ one window (core/throttle.py); after 10 within a minute the address is refused (
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -34,7 +35,10 @@ from fastapi import Depends, Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
+from ondeck.core.access import ADMIN, Identity
+from ondeck.core.errors import Unavailable
 from ondeck.core.throttle import FailureWindow
+from ondeck.entrypoints.store import Call
 
 log = logging.getLogger("ondeck.auth")
 
@@ -84,6 +88,24 @@ class Guard:
         if self.token is None:
             return False
         return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def identify(self, call: Call, presented: str) -> Identity | None:
+        """Who `presented` is: the admin (`ONDECK_TOKEN`), a live device token, or nobody.
+        Reads the database for a device token (and writes its "last used", at most once a
+        minute): call it off the event loop."""
+        if self.token_matches(presented):
+            return ADMIN
+        from ondeck.services import tokens
+
+        with call.read() as conn:
+            found = tokens.verify(conn, call.now(), presented)
+        if found is None:
+            return None
+        if found.touch_due and found.identity.token is not None:
+            # Best effort: a busy database delays the "last used" time, never the request.
+            with contextlib.suppress(Unavailable), call.write() as conn:
+                tokens.touch(conn, call.now(), found.identity.token)
+        return found.identity
 
     # --- wrong tokens ---------------------------------------------------------------
 
@@ -148,8 +170,8 @@ class Guard:
 
 
 def client_address(request: Request) -> str:
-    """The address a request came from (behind a reverse proxy, the proxy's, unless the
-    server is told to trust its forwarded headers: uvicorn's `--forwarded-allow-ips`)."""
+    """The address a request came from: behind a reverse proxy, its `X-Forwarded-For` when
+    uvicorn trusts the proxy (127.0.0.1, or `FORWARDED_ALLOW_IPS`), else the proxy's."""
     return request.client.host if request.client else "unknown"
 
 
