@@ -18,7 +18,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from ondeck.core.errors import OndeckError
+from ondeck.core.errors import Forbidden, OndeckError, Unauthorized
 from ondeck.entrypoints.api import errors
 from ondeck.entrypoints.store import call_of, identify_as
 from ondeck.entrypoints.web.auth import client_address, guard_of
@@ -40,25 +40,22 @@ async def admit(request: Request, *, browsable: bool) -> Response | None:
         )
         refused.headers["Retry-After"] = str(wait)
         return refused
-    presented = _bearer(request)
-    if presented is None:
-        return errors.error_response(401, "unauthorized", "missing bearer token")
     try:
+        presented = _bearer(request)
+        if presented is None:
+            raise Unauthorized("missing bearer token")
+        # The database is unavailable: 503, no answer either way.
         identity = await run_in_threadpool(guard.identify, call, presented)
-    except OndeckError as exc:  # the database is unavailable: no answer either way
+        if identity is None:
+            guard.wrong_token(request, call.now())
+            raise Unauthorized("wrong bearer token (unknown, revoked or expired)")
+        if not identity.may(request.method):
+            raise Forbidden(
+                f"token {identity.token!r} may only read: {request.method} changes data "
+                "and needs a write token"
+            )
+    except OndeckError as exc:
         return errors.error_response(exc.http_status, exc.code, exc.message)
-    if identity is None:
-        guard.wrong_token(request, call.now())
-        return errors.error_response(
-            401, "unauthorized", "wrong bearer token (unknown, revoked or expired)"
-        )
-    if not identity.may(request.method):
-        return errors.error_response(
-            403,
-            "forbidden",
-            f"token {identity.token!r} may only read: {request.method} changes data and "
-            "needs a write token",
-        )
     identify_as(request, identity.actor("api"))
     return None
 
