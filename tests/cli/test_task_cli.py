@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import time_machine
 from sqlalchemy import Engine, func, select
 
 from ondeck.core.models import TASK_JSON_FIELDS
 from ondeck.db.tables import events, tasks
-from ondeck.entrypoints.cli import run
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -24,19 +22,6 @@ NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 @pytest.fixture(autouse=True)
 def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ONDECK_TZ", "UTC")
-
-
-@pytest.fixture
-def ondeck(db_url: str, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
-    """Run `ondeck --db <url> …` in-process at NOW; returns (exit code, stdout, stderr)."""
-
-    def call(*args: str, at: datetime = NOW) -> tuple[int, str, str]:
-        with time_machine.travel(at, tick=False):
-            code = run(["--db", db_url, *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return call
 
 
 def ok_json(ondeck: Any, *args: str, **kw: Any) -> Any:

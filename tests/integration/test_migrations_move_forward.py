@@ -419,11 +419,38 @@ def _seed_0004() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0005() -> dict[str, list[dict[str, Any]]]:
+    """0005: device tokens (their hashes; a revoked one and a live one of the same name)."""
+    seed = _seed_0004()
+    seed["tokens"] = [
+        {
+            "name": "laptop",
+            "scope": "write",
+            "hash": "a" * 64,
+            "created_at": T - timedelta(days=90),
+            "last_used_at": T - timedelta(days=1),
+            "expires_at": T + timedelta(days=90),
+            "revoked_at": T,
+        },
+        {
+            "name": "laptop",
+            "scope": "read",
+            "hash": "b" * 64,
+            "created_at": T,
+            "last_used_at": None,
+            "expires_at": None,
+            "revoked_at": None,
+        },
+    ]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
     "0003": _seed_0003(),
     "0004": _seed_0004(),
+    "0005": _seed_0005(),
 }
 
 

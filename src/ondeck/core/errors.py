@@ -7,7 +7,8 @@
     │   ├── LeaseLost           (the token presented is not the current one)
     │   └── NothingClaimable    (no READY task to claim)
     ├── NotFound                (exit 4, HTTP 404)
-    ├── Unauthorized            (HTTP 401)
+    ├── Unauthorized            (HTTP 401: no token, or one that is wrong, revoked or expired)
+    │   └── Forbidden           (HTTP 403: a token whose scope does not allow that)
     └── Unavailable             (exit 5, HTTP 503: the database, or systemd, cannot be reached)
 
 Each error's `str` is one line for a human; `code` is a stable word for programs.
@@ -84,6 +85,13 @@ class Unauthorized(OndeckError):
     code = "unauthorized"
     exit_code = 2
     http_status = 401
+
+
+class Forbidden(Unauthorized):
+    """This token may not do that."""
+
+    code = "forbidden"
+    http_status = 403
 
 
 class Unavailable(OndeckError):

@@ -27,6 +27,7 @@ from sqlalchemy import (
     text,
 )
 
+from ondeck.core.access import TokenScope
 from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db.types import Id, Instant, Json
@@ -456,3 +457,36 @@ notes = Table(
 # Recall's tasks are those of projects whose sessions live in the side asked for, and in no
 # other: services/recall.py asks this index, per matching task, which sides a project has.
 Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)
+
+
+# --- device tokens (issue 16) ---------------------------------------------------------------
+
+tokens = Table(
+    "tokens",
+    metadata,
+    # A device's bearer token for the API (services/tokens.py). The token itself is shown
+    # once, when made, and never stored: `hash` is its SHA-256.
+    Column("id", Id, primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("scope", String(8), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("created_at", Instant, nullable=False),
+    # Written at most once a minute per token, not at every request.
+    Column("last_used_at", Instant),
+    # NULL: never expires.
+    Column("expires_at", Instant),
+    # Revoked tokens stay listed; their name may be given to a new token.
+    Column("revoked_at", Instant),
+    CheckConstraint(_in("scope", TokenScope), name="scope"),
+    CheckConstraint("length(name) BETWEEN 1 AND 64", name="name_length"),
+    # Every API request with a device token looks its hash up here.
+    UniqueConstraint("hash"),
+    # One live token per name: `token revoke NAME` and the actor `api:<name>` mean one token.
+    Index(
+        "uq_tokens_name_live",
+        "name",
+        unique=True,
+        sqlite_where=text("revoked_at IS NULL"),
+        postgresql_where=text("revoked_at IS NULL"),
+    ),
+)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
@@ -63,6 +63,9 @@ class Store:
 class Call:
     store: Store
     instant: datetime
+    # Who makes the call, as its changes are recorded: for an HTTP request, the identity its
+    # token proved (`api`, `api:<token name>`; set by the API's guard through `acting_as`).
+    actor: str = "api"
 
     @property
     def settings(self) -> Settings:
@@ -79,6 +82,10 @@ class Call:
     def now(self) -> datetime:
         """The instant of this call: the same however often it is asked."""
         return self.instant
+
+    def acting_as(self, actor: str) -> Call:
+        """This call (the same instant) made by `actor`."""
+        return replace(self, actor=actor)
 
     def today(self) -> date:
         return clock.today(self.instant, self.zone)
@@ -186,4 +193,11 @@ def call_of(request: Request) -> Call:
         store: Store = request.app.state.store
         call = store.call()
         request.state.ondeck_call = call
+    return call
+
+
+def identify_as(request: Request, actor: str) -> Call:
+    """The request's Call, from now on made by `actor` (who its token proved to be)."""
+    call = call_of(request).acting_as(actor)
+    request.state.ondeck_call = call
     return call

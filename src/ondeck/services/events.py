@@ -1,7 +1,8 @@
 """The record of every change: one `events` row, written in the same transaction as the change.
 
-Actors: `cli`, `api`, `dashboard`, `jobs`, `mcp:<client>`, `hook:<session>`. Subjects name
-what changed: `task:12`, `schedule:3`, `backup:7`, `worker:jobs@host:pid`.
+Actors: `cli`, `api`, `api:<device token>`, `dashboard`, `jobs`, `mcp:<client>`,
+`hook:<session>`. Subjects name what changed: `task:12`, `schedule:3`, `backup:7`,
+`worker:jobs@host:pid`, `token:laptop`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,6 +14,7 @@ from starlette.responses import Response
 from ondeck import __version__
 from ondeck.core.config import Settings
 from ondeck.entrypoints.api import errors
+from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.store import Store
 
@@ -60,15 +60,11 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         token = settings.token_value
         path = request.url.path
         if token and (path.startswith("/api/") or path in API_DOCUMENTS):
-            given = request.headers.get("authorization", "")
-            scheme, _, value = given.partition(" ")
-            bearer = scheme.lower() == "bearer" and hmac.compare_digest(
-                value.strip().encode(), token.encode()
-            )
-            # The API's description is readable with the bearer, or from a browser logged
-            # in to the dashboard; the API itself only with the bearer.
-            if not bearer and not (path in API_DOCUMENTS and _logged_in(request)):
-                return errors.error_response(401, "unauthorized", "missing or wrong bearer token")
+            # The API's description is readable with a bearer, or from a browser logged in
+            # to the dashboard; the API itself only with a bearer (api/access.py).
+            refused = await admit(request, browsable=path in API_DOCUMENTS)
+            if refused is not None:
+                return refused
         response: Response = await call_next(request)
         response.headers["X-Ondeck-Store"] = settings.store_id
         return response
@@ -94,9 +90,3 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
 # FastAPI's description of the API and its two browsable renderings.
 API_DOCUMENTS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-
-
-def _logged_in(request: Request) -> bool:
-    from ondeck.entrypoints.web.auth import guard_of
-
-    return guard_of(request).has_session(request)

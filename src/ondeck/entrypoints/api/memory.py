@@ -24,7 +24,6 @@ from ondeck.services.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, parse_kinds,
 
 router = APIRouter(tags=["memory"])
 
-ACTOR = "api"
 
 # Strict(False): the JSON words "note", "active" must still be the members they name.
 Kind = Annotated[NoteKind, Strict(False)]
@@ -257,7 +256,7 @@ def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
             pinned=body.pinned,
             expires_on=body.expires_on,
             session_id=session_id,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return note_out(store, note)
 
@@ -306,7 +305,7 @@ def edit_note(
             project=project,
             expires_on=expires,
             zone=store.settings.zone,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return note_out(store, note)
 
@@ -314,7 +313,7 @@ def edit_note(
 def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool) -> Any:
     scope = scope_of(store, side, None, inbox)
     with store.write() as conn:
-        note = notes.set_pinned(conn, store.now(), note_id, pinned, scope=scope, actor=ACTOR)
+        note = notes.set_pinned(conn, store.now(), note_id, pinned, scope=scope, actor=store.actor)
     return note_out(store, note)
 
 
@@ -349,7 +348,7 @@ def supersede_note(
             body.text,
             scope=scope,
             zone=store.settings.zone,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return {"superseded": note_out(store, old), "note": note_out(store, new)}
 
@@ -364,7 +363,9 @@ def mark_wrong(
 ) -> dict[str, Any]:
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
-        note = notes.mark_wrong(conn, store.now(), note_id, body.reason, scope=scope, actor=ACTOR)
+        note = notes.mark_wrong(
+            conn, store.now(), note_id, body.reason, scope=scope, actor=store.actor
+        )
     return note_out(store, note)
 
 
@@ -374,7 +375,7 @@ def delete_note(
 ) -> dict[str, Any]:
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
-        note = notes.delete_note(conn, store.now(), note_id, scope=scope, actor=ACTOR)
+        note = notes.delete_note(conn, store.now(), note_id, scope=scope, actor=store.actor)
     return note_out(store, note)
 
 
@@ -392,6 +393,6 @@ def write_handoff(store: StoreDep, body: HandoffIn) -> dict[str, Any]:
             git_root=body.git_root,
             branch=body.branch,
             head=body.head,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return {"note": note_out(store, note), "replaced": replaced}

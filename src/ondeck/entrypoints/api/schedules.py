@@ -37,7 +37,6 @@ from ondeck.services import schedules
 
 router = APIRouter(tags=["schedules"])
 
-ACTOR = "api"
 
 ScheduleId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The schedule's id.")]
 Rule = Annotated[
@@ -122,7 +121,7 @@ def list_schedules(
 def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
     with store.write() as conn:
         schedule = schedules.create_schedule(
-            conn, store.now(), store.settings.zone, actor=ACTOR, **body.model_dump()
+            conn, store.now(), store.settings.zone, actor=store.actor, **body.model_dump()
         )
     return _out(store, schedule)
 
@@ -141,7 +140,7 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
             raise InvalidInput(f"{name} cannot be null (only project can be cleared)")
     with store.write() as conn:
         schedule = schedules.edit_schedule(
-            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR, **changes
+            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor, **changes
         )
     return _out(store, schedule)
 
@@ -151,7 +150,7 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
 )
 def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
     with store.write() as conn:
-        schedules.delete_schedule(conn, store.now(), schedule_id, actor=ACTOR)
+        schedules.delete_schedule(conn, store.now(), schedule_id, actor=store.actor)
     return Response(status_code=204)
 
 
@@ -162,7 +161,7 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     was already processed is left as it is: nothing fires twice."""
     with store.write() as conn:
         schedule = schedules.pull_now(
-            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
+            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor
         )
     return _out(store, schedule)
 
@@ -170,7 +169,7 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
 @router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)
 def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
-        schedule = schedules.pause_schedule(conn, store.now(), schedule_id, actor=ACTOR)
+        schedule = schedules.pause_schedule(conn, store.now(), schedule_id, actor=store.actor)
     return _out(store, schedule)
 
 
@@ -178,7 +177,7 @@ def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
 def resume_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
         schedule = schedules.resume_schedule(
-            conn, store.now(), store.settings.zone, schedule_id, actor=ACTOR
+            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor
         )
     return _out(store, schedule)
 

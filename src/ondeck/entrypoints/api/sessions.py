@@ -20,7 +20,6 @@ from ondeck.services.context_render import Format
 
 router = APIRouter(tags=["sessions"])
 
-ACTOR = "api"
 MAX_RECORDS = 500
 
 SessionRef = Annotated[
@@ -171,7 +170,7 @@ def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, An
             side=body.side,
             project=body.project,
             sides=store.settings.sides,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return moved.summary_json(store.settings.zone)
 

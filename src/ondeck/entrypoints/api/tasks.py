@@ -40,7 +40,6 @@ from ondeck.services.lease_state import task_json
 
 router = APIRouter(tags=["tasks"])
 
-ACTOR = "api"
 MAX_LEASE_SECONDS = int(backlog.MAX_LEASE.total_seconds())
 
 TaskId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The task's id.")]
@@ -183,7 +182,7 @@ def list_tasks(
 def create_task(store: StoreDep, body: TaskIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
-        task = backlog.create_task(conn, now, actor=ACTOR, **body.model_dump())
+        task = backlog.create_task(conn, now, actor=store.actor, **body.model_dump())
     return _out(store, task, now)
 
 
@@ -203,7 +202,7 @@ def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, An
             raise InvalidInput(f"{name} cannot be null (only due_on and project can be cleared)")
     now = store.now()
     with store.write() as conn:
-        task = backlog.edit_task(conn, now, task_id, actor=ACTOR, **changes)
+        task = backlog.edit_task(conn, now, task_id, actor=store.actor, **changes)
     return _out(store, task, now)
 
 
@@ -212,7 +211,12 @@ def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
         task = backlog.claim_next(
-            conn, now, owner=body.owner, duration=_duration(body), project=body.project, actor=ACTOR
+            conn,
+            now,
+            owner=body.owner,
+            duration=_duration(body),
+            project=body.project,
+            actor=store.actor,
         )
     return _out(store, task, now)
 
@@ -222,7 +226,7 @@ def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any
     now = store.now()
     with store.write() as conn:
         task = backlog.claim_task(
-            conn, now, task_id, owner=body.owner, duration=_duration(body), actor=ACTOR
+            conn, now, task_id, owner=body.owner, duration=_duration(body), actor=store.actor
         )
     return _out(store, task, now)
 
@@ -232,7 +236,7 @@ def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, An
     now = store.now()
     with store.write() as conn:
         task = backlog.renew_lease(
-            conn, now, task_id, token=body.token, duration=_duration(body), actor=ACTOR
+            conn, now, task_id, token=body.token, duration=_duration(body), actor=store.actor
         )
     return _out(store, task, now)
 
@@ -242,7 +246,7 @@ def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[st
     now = store.now()
     with store.write() as conn:
         task = backlog.complete_task(
-            conn, now, task_id, token=body.token, note=body.note, actor=ACTOR
+            conn, now, task_id, token=body.token, note=body.note, actor=store.actor
         )
     return _out(store, task, now)
 
@@ -265,7 +269,7 @@ def complete_and_claim_next(
             owner=body.owner,
             duration=_duration(body),
             project=body.project,
-            actor=ACTOR,
+            actor=store.actor,
         )
     return {"done": _out(store, done, now), "next": taken and _out(store, taken, now)}
 
@@ -275,7 +279,7 @@ def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str,
     now = store.now()
     with store.write() as conn:
         task = backlog.release_task(
-            conn, now, task_id, token=body.token, force=body.force, actor=ACTOR
+            conn, now, task_id, token=body.token, force=body.force, actor=store.actor
         )
     return _out(store, task, now)
 
@@ -285,6 +289,6 @@ def cancel_task(store: StoreDep, task_id: TaskId, body: CancelIn | None = None) 
     now = store.now()
     with store.write() as conn:
         task = backlog.cancel_task(
-            conn, now, task_id, note=body.note if body else None, actor=ACTOR
+            conn, now, task_id, note=body.note if body else None, actor=store.actor
         )
     return _out(store, task, now)

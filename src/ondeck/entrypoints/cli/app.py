@@ -44,6 +44,7 @@ def _register() -> None:
         service,
         sessions,
         tasks,
+        tokens,
     )
 
     server.register(app)
@@ -60,6 +61,7 @@ def _register() -> None:
     notes.register(app)
     recall.register(app)
     exchange.register(app)
+    tokens.register(app)
 
 
 _register()

@@ -14,19 +14,33 @@ site can neither read the cookie nor forge the signature. Logging in rotates the
 
 The secret: with a token, derived from it (HMAC), so sessions survive a restart and die
 when the token changes; without one, random per process (a restart only asks for a reload).
+
+Wrong tokens: the login form and the API's bearer check count them per client address in
+one window (core/throttle.py); after 10 within a minute the address is refused (429 with
+`Retry-After`) until the burst leaves the window, whatever token it then gives.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
+
+from ondeck.core.access import ADMIN, Identity
+from ondeck.core.errors import Unavailable
+from ondeck.core.throttle import FailureWindow
+from ondeck.entrypoints.store import Call
+
+log = logging.getLogger("ondeck.auth")
 
 SESSION_COOKIE = "ondeck_session"
 CSRF_COOKIE = "ondeck_csrf"
@@ -48,10 +62,12 @@ class CsrfRefused(Exception):
 
 @dataclass(frozen=True)
 class Guard:
-    """The dashboard's signing keys and the configured token (None: no login)."""
+    """The dashboard's signing keys and the configured token (None: no login), and the wrong
+    tokens each address gave (the login's and the API's)."""
 
     token: str | None
     secret: bytes
+    failures: FailureWindow = field(default_factory=FailureWindow)
 
     @classmethod
     def create(cls, token: str | None) -> Guard:
@@ -72,6 +88,40 @@ class Guard:
         if self.token is None:
             return False
         return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def identify(self, call: Call, presented: str) -> Identity | None:
+        """Who `presented` is: the admin (`ONDECK_TOKEN`), a live device token, or nobody.
+        Reads the database for a device token (and writes its "last used", at most once a
+        minute): call it off the event loop."""
+        if self.token_matches(presented):
+            return ADMIN
+        from ondeck.services import tokens
+
+        with call.read() as conn:
+            found = tokens.verify(conn, call.now(), presented)
+        if found is None:
+            return None
+        if found.touch_due and found.identity.token is not None:
+            # Best effort: a busy database delays the "last used" time, never the request.
+            with contextlib.suppress(Unavailable), call.write() as conn:
+                tokens.touch(conn, call.now(), found.identity.token)
+        return found.identity
+
+    # --- wrong tokens ---------------------------------------------------------------
+
+    def retry_after(self, request: Request, now: datetime) -> int | None:
+        """Seconds until this request's address may give a token again; None: now."""
+        return self.failures.retry_after(client_address(request), now.timestamp())
+
+    def wrong_token(self, request: Request, now: datetime) -> None:
+        address = client_address(request)
+        if self.failures.fail(address, now.timestamp()):
+            log.warning(
+                "refusing %s for a minute: %d wrong tokens within %d s",
+                address,
+                self.failures.limit,
+                self.failures.window,
+            )
 
     # --- the session ----------------------------------------------------------------
 
@@ -117,6 +167,12 @@ class Guard:
         except BadSignature:
             return False
         return isinstance(signed, str) and hmac.compare_digest(signed.encode(), nonce.encode())
+
+
+def client_address(request: Request) -> str:
+    """The address a request came from: behind a reverse proxy, its `X-Forwarded-For` when
+    uvicorn trusts the proxy (127.0.0.1, or `FORWARDED_ALLOW_IPS`), else the proxy's."""
+    return request.client.host if request.client else "unknown"
 
 
 def _cookie_nonce(request: Request) -> str | None:

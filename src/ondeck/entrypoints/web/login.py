@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from starlette.responses import Response
 
 from ondeck.entrypoints.web import auth
-from ondeck.entrypoints.web.render import redirect, render, safe_next
+from ondeck.entrypoints.web.render import redirect, render, safe_next, store_of
 
 router = APIRouter(include_in_schema=False)
 private = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
@@ -33,7 +33,19 @@ def login(
     target = safe_next(next, "/")
     if not guard.login_enabled:
         return redirect(target)
+    now = store_of(request).now()
+    wait = guard.retry_after(request, now)
+    if wait is not None:
+        message = f"too many wrong tokens from this address: try again in {wait} s"
+        return render(
+            request,
+            "login.html",
+            {"next": target, "flash": message, "flash_kind": "error"},
+            status=429,
+            headers={"Retry-After": str(wait)},
+        )
     if not guard.token_matches(token):
+        guard.wrong_token(request, now)
         return render(
             request,
             "login.html",

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
+from ondeck.entrypoints.store import Call
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
 from ondeck.services import events, spool, workers
@@ -126,16 +127,38 @@ def system_page(request: Request) -> Response:
     )
 
 
+def _feed_refusal(request: Request, store: Call, token: str) -> Response | None:
+    guard = auth.guard_of(request)
+    wait = guard.retry_after(request, store.now())
+    if wait is not None:
+        return Response(
+            f"too many wrong tokens from this address: try again in {wait} s\n",
+            status_code=429,
+            media_type="text/plain",
+            headers={"Retry-After": str(wait)},
+        )
+    if token and guard.identify(store, token) is not None:
+        return None
+    if token:
+        guard.wrong_token(request, store.now())
+    return Response(
+        "calendar.ics needs ?token=<ONDECK_TOKEN or a device token>\n",
+        status_code=401,
+        media_type="text/plain",
+    )
+
+
 @public.get("/calendar.ics")
 def calendar_feed(request: Request, token: Annotated[str, Query(max_length=500)] = "") -> Response:
-    """Calendar apps cannot log in: with a token configured, `?token=` (or a session)."""
+    """Calendar apps cannot log in: with a token configured, `?token=` (the admin token or
+    a device token, `read` is enough), or a session."""
     guard = auth.guard_of(request)
-    if guard.login_enabled and not (guard.token_matches(token) or guard.has_session(request)):
-        return Response(
-            "calendar.ics needs ?token=<ONDECK_TOKEN>\n", status_code=401, media_type="text/plain"
-        )
     store = store_of(request)
     now = store.now()
+    if guard.login_enabled and not guard.has_session(request):
+        refused = _feed_refusal(request, store, token)
+        if refused is not None:
+            return refused
     with store.read() as conn:
         items = queries.enabled_schedules(conn)
     return Response(

@@ -1,0 +1,79 @@
+"""Who is asking, and what they may do: the admin token, device tokens and their scopes.
+
+    admin     `ONDECK_TOKEN` on the server: every scope, and managing device tokens.
+    write     a device token that may change data (and read it).
+    read      a device token that may read the context, recall, lists and the calendar feed.
+
+Changes are recorded with the identity's actor: `api` for the admin token (or a server
+without one), `api:<token name>` for a device token. Storing and checking tokens is
+services/tokens.py; this module is the vocabulary, pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from enum import StrEnum
+from typing import Any
+
+from ondeck.core.clock import iso
+
+
+class TokenScope(StrEnum):
+    READ = "read"
+    WRITE = "write"
+
+
+# HTTP methods that change nothing: all a `read` token may use.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Identity:
+    """Who a request is: the admin (or anyone, on a server without a token) or a device."""
+
+    token: str | None  # the device token's name; None for the admin
+    scope: TokenScope
+
+    @property
+    def admin(self) -> bool:
+        return self.token is None
+
+    def actor(self, surface: str = "api") -> str:
+        return surface if self.token is None else f"{surface}:{self.token}"
+
+    def may(self, method: str) -> bool:
+        return self.scope is TokenScope.WRITE or method.upper() in READ_METHODS
+
+
+ADMIN = Identity(token=None, scope=TokenScope.WRITE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceToken:
+    """A device token as listed: never the token itself (only its hash is stored)."""
+
+    name: str
+    scope: TokenScope
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def state(self, now: datetime) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+    def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scope": self.scope.value,
+            "state": self.state(now),
+            "created_at": iso(self.created_at, zone),
+            "last_used_at": iso(self.last_used_at, zone),
+            "expires_at": iso(self.expires_at, zone),
+            "revoked_at": iso(self.revoked_at, zone),
+        }

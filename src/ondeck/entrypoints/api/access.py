@@ -1,0 +1,66 @@
+"""The API's bearer check, when the server has `ONDECK_TOKEN`: who a request is, and whether
+it may do what it asks.
+
+    the admin token     `ONDECK_TOKEN`: everything; recorded as `api`
+    a device token      `ondeck token create`: its scope; recorded as `api:<name>`
+    `read`              GET, HEAD and OPTIONS only; anything else is 403 naming the token
+    no token            401 (not counted as a wrong token: a client not yet set up)
+    wrong token         401, counted for the address (unknown, revoked and expired alike)
+    a refused address   429 with `Retry-After`, whatever token it gives (web/auth.py)
+
+The identity reaches the routes on the request's Call (`store.identify_as`), so every change
+a route makes is recorded with it, in one place.
+"""
+
+from __future__ import annotations
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from ondeck.core.errors import Forbidden, OndeckError, Unauthorized
+from ondeck.entrypoints.api import errors
+from ondeck.entrypoints.store import call_of, identify_as
+from ondeck.entrypoints.web.auth import client_address, guard_of
+
+
+async def admit(request: Request, *, browsable: bool) -> Response | None:
+    """None when the request may go on (its Call now acts as who it is); else the refusal.
+    `browsable`: the API's description, which a browser logged in to the dashboard may read."""
+    if browsable and guard_of(request).has_session(request):
+        return None
+    call = call_of(request)
+    guard = guard_of(request)
+    wait = guard.retry_after(request, call.now())
+    if wait is not None:
+        refused = errors.error_response(
+            429,
+            "too_many_attempts",
+            f"too many wrong tokens from {client_address(request)}: try again in {wait} s",
+        )
+        refused.headers["Retry-After"] = str(wait)
+        return refused
+    try:
+        presented = _bearer(request)
+        if presented is None:
+            raise Unauthorized("missing bearer token")
+        # The database is unavailable: 503, no answer either way.
+        identity = await run_in_threadpool(guard.identify, call, presented)
+        if identity is None:
+            guard.wrong_token(request, call.now())
+            raise Unauthorized("wrong bearer token (unknown, revoked or expired)")
+        if not identity.may(request.method):
+            raise Forbidden(
+                f"token {identity.token!r} may only read: {request.method} changes data "
+                "and needs a write token"
+            )
+    except OndeckError as exc:
+        return errors.error_response(exc.http_status, exc.code, exc.message)
+    identify_as(request, identity.actor("api"))
+    return None
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    value = value.strip()
+    return value if scheme.lower() == "bearer" and value else None
