@@ -125,6 +125,8 @@ THIN_SKIP = (
     "dataclasses",
     "pathlib",
     "subprocess",
+    "logging",
+    "contextlib",
     "ondeck.core.scrubber",
     "ondeck.services.classify",
 )

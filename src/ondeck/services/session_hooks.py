@@ -8,13 +8,13 @@ for the server's warm path, making the records of events as a hook received them
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import SqlaDb
@@ -22,7 +22,7 @@ from ondeck.db.engine import writing
 from ondeck.services import session_store
 from ondeck.services.hook_records import parse_record
 
-log = logging.getLogger("ondeck.sessions")
+log = logs.logger("ondeck.sessions")
 
 
 def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
