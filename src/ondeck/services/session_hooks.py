@@ -78,7 +78,8 @@ def record_hook_events(
     made into records here, by the hook's own classification `rules`, and applied: the warm
     server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
     says it did, read after the answer when `later` schedules it (the hook does not wait
-    for git). Each event is answered (`rejected` with the reason when malformed)."""
+    for git). Each event is answered (`rejected` with the reason when malformed); an
+    applied one with its classification and the `facts` its record holds (cwd, git)."""
     from ondeck.core.hook_config import HookConfig
     from ondeck.services.hook_records import HOOK_KINDS, instant, make_record
 
@@ -117,6 +118,7 @@ def record_hook_events(
             else:
                 later(follow)
         c = record["classification"]
+        result["facts"] = made["facts"]  # for the caller's brief; not part of the answer
         result["classification"] = {
             "side": {"value": c["side"]["value"]},
             "project": {"value": c["project"]["value"]},
