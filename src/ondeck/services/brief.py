@@ -344,7 +344,39 @@ def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str 
     return wait
 
 
-def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: date) -> Brief:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BriefStart:
+    """The brief's first step (`begin_brief`): the project's latest handoff, and what changed
+    in git since it, being read."""
+
+    handoff: Note | None = None
+    drifted: Callable[[], tuple[Any, str | None]] | None = None
+
+
+def begin_brief(conn: Connection, request: BriefRequest, day: date) -> BriefStart:
+    """Read the handoff and start reading its drift in git: called before the rest of the
+    session context is read (services/context.py), so that `git` runs meanwhile."""
+    if scope_of(request) is None:
+        return BriefStart()
+    values = {"side": request.side, "project": request.project, "day": day}
+    row = conn.execute(_handoff_stmt(request.sides_on, request.project is None), values).first()
+    if row is None:
+        return BriefStart()
+    handoff = Note.from_row(row)
+    return BriefStart(handoff=handoff, drifted=_drift(handoff, request))
+
+
+def build_brief(
+    conn: Connection,
+    now: datetime,
+    request: BriefRequest,
+    day: date,
+    started: BriefStart | None = None,
+) -> Brief:
+    """The brief of `request` (`started`: its first step, taken earlier in the same
+    transaction; else taken here)."""
+    if started is None:
+        started = begin_brief(conn, request, day)
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
@@ -369,11 +401,9 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
         statement = _sessions_stmt(*shape, mine, what)
         return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
 
-    row = conn.execute(_handoff_stmt(*shape), values).first()
-    handoff = None if row is None else Note.from_row(row)
+    handoff = started.handoff
     own = later = last = None
     if handoff is not None:
-        drifted = _drift(handoff, request)  # git reads while the statements below run
         if handoff.session_id is not None:
             own = conn.execute(_one_session_stmt(), {"id": handoff.session_id}).first()
         found = project_sessions("later", 1, after=handoff.session_id or 0)
@@ -398,8 +428,8 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
         [r for r in (own, later, last, *recent) if r is not None],
         tasks_of={r.id for r in recent},
     )
-    if handoff is not None:
-        drift, why_not = drifted()
+    if handoff is not None and started.drifted is not None:
+        drift, why_not = started.drifted()
         brief.handoff = Handoff(
             note=handoff,
             session=lines.get(own.id) if own is not None else None,
