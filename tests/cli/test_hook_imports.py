@@ -125,6 +125,11 @@ THIN_SKIP = (
     "dataclasses",
     "pathlib",
     "subprocess",
+    "logging",
+    "contextlib",
+    "hashlib",
+    "encodings.idna",
+    "ondeck.services.context_render",
     "ondeck.core.scrubber",
     "ondeck.services.classify",
 )
@@ -155,7 +160,7 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
                 break
             except OSError:
                 time.sleep(0.1)
-        for verb in ("stop", "post-compact", "session-end"):
+        for verb in ("session-start", "stop", "post-compact", "session-end"):
             event = {"session_id": "s", "cwd": str(tmp_path), "last_assistant_message": "x"}
             result = subprocess.run(
                 [sys.executable, "-c", PROBE_THIN.format(watched=THIN_SKIP, verb=verb)],

@@ -180,10 +180,12 @@ class Drift:
     note: str | None = None  # why something was not read
 
 
-def drift(cwd: str | None, since: str, deadline: Deadline) -> Drift:
+def drift(cwd: str | None, since: str, deadline: Deadline, *, repo: Repo | None = None) -> Drift:
     """What changed in `cwd`'s repository since commit `since`: commits on top, or that HEAD
-    does not descend from it (a rewritten branch, another branch, a commit not here)."""
-    repo = read_repo(cwd, deadline)
+    does not descend from it (a rewritten branch, another branch, a commit not here).
+    `repo`: `cwd`'s repository as the caller has just read it (`read_repo`), not read again."""
+    if repo is None:
+        repo = read_repo(cwd, deadline)
     if repo.root is None:
         return Drift(note="not read: the working directory is not in a git repository")
     if repo.head is None:

@@ -215,9 +215,14 @@ def database_url(checked: str | None, data_dir: str | os.PathLike[str]) -> str:
 def store_fingerprint(url: str) -> str:
     """A short fingerprint of the database URL: lets a client check that a server it reaches
     serves the same database it is configured for."""
-    import hashlib
+    try:
+        # Python's own SHA-256 (3.11): `hashlib` loads OpenSSL first, about a third of a
+        # `python -c pass`, and every hook computes this fingerprint.
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
 
-    return hashlib.sha256(url.encode()).hexdigest()[:16]
+    return str(sha256(url.encode()).hexdigest()[:16])
 
 
 def local_server_url(host: str, port: int) -> str:

@@ -9,6 +9,19 @@ from types import TracebackType
 
 _ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 
+# Log records reach stderr only where a process set that up (`ondeck serve`, `ondeck jobs`:
+# `setup` below). Without this, Python's last-resort handler would print every warning a
+# service logs under a CLI command's own one-line report of it: the same failure twice.
+# It is set here, where every module that logs gets its logger (`logger`), and not in the
+# `ondeck` package itself: importing `logging` costs a session hook a third of its budget
+# on the server path (it imports nothing that logs).
+logging.getLogger("ondeck").addHandler(logging.NullHandler())
+
+
+def logger(name: str) -> logging.Logger:
+    """ondeck's logger `name` (`ondeck.…`), quiet unless the process set up its output."""
+    return logging.getLogger(name)
+
 
 class _ZoneFormatter(logging.Formatter):
     def __init__(self, zone: tzinfo) -> None:

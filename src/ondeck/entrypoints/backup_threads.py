@@ -14,7 +14,6 @@ each run is then recorded `abandoned`, never left `running`.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -23,10 +22,11 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from ondeck.core import logs
 from ondeck.core.config import Settings
 from ondeck.services import backup_liveness, backup_runs
 
-log = logging.getLogger("ondeck.jobs")
+log = logs.logger("ondeck.jobs")
 
 
 @dataclass

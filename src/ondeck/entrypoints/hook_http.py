@@ -76,7 +76,11 @@ def request(
 def _connect(host: str, port: int, timeout: float) -> _socket.socket:
     """`socket.create_connection`: each address the name has, until one connects."""
     error: OSError | None = None
-    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM):
+    # An ASCII name (an address, `localhost`) as bytes: a str is encoded with the `idna`
+    # codec first, whose import (`unicodedata`, `stringprep`) costs most of a `python -c
+    # pass`, to give the same bytes.
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    for family, kind, proto, _, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
         sock = _socket.socket(family, kind, proto)
         try:
             sock.settimeout(timeout)

@@ -62,7 +62,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
-    from ondeck.services.context_render import hook_output
+    from ondeck.services.hook_records import hook_output
 
     payload = read_payload(stdin)
     try:
@@ -104,6 +104,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         classification = None
         session_number = None
         markdown = None
+        facts: dict[str, Any] | None = None  # the place as the record read it (git)
         if session_id_of(payload) is not None:
             try:
                 result = server.send_event("session-start", payload, now.isoformat())
@@ -113,12 +114,12 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
                 markdown = context if isinstance(context, str) and context else None
             except NoServer as exc:
                 debug(f"server: {exc}")
-                classification, session_number = _start_here(local, payload, now, notes)
+                classification, session_number, facts = _start_here(local, payload, now, notes)
         unclassified = bool(classification and classification.get("unclassified"))
         if classification is None:  # no session id: the context only, scoped by the place
             from ondeck.services.hook_records import observe
 
-            found = observe(payload.get("cwd"), config)[1]
+            facts, found = observe(payload.get("cwd"), config)
             classification = {
                 "project": {"value": found.project.value},
                 "side": {"value": found.side.value},
@@ -136,7 +137,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         if markdown is None:
             source = "the database"
             try:
-                markdown = _context_from_database(local, config, project, now, brief)
+                markdown = _context_from_database(local, config, project, now, brief, facts)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
         debug(f"session context from {source}")
@@ -188,25 +189,28 @@ def _with_notes(markdown: str, notes: list[str]) -> str:
 
 def _start_here(
     local: Local, payload: dict[str, Any], now: datetime, notes: list[str]
-) -> tuple[dict[str, Any] | None, int | None]:
+) -> tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]:
+    """The start recorded here: its classification, its number once stored, and the facts
+    of its place (cwd, git) the record read."""
     from ondeck.services.hook_records import make_record
 
     try:
         record = make_record("start", payload, local.config, now)
     except Exception as exc:  # the context is still worth giving
         notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
-        return None, None
+        return None, None, None
     if record is None:
-        return None, None
+        return None, None, None
+    facts = record["facts"]
     try:
         result = local.store(record, now)
     except Exception as exc:
         notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
-        return record["classification"], None
+        return record["classification"], None, facts
     if result is None:
         notes.append(local.spooled_line("start"))
-        return record["classification"], None
-    return record["classification"], result["session"]["id"]
+        return record["classification"], None, facts
+    return record["classification"], result["session"]["id"], facts
 
 
 def _unclassified_note(reason: str, number: int | None) -> str:
@@ -253,12 +257,19 @@ def _context_from_server(
 
 
 def _context_from_database(
-    local: Local, config: HookConfig, project: str | None, now: datetime, brief: dict[str, Any]
+    local: Local,
+    config: HookConfig,
+    project: str | None,
+    now: datetime,
+    brief: dict[str, Any],
+    facts: dict[str, Any] | None,
 ) -> str:
     from ondeck.entrypoints.store import hook_context
     from ondeck.services.brief import BriefRequest
+    from ondeck.services.hook_records import repo_of
 
-    return hook_context(local.engine(), config, now, project, BriefRequest(**brief))
+    request = BriefRequest(**brief, repo=repo_of(facts, brief["cwd"]))
+    return hook_context(local.engine(), config, now, project, request)
 
 
 # --- stop, post-compact, session-end ---------------------------------------------------------

@@ -24,7 +24,6 @@ alive meanwhile (other processes judge its run by that heartbeat).
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 import time
@@ -35,7 +34,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from ondeck.core import clock
+from ondeck.core import clock, logs
 from ondeck.core.config import Settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
@@ -43,7 +42,7 @@ from ondeck.entrypoints.backup_threads import BackupThreads
 from ondeck.services import firing, notes, reaper, sessions, workers
 from ondeck.services.schedules import WAKE_CHANNEL
 
-log = logging.getLogger("ondeck.jobs")
+log = logs.logger("ondeck.jobs")
 
 Step = Callable[[Engine, datetime, Settings], dict[str, Any]]
 MAX_BACKOFF_SECONDS = 60.0

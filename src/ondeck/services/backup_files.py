@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import threading
@@ -26,9 +25,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ondeck.core import logs
 from ondeck.core.clock import aware
 
-log = logging.getLogger("ondeck.backups")
+log = logs.logger("ondeck.backups")
 
 FILE_PATTERN = re.compile(r"^ondeck-(?P<stamp>\d{8}-\d{6})(?:-(?P<seq>\d+))?\.(?:db|dump)$")
 # A run's temporary file (and SQLite's companions of it), named in `temp_path`.

@@ -17,13 +17,13 @@ jobs tick does it, once per tick.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.config import Settings
 from ondeck.core.humanize import span
@@ -32,7 +32,7 @@ from ondeck.db.tables import backups, workers
 from ondeck.services import events
 from ondeck.services.backup_copies import MAX_RUN
 
-log = logging.getLogger("ondeck.backups")
+log = logs.logger("ondeck.backups")
 
 # A runner's heartbeat silent for this many of our intervals (and at least SILENT_FLOOR)
 # means its process is gone. More generous than the context's warning (3 ticks): this one

@@ -23,7 +23,6 @@ and is retried at most once an hour, never hidden.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import threading
@@ -35,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, desc, insert, select, text, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
@@ -44,7 +44,7 @@ from ondeck.db.tables import SCHEDULES_LIVE, backups, schedules
 from ondeck.services import backup_copies, backup_files, events
 from ondeck.services.backup_copies import BackupFailed, Cancelled
 
-log = logging.getLogger("ondeck.backups")
+log = logs.logger("ondeck.backups")
 
 RETRY_AFTER = timedelta(hours=1)
 DEFAULT_BACKUP_TITLE = "Back up the database"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     Connection,
@@ -35,6 +35,11 @@ from sqlalchemy import (
 
 from ondeck.core.memory import Note, Scope
 from ondeck.db.tables import events, notes, sessions
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ondeck.core.git import Repo
 
 PINNED_MAX = 20
 RECENT = 3
@@ -54,6 +59,9 @@ class BriefRequest:
     source: str | None = None  # startup, resume, clear, compact
     session: str | None = None  # this session's own id (its agent's)
     cwd: str | None = None  # where git is read for the handoff's drift
+    # cwd's repository (core.git.Repo) as this session's record read it a moment ago, so
+    # that the drift does not read it again; None: read it.
+    repo: Repo | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -301,17 +309,74 @@ def _tasks_touched(conn: Connection, rows: list[Any]) -> dict[int, tuple[list[in
     return {sid: (seen[:TASKS_SHOWN], len(seen)) for sid, seen in by_session.items()}
 
 
-def _drift(handoff: Note, cwd: str | None) -> tuple[Any, str | None]:
-    if not handoff.head:
-        return None, "no HEAD was recorded with it"
+def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str | None]]:
+    """Start reading what changed in git since the handoff, on a thread of its own: `git`
+    runs while the brief's statements do. The function returned waits for it (at most the
+    git reads' budget) and gives (the drift, why git was not read)."""
+    head, cwd = handoff.head, request.cwd
+    if not head:
+        return lambda: (None, "no HEAD was recorded with it")
     if not cwd:
-        return None, "git not read: no working directory given"
+        return lambda: (None, "git not read: no working directory given")
+    import threading
+
     from ondeck.core.git import Deadline, drift
 
-    return drift(cwd, handoff.head, Deadline()), None
+    deadline = Deadline()
+    found: list[Any] = []
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            found.append(drift(cwd, head, deadline, repo=request.repo))
+        except BaseException as exc:  # raised where the brief waits for it, as before
+            failed.append(exc)
+
+    thread = threading.Thread(target=read, name="ondeck-brief-git", daemon=True)
+    thread.start()
+
+    def wait() -> tuple[Any, str | None]:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0], None
+
+    return wait
 
 
-def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: date) -> Brief:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BriefStart:
+    """The brief's first step (`begin_brief`): the project's latest handoff, and what changed
+    in git since it, being read."""
+
+    handoff: Note | None = None
+    drifted: Callable[[], tuple[Any, str | None]] | None = None
+
+
+def begin_brief(conn: Connection, request: BriefRequest, day: date) -> BriefStart:
+    """Read the handoff and start reading its drift in git: called before the rest of the
+    session context is read (services/context.py), so that `git` runs meanwhile."""
+    if scope_of(request) is None:
+        return BriefStart()
+    values = {"side": request.side, "project": request.project, "day": day}
+    row = conn.execute(_handoff_stmt(request.sides_on, request.project is None), values).first()
+    if row is None:
+        return BriefStart()
+    handoff = Note.from_row(row)
+    return BriefStart(handoff=handoff, drifted=_drift(handoff, request))
+
+
+def build_brief(
+    conn: Connection,
+    now: datetime,
+    request: BriefRequest,
+    day: date,
+    started: BriefStart | None = None,
+) -> Brief:
+    """The brief of `request` (`started`: its first step, taken earlier in the same
+    transaction; else taken here)."""
+    if started is None:
+        started = begin_brief(conn, request, day)
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
@@ -336,8 +401,7 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
         statement = _sessions_stmt(*shape, mine, what)
         return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
 
-    row = conn.execute(_handoff_stmt(*shape), values).first()
-    handoff = None if row is None else Note.from_row(row)
+    handoff = started.handoff
     own = later = last = None
     if handoff is not None:
         if handoff.session_id is not None:
@@ -364,8 +428,8 @@ def build_brief(conn: Connection, now: datetime, request: BriefRequest, day: dat
         [r for r in (own, later, last, *recent) if r is not None],
         tasks_of={r.id for r in recent},
     )
-    if handoff is not None:
-        drift, why_not = _drift(handoff, request.cwd)
+    if handoff is not None and started.drifted is not None:
+        drift, why_not = started.drifted()
         brief.handoff = Handoff(
             note=handoff,
             session=lines.get(own.id) if own is not None else None,

@@ -30,7 +30,7 @@ from sqlalchemy import (
 from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
 from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules, tasks
-from ondeck.services.brief import Brief, BriefRequest, build_brief
+from ondeck.services.brief import Brief, BriefRequest, begin_brief, build_brief
 from ondeck.services.lease_state import Lease, LeaseState, lease_of
 from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
 from ondeck.services.workers import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
@@ -410,6 +410,8 @@ def build_context(
     rendering's (`context_render.fit_markdown`)."""
     now = aware(now)
     day = today(now, zone)
+    # The brief's handoff first: its drift is read in git while the statements below run.
+    started = begin_brief(conn, brief, day) if brief is not None else None
     jobs = jobs_health(conn, now, tick_seconds=tick_seconds)
     ctx = Context(
         date=day,
@@ -477,7 +479,7 @@ def build_context(
         if left_out > 0:
             ctx.omitted[name] = left_out
     if brief is not None:
-        ctx.brief = build_brief(conn, now, brief, day)
+        ctx.brief = build_brief(conn, now, brief, day, started)
     return ctx
 
 

@@ -1,8 +1,8 @@
 """The session context as Markdown (for an agent's context window), JSON, and hook JSON.
 
-Light on purpose: the session hook imports `hook_output` from here on its way to a running
-server, before (and often without) loading SQLAlchemy; the context's records are needed
-only as types.
+Light on purpose (the context's records are needed only as types): the session hook
+reads the database without loading more than the context needs. Its JSON for Claude Code
+(`hook_output`) is services/hook_records.py's, which the hook imports anyway.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.clock import iso, local
+from ondeck.services.hook_records import hook_output
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
@@ -32,11 +33,6 @@ class Format(StrEnum):
     markdown = "markdown"
     json = "json"
     hook = "hook"
-
-
-def hook_output(markdown: str) -> dict[str, Any]:
-    """The JSON Claude Code's SessionStart hook accepts on stdout."""
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def _hm(instant: Any, zone: tzinfo) -> str:

@@ -26,13 +26,13 @@ step starts it (`backup_runs.claim_due`) and, once it succeeded, records the fir
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
@@ -43,7 +43,7 @@ from ondeck.db.dialect import insert_for, is_postgres
 from ondeck.db.tables import SCHEDULES_LIVE, fires, schedules, tasks
 from ondeck.services import backlog, events
 
-log = logging.getLogger("ondeck.firing")
+log = logs.logger("ondeck.firing")
 
 BATCH = 300
 # missed=all fires at most this many past dates: a month of daily work, not years of it.

@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core
 if TYPE_CHECKING:
     from typing import Any
 
+    from ondeck.core.git import Repo
     from ondeck.core.hook_config import HookConfig
     from ondeck.services.classify import Classification
 
@@ -46,6 +47,12 @@ WORD_MAX = 64  # source, reason, trigger: Claude Code's short words
 TEXT_WINDOW = 65_536
 TEXT_FIELDS = {"stop": "last_assistant_message", "compact": "compact_summary"}
 TRIMMED = "ondeck_trimmed"  # the payload's note of the lengths before the window
+
+
+def hook_output(markdown: str) -> dict[str, Any]:
+    """The JSON Claude Code's SessionStart hook accepts on stdout: the context (here, not in
+    services/context_render.py, whose imports would cost the hook on its server path)."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
 
 
 def session_id_of(payload: dict[str, Any]) -> str | None:
@@ -158,6 +165,17 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     )
     shown = {"cwd": place, "git_root": repo.root, "branch": repo.branch, "head": repo.head}
     return shown, classify(facts, Rules.of(config))
+
+
+def repo_of(facts: Any, cwd: Any) -> Repo | None:
+    """The repository of `cwd` as a record's facts hold it (read moments ago by `observe`),
+    for the brief's drift not to read it again; None when the facts are not of `cwd` (a
+    session that does not capture keeps none)."""
+    from ondeck.core.git import Repo
+
+    if not isinstance(facts, dict) or not cwd or facts.get("cwd") != cwd:
+        return None
+    return Repo(root=facts.get("git_root"), branch=facts.get("branch"), head=facts.get("head"))
 
 
 def make_record(

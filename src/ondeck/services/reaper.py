@@ -12,13 +12,13 @@ touched (River's rescuer once overwrote jobs that had finished in that window).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.config import Settings
 from ondeck.core.durations import format_duration
@@ -26,7 +26,7 @@ from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.services import events
 
-log = logging.getLogger("ondeck.reaper")
+log = logs.logger("ondeck.reaper")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -20,7 +20,6 @@ it is marked `abandoned` saying exactly that, not left for the next tick to gues
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -30,6 +29,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware, iso, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput, OndeckError, Unavailable
@@ -40,7 +40,7 @@ from ondeck.services import events as event_log
 from ondeck.services.backup_copies import BackupFailed
 from ondeck.services.backup_liveness import abandon
 
-log = logging.getLogger("ondeck.backups")
+log = logs.logger("ondeck.backups")
 
 _KINDS = {"sqlite": "a SQLite database", "pg_dump": "a PostgreSQL dump (pg_dump)"}
 

@@ -8,13 +8,13 @@ for the server's warm path, making the records of events as a hook received them
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import SqlaDb
@@ -22,7 +22,7 @@ from ondeck.db.engine import writing
 from ondeck.services import session_store
 from ondeck.services.hook_records import parse_record
 
-log = logging.getLogger("ondeck.sessions")
+log = logs.logger("ondeck.sessions")
 
 
 def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +78,8 @@ def record_hook_events(
     made into records here, by the hook's own classification `rules`, and applied: the warm
     server's half of a hook (entrypoints/hooks.py). A session's end is followed by what git
     says it did, read after the answer when `later` schedules it (the hook does not wait
-    for git). Each event is answered (`rejected` with the reason when malformed)."""
+    for git). Each event is answered (`rejected` with the reason when malformed); an
+    applied one with its classification and the `facts` its record holds (cwd, git)."""
     from ondeck.core.hook_config import HookConfig
     from ondeck.services.hook_records import HOOK_KINDS, instant, make_record
 
@@ -117,6 +118,7 @@ def record_hook_events(
             else:
                 later(follow)
         c = record["classification"]
+        result["facts"] = made["facts"]  # for the caller's brief; not part of the answer
         result["classification"] = {
             "side": {"value": c["side"]["value"]},
             "project": {"value": c["project"]["value"]},

@@ -10,7 +10,6 @@ was heard from it). Unclassified is not a status but a state beside it: the inbo
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, tzinfo
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, func, literal_column, or_, select, text, update
 
+from ondeck.core import logs
 from ondeck.core.clock import aware, iso, local
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
@@ -32,7 +32,7 @@ from ondeck.services.hook_records import parse_record
 if TYPE_CHECKING:
     from ondeck.core.config import Settings
 
-log = logging.getLogger("ondeck.sessions")
+log = logs.logger("ondeck.sessions")
 
 STATUSES = ("open", "ended", "lost")
 FILTERS = (*STATUSES, "unclassified")

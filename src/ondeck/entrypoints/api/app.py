@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -12,13 +11,14 @@ from sqlalchemy import Engine
 from starlette.responses import Response
 
 from ondeck import __version__
+from ondeck.core import logs
 from ondeck.core.config import Settings
 from ondeck.entrypoints.api import errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.store import Store
 
-log = logging.getLogger("ondeck.api")
+log = logs.logger("ondeck.api")
 
 MAX_BODY_BYTES = 1024 * 1024
 

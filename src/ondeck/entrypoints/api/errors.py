@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import logging
-
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
+from ondeck.core import logs
 from ondeck.core.errors import OndeckError
 from ondeck.db.engine import is_unavailable
 
-log = logging.getLogger("ondeck.api")
+log = logs.logger("ondeck.api")
 
 _HTTP_CODES = {
     400: "bad_request",

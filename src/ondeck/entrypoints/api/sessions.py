@@ -235,21 +235,26 @@ def post_hook_events(
     )
     # A session-start asks for its context in the same answer (the hook saves a request).
     for event, result in zip(body.events, results, strict=True):
+        facts = result.pop("facts", None)  # the place the record read: the brief's git
         if event.get("context") is True and result.get("classification"):
             project = result["classification"]["project"]["value"]
-            brief = _brief_of(event, result["classification"], body.rules)
+            brief = _brief_of(event, result["classification"], body.rules, facts)
             result["context"] = store.context_text(Format.markdown, project, brief=brief)
     return {"results": results}
 
 
-def _brief_of(event: dict[str, Any], classification: dict[str, Any], rules: Any) -> Any:
+def _brief_of(
+    event: dict[str, Any], classification: dict[str, Any], rules: Any, facts: Any = None
+) -> Any:
     """The brief a starting session is given (services/brief.py): its side and project as
     the hook's rules classified it, how it started, its id, its directory (this machine's:
-    the route is loopback only)."""
+    the route is loopback only) and its repository as the record just read it."""
     from ondeck.services.brief import BriefRequest
+    from ondeck.services.hook_records import repo_of
 
     payload = event.get("payload") or {}
     session, source, cwd = payload.get("session_id"), payload.get("source"), payload.get("cwd")
+    cwd = cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None
     return BriefRequest(
         sides_on=bool(isinstance(rules, dict) and rules.get("sides")),
         side=(classification.get("side") or {}).get("value"),
@@ -257,7 +262,8 @@ def _brief_of(event: dict[str, Any], classification: dict[str, Any], rules: Any)
         unclassified=bool(classification.get("unclassified")),
         source=source if isinstance(source, str) and source.isalpha() else None,
         session=session.strip()[:200] if isinstance(session, str) and session.strip() else None,
-        cwd=cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+        cwd=cwd,
+        repo=repo_of(facts, cwd),
     )
 
 

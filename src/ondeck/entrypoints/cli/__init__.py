@@ -36,7 +36,6 @@ def _hook(verb: str) -> NoReturn:
     is already disposed, and nothing else holds work to finish). Nor does pydantic look for
     plugins in every installed distribution's metadata to validate the settings.
     """
-    import contextlib
     import gc
 
     gc.disable()
@@ -50,9 +49,12 @@ def _hook(verb: str) -> NoReturn:
 
         code = run_hook(verb, sys.stdin, sys.stdout)
     for stream in (sys.stdout, sys.stderr):
-        # A reader that went away is told nothing more; the exit code stands.
-        with contextlib.suppress(OSError, ValueError):
+        # A reader that went away is told nothing more; the exit code stands. (Not
+        # `contextlib.suppress`: nothing else on the hooks' server path imports contextlib.)
+        try:  # noqa: SIM105
             stream.flush()
+        except (OSError, ValueError):
+            pass
     os._exit(code)
 
 

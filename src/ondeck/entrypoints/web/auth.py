@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import logging
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,12 +34,13 @@ from fastapi import Depends, Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
+from ondeck.core import logs
 from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
 from ondeck.core.throttle import FailureWindow
 from ondeck.entrypoints.store import Call
 
-log = logging.getLogger("ondeck.auth")
+log = logs.logger("ondeck.auth")
 
 SESSION_COOKIE = "ondeck_session"
 CSRF_COOKIE = "ondeck_csrf"
