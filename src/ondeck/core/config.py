@@ -49,6 +49,7 @@ from ondeck.core.hook_config import (
     ABSOLUTE_HINT,
     absolute_text,
     check_database_url,
+    check_server_url,
     config_file,
     database_url,
     default_data_dir,
@@ -133,6 +134,8 @@ class Settings(BaseSettings):
     backup_dir: Annotated[Path | None, BeforeValidator(_absolute)] = None
     backup_keep: int = Field(default=14, ge=1, le=10000)
     token: SecretStr | None = None
+    # Client mode (issue 16): the server this machine's commands and hooks talk to.
+    server_url: str | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
     # TLS served by ondeck itself (entrypoints/server.py checks the files before binding).
@@ -173,6 +176,11 @@ class Settings(BaseSettings):
     @classmethod
     def _database_url(cls, value: str | None) -> str | None:
         return None if value is None else check_database_url(value)
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_server_url(value)
 
     @field_validator("projects")
     @classmethod

@@ -7,7 +7,7 @@
     │   ├── LeaseLost           (the token presented is not the current one)
     │   └── NothingClaimable    (no READY task to claim)
     ├── NotFound                (exit 4, HTTP 404)
-    ├── Unauthorized            (HTTP 401: no token, or one that is wrong, revoked or expired)
+    ├── Unauthorized            (exit 6, HTTP 401: no token, or one wrong, revoked or expired)
     │   └── Forbidden           (HTTP 403: a token whose scope does not allow that)
     └── Unavailable             (exit 5, HTTP 503: the database, or systemd, cannot be reached)
 
@@ -83,7 +83,7 @@ class Unauthorized(OndeckError):
     """A valid token is required."""
 
     code = "unauthorized"
-    exit_code = 2
+    exit_code = 6
     http_status = 401
 
 

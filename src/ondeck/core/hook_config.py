@@ -212,6 +212,36 @@ def database_url(checked: str | None, data_dir: str | os.PathLike[str]) -> str:
     return sqlite_url(join(posix_path(os.fspath(data_dir)), "ondeck.db"))
 
 
+_SERVER_FORM = "write http(s)://host:port, such as https://deck.example.net:8787"
+
+
+def check_server_url(value: str) -> str:
+    """The server a client talks to (client mode): an http or https URL naming a host, with
+    no path beyond `/`, query or fragment; written back without the final slash."""
+    url = value.strip()
+    if not url:
+        raise ValueError(f"the URL is empty: unset it to use the database here, or {_SERVER_FORM}")
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise ValueError(f"not an http or https URL: {_SERVER_FORM}")
+    if any(c in url for c in "?#") or any(c.isspace() or ord(c) < 32 for c in url):
+        raise ValueError(f"no query, fragment, spaces or control characters: {_SERVER_FORM}")
+    authority, _, path = rest.partition("/")
+    if path.strip("/"):
+        raise ValueError(f"no path: the API's paths are added to it; {_SERVER_FORM}")
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError("the port is not a number from 0 to 65535") from None
+    if not parts.hostname or "@" in authority:
+        raise ValueError(f"no host, or a user name in it: {_SERVER_FORM}")
+    del port
+    return f"{scheme.lower()}://{authority}"
+
+
 def store_fingerprint(url: str) -> str:
     """A short fingerprint of the database URL: lets a client check that a server it reaches
     serves the same database it is configured for."""
@@ -275,6 +305,7 @@ class HookConfig:
         "private_globs",
         "projects",
         "remotes",
+        "server_url",
         "sides",
         "tick_seconds",
         "token",
@@ -288,6 +319,7 @@ class HookConfig:
         data_dir: str | None = None,
         host: str = "127.0.0.1",
         port: int = 8787,
+        server_url: str | None = None,
         token: str | None = None,
         tz: str | None = None,
         lease_grace: timedelta = timedelta(hours=6),
@@ -302,6 +334,7 @@ class HookConfig:
         self.data_dir = data_dir if data_dir is not None else default_data_dir()
         self.host = host
         self.port = port
+        self.server_url = server_url
         self.token = token
         self.tz = tz if tz is not None else local_zone_name()
         self.lease_grace = lease_grace
@@ -407,6 +440,7 @@ def _mapping(value: Any) -> list[tuple[Any, Any]]:
 
 _FIELDS = (
     "database_url",
+    "server_url",
     "data_dir",
     "host",
     "port",
@@ -491,6 +525,8 @@ def _build(raw: dict[str, Any]) -> HookConfig:
     if "database_url" in raw:
         kwargs["database_url"] = _checked(check_database_url, _text(raw["database_url"]))
     kwargs["data_dir"] = _checked(absolute_text, _text(raw.get("data_dir", default_data_dir())))
+    if "server_url" in raw:
+        kwargs["server_url"] = _checked(check_server_url, _text(raw["server_url"]))
     if "host" in raw:
         kwargs["host"] = _text(raw["host"])
     if "port" in raw:

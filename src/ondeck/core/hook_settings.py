@@ -29,6 +29,7 @@ def hook_config_of(settings: Settings) -> HookConfig:
         database_url=settings.database_url or None,
         data_dir=str(settings.data_dir),
         host=settings.host,
+        server_url=settings.server_url,
         port=settings.port,
         token=settings.token_value,
         tz=settings.tz,
