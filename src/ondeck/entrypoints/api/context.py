@@ -59,6 +59,13 @@ def get_context(
             description="The session's directory on this machine: the handoff's git drift.",
         ),
     ] = None,
+    brief_project: Annotated[
+        str | None,
+        Query(
+            pattern=PROJECT_PATTERN,
+            description="The brief's project, when it is not `project` (the lists' filter).",
+        ),
+    ] = None,
 ) -> Response:
     from ondeck.services.brief import BriefRequest
 
@@ -72,7 +79,7 @@ def get_context(
         request = BriefRequest(
             sides_on=bool(settings.sides),
             side=side,
-            project=project,
+            project=brief_project or project,
             unclassified=unclassified,
             source=source,
             session=session,

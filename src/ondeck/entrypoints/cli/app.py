@@ -24,8 +24,17 @@ def _root(
     db: Annotated[
         str | None, typer.Option("--db", help="Database URL (overrides ONDECK_DATABASE_URL).")
     ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="Client mode: talk to this ondeck server (overrides ONDECK_SERVER_URL).",
+        ),
+    ] = None,
 ) -> None:
-    ctx.obj = Cli(db_url=db)
+    if db is not None and server is not None:
+        raise typer.BadParameter("give --db or --server, not both")
+    ctx.obj = Cli(db_url=db, server_url=server)
 
 
 def _register() -> None:

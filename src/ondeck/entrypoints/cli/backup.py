@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         from ondeck.services import restore as restoring
 
         cli = cli_of(ctx)
-        engine = make_engine(cli.settings.url)
+        engine = make_engine(cli.database_url)
         if not yes:
             raise InvalidInput(
                 f"restore replaces every row in {describe(engine)}: run it again with --yes"

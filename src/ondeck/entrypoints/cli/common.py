@@ -3,6 +3,10 @@
 A command is one call (entrypoints/store.py): it reads the clock once, at its first need of
 "now", and opens its transactions through the same `Call` as the API, the dashboard and the
 MCP server. The database is opened only by a command that uses it.
+
+In client mode (`ONDECK_SERVER_URL` or `--server`) there is no database here: a command
+asks the server (`Cli.remote`, entrypoints/remote.py) and renders its JSON; a command that
+needs the database itself (`serve`, `jobs`, `backup`, …) is refused by `Cli.call`.
 """
 
 from __future__ import annotations
@@ -12,14 +16,19 @@ import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from sqlalchemy import Connection, Engine
 
 from ondeck.core import clock
 from ondeck.core.config import Settings, load_settings
-from ondeck.entrypoints.store import Call, Store
+from ondeck.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+    from ondeck.entrypoints.remote import Remote
+    from ondeck.entrypoints.store import Call
 
 _engines: list[Engine] = []
 
@@ -33,6 +42,7 @@ def dispose_engines() -> None:
 @dataclass
 class Cli:
     db_url: str | None = None
+    server_url: str | None = None
     actor: str = "cli"
     _settings: Settings | None = None
     _instant: datetime | None = None
@@ -41,16 +51,47 @@ class Cli:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = load_settings(database_url=self.db_url)
+            self._settings = load_settings(database_url=self.db_url, server_url=self.server_url)
         return self._settings
+
+    @property
+    def client_mode(self) -> bool:
+        """This machine talks to a server (ONDECK_SERVER_URL or --server) and has no database."""
+        return self.settings.server_url is not None and self.db_url is None
+
+    @property
+    def remote(self) -> Remote:
+        """The server of client mode."""
+        from ondeck.entrypoints.remote import Remote
+
+        url = self.settings.server_url
+        assert url is not None, "Cli.remote outside client mode"
+        return Remote(url, self.settings.token_value)
+
+    @property
+    def database_url(self) -> str:
+        """The database this command uses; refused in client mode (this machine has none)."""
+        self.needs_database()
+        return self.settings.url
+
+    def needs_database(self) -> None:
+        """Refuse a command that works on the database itself in client mode."""
+        if self.client_mode:
+            raise InvalidInput(
+                f"this command needs the database, and this machine is a client of "
+                f"{self.settings.server_url} (ONDECK_SERVER_URL): run it on the server, or "
+                "give --db to use a database here"
+            )
 
     @property
     def call(self) -> Call:
         """This command's call on the store (opens the database the first time)."""
+        url = self.database_url
         if self._call is None:
             from ondeck.db import open_database
+            from ondeck.entrypoints.store import Store
 
-            engine = open_database(self.settings.url)
+            engine = open_database(url)
             _engines.append(engine)
             self._call = Store(settings=self.settings, engine=engine).call(self.now())
         return self._call

@@ -48,18 +48,38 @@ def register(app: typer.Typer) -> None:
 
         cli = cli_of(ctx)
         project = check_project(project)
-        request = _brief_request(cli.settings, project, side, session, source) if brief else None
+        asked = _brief_of(cli.settings, project, side, session, source) if brief else None
+        if cli.client_mode:
+            # The server's directory is not this one: it is given the brief's side and
+            # project as this machine classifies them, and reads no git here.
+            params: dict[str, Any] = {"format": fmt.value, "project": project, "budget": budget}
+            if asked is not None:
+                params.update(
+                    brief=True,
+                    brief_project=asked["project"],
+                    side=asked["side"],
+                    unclassified=asked["unclassified"],
+                    source=asked["source"],
+                    session=asked["session"],
+                )
+            typer.echo(cli.remote.text("GET", "/context", params=params), nl=False)
+            return
+        request = None
+        if asked is not None:
+            from ondeck.services.brief import BriefRequest
+
+            request = BriefRequest(**asked)
         typer.echo(cli.call.context_text(fmt, project, budget, brief=request), nl=False)
 
 
-def _brief_request(
+def _brief_of(
     settings: Any, project: str | None, side: str | None, session: str | None, source: str | None
-) -> Any:
-    """The brief of `project` in the side given, else the side of this directory."""
+) -> dict[str, Any]:
+    """The brief of `project` in the side given, else the side of this directory: the
+    fields of `services.brief.BriefRequest`."""
     import os
 
     from ondeck.core.errors import InvalidInput
-    from ondeck.services.brief import BriefRequest
 
     if source is not None and source not in ("startup", "resume", "clear", "compact"):
         raise InvalidInput(f"--source {source[:20]!r} is not startup, resume, clear or compact")
@@ -82,12 +102,12 @@ def _brief_request(
         cwd: str | None = os.getcwd()
     except OSError:
         cwd = None
-    return BriefRequest(
-        sides_on=sides_on,
-        side=side,
-        project=project,
-        unclassified=unclassified,
-        source=source,
-        session=session.strip() if session else None,
-        cwd=cwd,
-    )
+    return {
+        "sides_on": sides_on,
+        "side": side,
+        "project": project,
+        "unclassified": unclassified,
+        "source": source,
+        "session": session.strip() if session else None,
+        "cwd": cwd,
+    }

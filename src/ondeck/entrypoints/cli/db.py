@@ -16,7 +16,7 @@ def upgrade(ctx: typer.Context) -> None:
     from ondeck.db.migrate import upgrade as run_upgrade
 
     cli = cli_of(ctx)
-    engine = make_engine(cli.settings.url)
+    engine = make_engine(cli.database_url)
     before, after = run_upgrade(engine)
     if before == after:
         typer.echo(f"{describe(engine)}: schema already at {after}")
@@ -31,7 +31,7 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
     from ondeck.db.migrate import HEAD, read_revision
 
     cli = cli_of(ctx)
-    engine = make_engine(cli.settings.url)
+    engine = make_engine(cli.database_url)
     revision = read_revision(engine)
     data = {
         "database": describe(engine),

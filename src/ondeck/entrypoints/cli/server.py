@@ -41,6 +41,7 @@ def _serve(
 
     cli = cli_of(ctx)
     settings = cli.settings
+    cli.needs_database()  # a server serves its own database
     logs.setup(settings.zone)
     host = host or settings.host
     port = settings.port if port is None else port
@@ -102,6 +103,7 @@ def register(app: typer.Typer) -> None:
         from ondeck.entrypoints.jobs import Jobs
 
         cli = cli_of(ctx)
+        cli.needs_database()
         logs.setup(cli.settings.zone)
         runner = Jobs(engine=cli.engine, settings=cli.settings)
         if not once:
