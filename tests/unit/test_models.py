@@ -224,11 +224,11 @@ def test_a_schedule_in_json_keeps_its_keys_order_and_text() -> None:
     shown = Schedule.from_values(_schedule_row()).to_json(NOW, SEOUL)
     assert json.dumps(shown, ensure_ascii=False) == (
         '{"id": 3, "title": "주간 review", "body": "", "kind": "task", '
-        '"rule": "weekly:MON,THU", "project": null, "start_on": "2026-06-01", '
+        '"rule": "weekly:MON,THU", "rule_text": "every Monday and Thursday", '
+        '"project": null, "start_on": "2026-06-01", '
         '"next_due": "2026-06-18", "missed": "skip", "last_fired_on": "2026-06-15", '
         '"last_fired_at": "2026-06-15T18:00:00+09:00", "enabled": true, "priority": 2, '
-        '"created_at": "2026-06-01T18:00:00+09:00", "updated_at": "2026-06-15T18:00:00+09:00", '
-        '"rule_text": "every Monday and Thursday"}'
+        '"created_at": "2026-06-01T18:00:00+09:00", "updated_at": "2026-06-15T18:00:00+09:00"}'
     )
     assert type(shown["kind"]) is str and type(shown["missed"]) is str
 

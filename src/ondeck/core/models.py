@@ -233,14 +233,16 @@ class Schedule:
         return list(_rules().parse(self.rule).occurrences(self.start_on, begin, count))
 
     def to_json(self, now: datetime, zone: tzinfo) -> dict[str, Any]:
-        """The schedule as `--json` shows it (the API's model puts `rule_text` after `rule`);
-        a removed schedule is never shown, so `deleted_at` is not part of it."""
+        """The schedule as the API and `--json` show it, in the API model's order (so a
+        client's `--json` is the same text); a removed schedule is never shown, so
+        `deleted_at` is not part of it."""
         return {
             "id": self.id,
             "title": self.title,
             "body": self.body,
             "kind": self.kind.value,
             "rule": self.rule,
+            "rule_text": self.rule_text,
             "project": self.project,
             "start_on": _day(self.start_on),
             "next_due": _day(self.next_due),
@@ -251,7 +253,6 @@ class Schedule:
             "priority": self.priority,
             "created_at": iso(self.created_at, zone),
             "updated_at": iso(self.updated_at, zone),
-            "rule_text": self.rule_text,
         }
 
 

@@ -23,6 +23,7 @@ TITLE_MAX = 500
 BODY_MAX = 20_000
 OWNER_MAX = 200
 NOTE_MAX = 2_000
+TASKS_LISTED_MAX = 10_000  # `task list --limit` and the API's GET /tasks, alike
 PROJECT_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 0, 9, 2
 # Ids and tokens are BIGINT: a larger number would fail in the driver, not as bad input.

@@ -106,6 +106,7 @@ class Lease:
             # Only a lease past its end waits for the loop; a running one does not ask.
             "jobs_ticking": self.jobs.alive if self.expired and self.jobs else None,
             "summary": self.describe(zone),
+            "brief": self.brief(zone),
         }
 
 

@@ -91,6 +91,7 @@ class LeaseOut(BaseModel):
         "(false: nothing will release it). Null while the lease runs."
     )
     summary: str = Field(description="The lease as it stands, in one line.")
+    brief: str = Field(description="The same in a few words, for a table cell.")
 
 
 class TaskOut(BaseModel):

@@ -33,7 +33,7 @@ from ondeck.entrypoints.api.models import (
     errors,
 )
 from ondeck.entrypoints.store import Call
-from ondeck.services import schedules
+from ondeck.services import schedules, workers
 
 router = APIRouter(tags=["schedules"])
 
@@ -154,16 +154,24 @@ def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/schedules/{schedule_id}/now", response_model=ScheduleOut, responses=ERRORS)
+class PulledOut(ScheduleOut):
+    note: str = Field(
+        description="What will come of it: when the jobs loop fires it, nothing if today "
+        "already fired, nothing yet while the loop is not running."
+    )
+
+
+@router.post("/schedules/{schedule_id}/now", response_model=PulledOut, responses=ERRORS)
 def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     """Due today at the latest (an overdue schedule keeps the dates it owes); the next jobs
     tick fires it, woken at once when it runs in this server. A schedule whose date today
     was already processed is left as it is: nothing fires twice."""
+    zone = store.settings.zone
     with store.write() as conn:
-        schedule = schedules.pull_now(
-            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor
-        )
-    return _out(store, schedule)
+        schedule = schedules.pull_now(conn, store.now(), zone, schedule_id, actor=store.actor)
+        jobs = workers.jobs_health(conn, store.now(), tick_seconds=store.settings.tick_seconds)
+    note = schedules.pulled_state(schedule, store.today(), jobs, zone)
+    return {**_out(store, schedule), "note": note}
 
 
 @router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)

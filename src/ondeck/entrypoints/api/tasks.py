@@ -21,6 +21,7 @@ from ondeck.core.validation import (
     OWNER_MAX,
     PRIORITY_DEFAULT,
     PROJECT_PATTERN,
+    TASKS_LISTED_MAX,
 )
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import (
@@ -166,7 +167,7 @@ def list_tasks(
     due_before: Annotated[
         Day | None, Query(description="Only tasks due before this date, YYYY-MM-DD.")
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Query(ge=1, le=TASKS_LISTED_MAX)] = 200,
 ) -> list[dict[str, Any]]:
     statuses = backlog.parse_statuses(status) if status else OPEN
     now = store.now()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -73,6 +74,22 @@ class Cli:
         """The database this command uses; refused in client mode (this machine has none)."""
         self.needs_database()
         return self.settings.url
+
+    def fetch(
+        self,
+        method: str,
+        path: str,
+        local: Callable[[], Any],
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """The JSON of the API's route `method path`: asked of the server in client mode,
+        else made here by `local`, the service call the route makes. A command renders its
+        human lines from this JSON alone, so both modes print the same thing."""
+        if self.client_mode:
+            return self.remote.json(method, path, params=params, body=body)
+        return local()
 
     def needs_database(self) -> None:
         """Refuse a command that works on the database itself in client mode."""

@@ -1,11 +1,13 @@
 """`ondeck schedule …`: recurring tasks, reminders and the backup. Thin: parse, call, print.
 
-Human lines and tables by default; `--json` prints the same objects as the HTTP API.
+Each command fetches the JSON of the API's route (`Cli.fetch`: the service call here, or the
+server in client mode) and renders its human lines from that JSON alone; `--json` prints it.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Callable
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -33,15 +35,23 @@ def _day(text: str | None) -> date | None:
     return None if text is None else parse_date(text, "start date")
 
 
-def _show(cli: Cli, schedule: Schedule, as_json: bool, line: str) -> None:
+def _written(cli: Cli, change: Callable[[Any, datetime], Schedule]) -> Callable[[], Any]:
+    """A write on this machine's database, as the route's JSON."""
+
+    def local() -> Any:
+        now = cli.now()
+        with cli.write() as conn:
+            schedule = change(conn, now)
+        return schedule.to_json(now, cli.settings.zone)
+
+    return local
+
+
+def _show(schedule: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
-        print_json(schedule.to_json(cli.now(), cli.settings.zone))
+        print_json(schedule)
     else:
         typer.echo(line)
-
-
-def _state(schedule: Schedule) -> str:
-    return "active" if schedule.enabled else "paused"
 
 
 @app.command("add")
@@ -60,31 +70,25 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a schedule; it first comes due on the first matching day from today (or --start)."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
     start_on = _day(start)
-    with cli.write() as conn:
-        schedule = schedules.create_schedule(
-            conn,
-            cli.now(),
-            cli.settings.zone,
-            title=title,
-            rule=rule,
-            kind=kind,
-            body=body,
-            start_on=start_on,
-            project=project,
-            priority=priority,
-            missed=missed,
-            actor=cli.actor,
+    fields: dict[str, Any] = {"title": title, "rule": rule, "kind": kind, "body": body}
+    fields.update(project=project, priority=priority, missed=missed)
+
+    def create(conn: Any, now: datetime) -> Schedule:
+        from ondeck.services import schedules
+
+        zone = cli.settings.zone
+        return schedules.create_schedule(
+            conn, now, zone, start_on=start_on, actor=cli.actor, **fields
         )
+
+    sent = {**fields, "start_on": start_on and start_on.isoformat()}
+    s = cli.fetch("POST", "/schedules", _written(cli, create), body=sent)
     _show(
-        cli,
-        schedule,
+        s,
         as_json,
-        f"added schedule {schedule.id}: {schedule.title} ({schedule.rule_text}), "
-        f"next due {schedule.next_due}",
+        f"added schedule {s['id']}: {s['title']} ({s['rule_text']}), next due {s['next_due']}",
     )
 
 
@@ -96,14 +100,19 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List schedules by next due date."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
-    now = cli.now()
-    with cli.read() as conn:
-        found = schedules.list_schedules(conn, kind=kind, project=project)
+
+    def local() -> Any:
+        from ondeck.services import schedules
+
+        now = cli.now()
+        with cli.read() as conn:
+            found = schedules.list_schedules(conn, kind=kind, project=project)
+        return [s.to_json(now, cli.settings.zone) for s in found]
+
+    found = cli.fetch("GET", "/schedules", local, params={"kind": kind, "project": project})
     if as_json:
-        print_json([s.to_json(now, cli.settings.zone) for s in found])
+        print_json(found)
         return
     if not found:
         typer.echo("no schedules")
@@ -112,29 +121,36 @@ def list_(
         ["id", "title", "kind", "rule", "next due", "last fired", "state", "project"],
         [
             [
-                s.id,
-                s.title,
-                s.kind,
-                s.rule,
-                s.next_due,
-                s.last_fired_on,
+                s["id"],
+                s["title"],
+                s["kind"],
+                s["rule"],
+                s["next_due"],
+                s["last_fired_on"],
                 _state(s),
-                s.project,
+                s["project"],
             ]
             for s in found
         ],
     )
 
 
+def _state(schedule: dict[str, Any]) -> str:
+    return "active" if schedule["enabled"] else "paused"
+
+
 @app.command("show")
 def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None:
     """One schedule with its last fires and its next 5 dates."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
-    now, zone = cli.now(), cli.settings.zone
-    with cli.read() as conn:
-        detail = schedules.show_schedule(conn, now, zone, schedule_id)
+
+    def local() -> Any:
+        from ondeck.services import schedules
+
+        with cli.read() as conn:
+            return schedules.show_schedule(conn, cli.now(), cli.settings.zone, schedule_id)
+
+    detail = cli.fetch("GET", f"/schedules/{schedule_id}", local)
     if as_json:
         print_json(detail)
         return
@@ -143,7 +159,7 @@ def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> No
         f"schedule {s['id']}: {s['title']}",
         f"  kind       {s['kind']}",
         f"  rule       {s['rule']} ({s['rule_text']})",
-        f"  state      {'active' if s['enabled'] else 'paused'}",
+        f"  state      {_state(s)}",
         f"  start      {s['start_on']}",
         f"  next due   {s['next_due']}",
         f"  missed     {s['missed']}",
@@ -186,8 +202,6 @@ def edit(
     as_json: JsonOpt = False,
 ) -> None:
     """Change a schedule; a new rule or start recomputes its next due date."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
     changes: dict[str, Any] = {
         name: value
@@ -200,39 +214,51 @@ def edit(
         }.items()
         if value is not None
     }
-    if start is not None:
-        changes["start_on"] = _day(start)
+    start_on = _day(start)
     if project is not None:
         changes["project"] = project or None
-    with cli.write() as conn:
-        schedule = schedules.edit_schedule(
-            conn, cli.now(), cli.settings.zone, schedule_id, actor=cli.actor, **changes
+
+    def change(conn: Any, now: datetime) -> Schedule:
+        from ondeck.services import schedules
+
+        starts: dict[str, Any] = {} if start_on is None else {"start_on": start_on}
+        zone = cli.settings.zone
+        return schedules.edit_schedule(
+            conn, now, zone, schedule_id, actor=cli.actor, **changes, **starts
         )
-    _show(cli, schedule, as_json, f"schedule {schedule.id}: next due {schedule.next_due}")
+
+    sent = {**changes, **({} if start_on is None else {"start_on": start_on.isoformat()})}
+    s = cli.fetch("PATCH", f"/schedules/{schedule_id}", _written(cli, change), body=sent)
+    _show(s, as_json, f"schedule {s['id']}: next due {s['next_due']}")
 
 
 @app.command("pause")
 def pause(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None:
     """Stop firing until resumed."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
-    with cli.write() as conn:
-        schedule = schedules.pause_schedule(conn, cli.now(), schedule_id, actor=cli.actor)
-    _show(cli, schedule, as_json, f"schedule {schedule.id} paused")
+
+    def change(conn: Any, now: datetime) -> Schedule:
+        from ondeck.services import schedules
+
+        return schedules.pause_schedule(conn, now, schedule_id, actor=cli.actor)
+
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/pause", _written(cli, change))
+    _show(s, as_json, f"schedule {s['id']} paused")
 
 
 @app.command("resume")
 def resume(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None:
     """Fire again from today on (the paused time is not made up)."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
-    with cli.write() as conn:
-        schedule = schedules.resume_schedule(
-            conn, cli.now(), cli.settings.zone, schedule_id, actor=cli.actor
-        )
-    _show(cli, schedule, as_json, f"schedule {schedule.id} resumed, next due {schedule.next_due}")
+
+    def change(conn: Any, now: datetime) -> Schedule:
+        from ondeck.services import schedules
+
+        zone = cli.settings.zone
+        return schedules.resume_schedule(conn, now, zone, schedule_id, actor=cli.actor)
+
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/resume", _written(cli, change))
+    _show(s, as_json, f"schedule {s['id']} resumed, next due {s['next_due']}")
 
 
 @app.command("now")
@@ -240,29 +266,40 @@ def now(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> Non
     """Make it due today (an overdue one keeps its dates); the next jobs tick fires it, once
     however often this is run. Says so only if it will: not if today already fired, nor
     while the jobs loop is not running."""
-    from ondeck.services import schedules, workers
-
     cli = cli_of(ctx)
-    now, zone = cli.now(), cli.settings.zone
-    with cli.write() as conn:
-        schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=cli.actor)
-        jobs = workers.jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
-    note = schedules.pulled_state(schedule, cli.today(), jobs, zone)
+
+    def local() -> Any:
+        from ondeck.services import schedules, workers
+
+        now, zone = cli.now(), cli.settings.zone
+        with cli.write() as conn:
+            schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=cli.actor)
+            jobs = workers.jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
+        note = schedules.pulled_state(schedule, cli.today(), jobs, zone)
+        return {**schedule.to_json(now, zone), "note": note}
+
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/now", local)
     if as_json:
-        print_json({**schedule.to_json(now, zone), "note": note})
+        print_json(s)
     else:
-        typer.echo(f"schedule {schedule.id} (next due {schedule.next_due}): {note}")
+        typer.echo(f"schedule {s['id']} (next due {s['next_due']}): {s['note']}")
 
 
 @app.command("rm")
 def rm(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None:
     """Remove a schedule (its fires and events stay in the history)."""
-    from ondeck.services import schedules
-
     cli = cli_of(ctx)
-    with cli.write() as conn:
-        schedule = schedules.delete_schedule(conn, cli.now(), schedule_id, actor=cli.actor)
-    if as_json:
-        print_json({"deleted": schedule.id})
+    if cli.client_mode:
+        # The route answers 204 with no body: the title for the line is read first.
+        s = cli.remote.json("GET", f"/schedules/{schedule_id}")["schedule"]
+        cli.remote.json("DELETE", f"/schedules/{schedule_id}")
     else:
-        typer.echo(f"removed schedule {schedule.id}: {schedule.title}")
+        from ondeck.services import schedules
+
+        with cli.write() as conn:
+            removed = schedules.delete_schedule(conn, cli.now(), schedule_id, actor=cli.actor)
+        s = {"id": removed.id, "title": removed.title}
+    if as_json:
+        print_json({"deleted": s["id"]})
+    else:
+        typer.echo(f"removed schedule {s['id']}: {s['title']}")

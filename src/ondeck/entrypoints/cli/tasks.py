@@ -1,20 +1,22 @@
 """`ondeck task …`: the backlog and its leases. Thin: parse, call one service, print.
 
-Human lines and tables by default; `--json` prints the same objects as the HTTP API.
+Each command fetches the JSON of the API's route (`Cli.fetch`: the service call here, or the
+server in client mode) and renders its human lines from that JSON alone; `--json` prints it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ondeck.core.validation import TASKS_LISTED_MAX
 from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
-    from ondeck.services.lease_state import Lease
 
 app = typer.Typer(help="The backlog: tasks and their leases.", no_args_is_help=True)
 
@@ -26,6 +28,8 @@ ForOpt = Annotated[
 ]
 NoteOpt = Annotated[str | None, typer.Option("--note", help="A note for the record.")]
 
+EVENTS_SHOWN = 500  # a task's events `show` lists: services.events.MAX_LIMIT, the route's
+
 
 def _day(text: str | None, name: str = "due date") -> date | None:
     from ondeck.core.validation import parse_date
@@ -33,26 +37,11 @@ def _day(text: str | None, name: str = "due date") -> date | None:
     return None if text is None else parse_date(text, name)
 
 
-def _leases(cli: Cli, conn: Any, found: list[Task], now: datetime) -> dict[int, Lease]:
-    """The lease of each RUNNING task, by `lease_state.lease_of` (the jobs heartbeat read
-    once, and only if one of them is past its end)."""
-    from ondeck.services.lease_state import lease_of
-    from ondeck.services.workers import health_reader
-
-    jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
-    grace = cli.settings.lease_grace
-    return {t.id: lease_of(t, now, grace, jobs) for t in found if t.lease_until is not None}
+def _iso(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
 
 
-def _status(task: Task, lease: Lease | None) -> str:
-    return f"{task.status} (expired)" if lease and lease.expired else str(task.status)
-
-
-def _holder(cli: Cli, task: Task, lease: Lease | None) -> str:
-    if task.lease_owner is None or lease is None:
-        return ""
-    brief = lease.brief(cli.settings.zone)
-    return f"{task.lease_owner}: {brief}" if lease.expired else f"{task.lease_owner} {brief}"
+# --- the JSON, made here as the API's route makes it (the database of this machine) -----
 
 
 def _json(cli: Cli, task: Task, now: datetime, jobs: Any = None) -> dict[str, Any]:
@@ -74,23 +63,55 @@ def _jobs(cli: Cli, now: datetime) -> Any:
     return read
 
 
-def _show_task(cli: Cli, task: Task, now: datetime, as_json: bool, line: str) -> None:
+def _written(cli: Cli, change: Callable[[Any, datetime], Task]) -> Callable[[], Any]:
+    """A write on this machine's database, as the route's JSON."""
+
+    def local() -> Any:
+        now = cli.now()
+        with cli.write() as conn:
+            task = change(conn, now)
+        return _json(cli, task, now)
+
+    return local
+
+
+# --- the human lines, rendered from that JSON alone (both modes) ------------------------
+
+
+def _seconds(instant: str | None) -> str | None:
+    """An instant of the JSON (in the server's zone) to the second."""
+    if instant is None:
+        return None
+    return datetime.fromisoformat(instant).isoformat(timespec="seconds")
+
+
+def _status(task: dict[str, Any]) -> str:
+    lease = task["lease"]
+    return (
+        f"{task['status']} (expired)" if lease and lease["state"] != "running" else task["status"]
+    )
+
+
+def _holder(task: dict[str, Any]) -> str:
+    lease = task["lease"]
+    if task["lease_owner"] is None or lease is None:
+        return ""
+    expired = lease["state"] != "running"
+    return f"{task['lease_owner']}{':' if expired else ''} {lease['brief']}"
+
+
+def _lease_line(task: dict[str, Any]) -> str:
+    return (
+        f"held by {task['lease_owner']} until {_seconds(task['lease_until'])}, "
+        f"token {task['lease_token']}"
+    )
+
+
+def _show_task(task: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
-        print_json(_json(cli, task, now))
+        print_json(task)
     else:
         typer.echo(line)
-
-
-def _lease_state_line(cli: Cli, task: Task, lease: Lease) -> str:
-    """`task show`: the holder, the lease as it stands (lease_state), the token."""
-    state = lease.describe(cli.settings.zone)
-    return f"held by {task.lease_owner}, {state}, token {task.lease_token}"
-
-
-def _lease_line(cli: Cli, task: Task) -> str:
-    return (
-        f"held by {task.lease_owner} until {cli.local(task.lease_until)}, token {task.lease_token}"
-    )
 
 
 @app.command("add")
@@ -104,22 +125,20 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a READY task to the backlog."""
-    from ondeck.services import backlog
-
     cli = cli_of(ctx)
-    now, due_on = cli.now(), _day(due)
-    with cli.write() as conn:
-        task = backlog.create_task(
-            conn,
-            now,
-            title=title,
-            body=body,
-            priority=priority,
-            due_on=due_on,
-            project=project,
-            actor=cli.actor,
-        )
-    _show_task(cli, task, now, as_json, f"added task {task.id}: {task.title}")
+    fields: dict[str, Any] = {"title": title, "body": body, "priority": priority}
+    fields["project"] = project
+    due_on = _day(due)
+
+    def create(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
+        return backlog.create_task(conn, now, due_on=due_on, actor=cli.actor, **fields)
+
+    task = cli.fetch(
+        "POST", "/tasks", _written(cli, create), body={**fields, "due_on": _iso(due_on)}
+    )
+    _show_task(task, as_json, f"added task {task['id']}: {task['title']}")
 
 
 @app.command("list")
@@ -133,39 +152,38 @@ def list_(
     due_before: Annotated[
         str | None, typer.Option("--due-before", help="Only tasks due before YYYY-MM-DD.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000)] = 200,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=TASKS_LISTED_MAX)] = 200,
     as_json: JsonOpt = False,
 ) -> None:
     """List tasks by due date (undated last), then priority, then age."""
-    from ondeck.core.models import OPEN
-    from ondeck.services import backlog
-
     cli = cli_of(ctx)
-    statuses = backlog.parse_statuses(status) if status else OPEN
     before = _day(due_before, "--due-before date")
-    now = cli.now()
-    with cli.read() as conn:
-        found = backlog.list_tasks(
-            conn, statuses=statuses, project=project, due_before=before, limit=limit
-        )
-        leases = _leases(cli, conn, found, now)
-        jobs = next((x.jobs for x in leases.values() if x.jobs is not None), None)
+
+    def local() -> Any:
+        from ondeck.core.models import OPEN
+        from ondeck.services import backlog
+        from ondeck.services.workers import health_reader
+
+        statuses = backlog.parse_statuses(status) if status else OPEN
+        now = cli.now()
+        with cli.read() as conn:
+            found = backlog.list_tasks(
+                conn, statuses=statuses, project=project, due_before=before, limit=limit
+            )
+            # The jobs heartbeat read once, and only if a lease is past its end.
+            jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
+            return [_json(cli, t, now, jobs) for t in found]
+
+    params = {"status": status, "project": project, "due_before": _iso(before), "limit": limit}
+    found = cli.fetch("GET", "/tasks", local, params=params)
     if as_json:
-        print_json([_json(cli, t, now, jobs) for t in found])
+        print_json(found)
         return
     if not found:
         typer.echo("no tasks")
         return
     rows = [
-        [
-            t.id,
-            t.priority,
-            _status(t, leases.get(t.id)),
-            t.due_on,
-            t.project,
-            t.title,
-            _holder(cli, t, leases.get(t.id)),
-        ]
+        [t["id"], t["priority"], _status(t), t["due_on"], t["project"], t["title"], _holder(t)]
         for t in found
     ]
     print_table(["id", "P", "status", "due", "project", "title", "held by"], rows)
@@ -174,41 +192,56 @@ def list_(
 @app.command("show")
 def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     """Show a task and its events, newest first."""
-    from ondeck.services import backlog, events
-
     cli = cli_of(ctx)
-    now, zone = cli.now(), cli.settings.zone
-    with cli.read() as conn:
-        task = backlog.get_task(conn, task_id)
-        history = events.list_events(conn, subject=f"task:{task.id}", limit=events.MAX_LIMIT)
-        lease = _leases(cli, conn, [task], now).get(task.id)
+    history_of = {"subject": f"task:{task_id}", "limit": EVENTS_SHOWN}
+
+    def local() -> Any:
+        from ondeck.services import backlog, events
+        from ondeck.services.workers import health_reader
+
+        now, zone = cli.now(), cli.settings.zone
+        with cli.read() as conn:
+            task = backlog.get_task(conn, task_id)
+            history = events.list_events(conn, subject=f"task:{task_id}", limit=EVENTS_SHOWN)
+            jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
+            shown = _json(cli, task, now, jobs)
+        return {"task": shown, "events": [e.to_json(zone) for e in history]}
+
+    if cli.client_mode:
+        found = {
+            "task": cli.remote.json("GET", f"/tasks/{task_id}"),
+            "events": cli.remote.json("GET", "/events", params=history_of),
+        }
+    else:
+        found = local()
     if as_json:
-        jobs = lease.jobs if lease else None
-        shown = [e.to_json(zone) for e in history]
-        print_json({"task": _json(cli, task, now, jobs), "events": shown})
+        print_json(found)
         return
+    task, lease = found["task"], found["task"]["lease"]
+    held = None
+    if lease:
+        held = f"held by {task['lease_owner']}, {lease['summary']}, token {task['lease_token']}"
     fields: list[tuple[str, Any]] = [
-        ("status", _status(task, lease)),
-        ("priority", task.priority),
-        ("due", task.due_on),
-        ("project", task.project),
-        ("source", task.source),
-        ("lease", _lease_state_line(cli, task, lease) if lease else None),
-        ("created", cli.local(task.created_at)),
-        ("updated", cli.local(task.updated_at)),
-        ("done", cli.local(task.done_at)),
+        ("status", _status(task)),
+        ("priority", task["priority"]),
+        ("due", task["due_on"]),
+        ("project", task["project"]),
+        ("source", task["source"]),
+        ("lease", held),
+        ("created", _seconds(task["created_at"])),
+        ("updated", _seconds(task["updated_at"])),
+        ("done", _seconds(task["done_at"])),
     ]
-    typer.echo(f"task {task.id}: {task.title}")
+    typer.echo(f"task {task['id']}: {task['title']}")
     for name, value in fields:
         if value is not None:
             typer.echo(f"  {name + ':':<10}{value}")
-    if task.body:
+    if task["body"]:
         typer.echo("")
-        typer.echo(task.body)
+        typer.echo(task["body"])
     typer.echo("")
     rows = [
-        [cli.local(e.at), e.actor, e.kind, _details(events.details_in_zone(e.details, zone))]
-        for e in history
+        [_seconds(e["at"]), e["actor"], e["kind"], _details(e["details"])] for e in found["events"]
     ]
     print_table(["at", "actor", "event", "details"], rows)
 
@@ -232,7 +265,6 @@ def edit(
 ) -> None:
     """Change a task's title, body, priority, due date or project."""
     from ondeck.core.errors import InvalidInput
-    from ondeck.services import backlog
 
     if due is not None and no_due:
         raise InvalidInput("give --due or --no-due, not both")
@@ -247,10 +279,15 @@ def edit(
     if project is not None or no_project:
         changes["project"] = project
     cli = cli_of(ctx)
-    now = cli.now()
-    with cli.write() as conn:
-        task = backlog.edit_task(conn, now, task_id, actor=cli.actor, **changes)
-    _show_task(cli, task, now, as_json, f"edited task {task.id}: {', '.join(changes)}")
+
+    def change(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
+        return backlog.edit_task(conn, now, task_id, actor=cli.actor, **changes)
+
+    sent = {**changes, **({"due_on": _iso(changes["due_on"])} if "due_on" in changes else {})}
+    task = cli.fetch("PATCH", f"/tasks/{task_id}", _written(cli, change), body=sent)
+    _show_task(task, as_json, f"edited task {task['id']}: {', '.join(changes)}")
 
 
 @app.command("claim")
@@ -268,24 +305,28 @@ def claim(
 ) -> None:
     """Claim a task (or the next READY one): RUNNING, with a lease and its token."""
     from ondeck.core.errors import InvalidInput
-    from ondeck.services import backlog
 
     cli = cli_of(ctx)
-    now = cli.now()
     if task_id is not None and project is not None:
         raise InvalidInput("--project picks the next task: give it without a task id")
-    with cli.write() as conn:
+
+    def take(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
         if task_id is None:
-            task = backlog.claim_next(
+            return backlog.claim_next(
                 conn, now, owner=owner, duration=lease_for, project=project, actor=cli.actor
             )
-        else:
-            task = backlog.claim_task(
-                conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor
-            )
-    _show_task(
-        cli, task, now, as_json, f"claimed task {task.id}: {task.title}; {_lease_line(cli, task)}"
-    )
+        return backlog.claim_task(
+            conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor
+        )
+
+    if task_id is None:
+        path, sent = "/tasks/claim-next", {"owner": owner, "for": lease_for, "project": project}
+    else:
+        path, sent = f"/tasks/{task_id}/claim", {"owner": owner, "for": lease_for}
+    task = cli.fetch("POST", path, _written(cli, take), body=sent)
+    _show_task(task, as_json, f"claimed task {task['id']}: {task['title']}; {_lease_line(task)}")
 
 
 @app.command("renew")
@@ -297,15 +338,18 @@ def renew(
     as_json: JsonOpt = False,
 ) -> None:
     """Extend a lease you hold: it then ends that long from now."""
-    from ondeck.services import backlog
-
     cli = cli_of(ctx)
-    now = cli.now()
-    with cli.write() as conn:
-        task = backlog.renew_lease(
+
+    def change(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
+        return backlog.renew_lease(
             conn, now, task_id, token=token, duration=lease_for, actor=cli.actor
         )
-    _show_task(cli, task, now, as_json, f"renewed task {task.id}; {_lease_line(cli, task)}")
+
+    sent = {"token": token, "for": lease_for}
+    task = cli.fetch("POST", f"/tasks/{task_id}/renew", _written(cli, change), body=sent)
+    _show_task(task, as_json, f"renewed task {task['id']}; {_lease_line(task)}")
 
 
 @app.command("done")
@@ -335,42 +379,56 @@ def done(
     prints {"done": …, "next": … or null}.
     """
     from ondeck.core.errors import InvalidInput
-    from ondeck.services import backlog
 
     cli = cli_of(ctx)
-    now = cli.now()
     if not claim_next:
         if owner is not None or lease_for is not None or project is not None:
             raise InvalidInput("--owner, --for and --project go with --next")
-        with cli.write() as conn:
-            task = backlog.complete_task(
+
+        def complete(conn: Any, now: datetime) -> Task:
+            from ondeck.services import backlog
+
+            return backlog.complete_task(
                 conn, now, task_id, token=token, note=note, actor=cli.actor
             )
-        _show_task(cli, task, now, as_json, f"task {task.id} done: {task.title}")
+
+        path, sent = f"/tasks/{task_id}/complete", {"token": token, "note": note}
+        task = cli.fetch("POST", path, _written(cli, complete), body=sent)
+        _show_task(task, as_json, f"task {task['id']} done: {task['title']}")
         return
     if token is None or owner is None:
         raise InvalidInput("--next is for the lease holder: give --token and --owner")
-    with cli.write() as conn:
-        done, taken = backlog.complete_and_claim_next(
-            conn,
-            now,
-            task_id,
-            token=token,
-            note=note,
-            owner=owner,
-            duration=lease_for,
-            project=project,
-            actor=cli.actor,
-        )
+
+    def local() -> Any:
+        from ondeck.services import backlog
+
+        now = cli.now()
+        with cli.write() as conn:
+            done, taken = backlog.complete_and_claim_next(
+                conn,
+                now,
+                task_id,
+                token=token,
+                note=note,
+                owner=owner,
+                duration=lease_for,
+                project=project,
+                actor=cli.actor,
+            )
+        return {"done": _json(cli, done, now), "next": taken and _json(cli, taken, now)}
+
+    sent = {"token": token, "note": note, "owner": owner, "for": lease_for, "project": project}
+    found = cli.fetch("POST", f"/tasks/{task_id}/complete-and-claim-next", local, body=sent)
     if as_json:
-        print_json({"done": _json(cli, done, now), "next": taken and _json(cli, taken, now)})
+        print_json(found)
         return
-    print(f"task {done.id} done: {done.title}")
+    finished, taken = found["done"], found["next"]
+    print(f"task {finished['id']} done: {finished['title']}")
     if taken is None:
         where = f" in project {project}" if project else ""
         print(f"no READY task to claim{where}")
     else:
-        print(f"claimed task {taken.id}: {taken.title}; {_lease_line(cli, taken)}")
+        print(f"claimed task {taken['id']}: {taken['title']}; {_lease_line(taken)}")
 
 
 @app.command("release")
@@ -384,14 +442,17 @@ def release(
     as_json: JsonOpt = False,
 ) -> None:
     """Give a RUNNING task back to READY: with its token, or --force."""
-    from ondeck.services import backlog
-
     cli = cli_of(ctx)
-    now = cli.now()
-    with cli.write() as conn:
-        task = backlog.release_task(conn, now, task_id, token=token, force=force, actor=cli.actor)
+
+    def change(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
+        return backlog.release_task(conn, now, task_id, token=token, force=force, actor=cli.actor)
+
+    sent = {"token": token, "force": force}
+    task = cli.fetch("POST", f"/tasks/{task_id}/release", _written(cli, change), body=sent)
     how = " (forced)" if force else ""
-    _show_task(cli, task, now, as_json, f"released task {task.id}{how}: it is READY again")
+    _show_task(task, as_json, f"released task {task['id']}{how}: it is READY again")
 
 
 @app.command("cancel")
@@ -399,10 +460,12 @@ def cancel(
     ctx: typer.Context, task_id: IdArg, note: NoteOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Cancel a READY task (a RUNNING one must be released first)."""
-    from ondeck.services import backlog
-
     cli = cli_of(ctx)
-    now = cli.now()
-    with cli.write() as conn:
-        task = backlog.cancel_task(conn, now, task_id, note=note, actor=cli.actor)
-    _show_task(cli, task, now, as_json, f"cancelled task {task.id}: {task.title}")
+
+    def change(conn: Any, now: datetime) -> Task:
+        from ondeck.services import backlog
+
+        return backlog.cancel_task(conn, now, task_id, note=note, actor=cli.actor)
+
+    task = cli.fetch("POST", f"/tasks/{task_id}/cancel", _written(cli, change), body={"note": note})
+    _show_task(task, as_json, f"cancelled task {task['id']}: {task['title']}")
