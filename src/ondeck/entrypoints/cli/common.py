@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -67,6 +68,22 @@ class Cli:
         url = self.settings.server_url
         assert url is not None, "Cli.remote outside client mode"
         return Remote(url, self.settings.token_value)
+
+    def fetch(
+        self,
+        local: Callable[[], Any],
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """The JSON of the API route `method path`: asked of the server in client mode, else
+        made here by `local`, the service call that route makes. Commands render this JSON,
+        so both modes print alike and no rule is copied for the remote one."""
+        if self.client_mode:
+            return self.remote.json(method, path, params=params, body=body)
+        return local()
 
     @property
     def database_url(self) -> str:
@@ -127,6 +144,18 @@ def cli_of(ctx: typer.Context) -> Cli:
     if not isinstance(root.obj, Cli):
         root.obj = Cli()
     return root.obj
+
+
+def segment(value: str | int) -> str:
+    """One path segment of a route, as typed (an id or a session's reference)."""
+    from urllib.parse import quote
+
+    return quote(str(value), safe="")
+
+
+def parse_instant(text: str) -> datetime:
+    """An instant of the API's JSON (ISO-8601 with the zone's offset)."""
+    return datetime.fromisoformat(text)
 
 
 def print_json(data: Any) -> None:
