@@ -276,10 +276,7 @@ def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
 def get_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
-    with store.read() as conn:
-        note = notes.get_note(conn, note_id, scope)
-    return note_out(store, note)
+    return _read_note(store, note_id, side, unclassified, history=False)
 
 
 @router.get("/notes/{note_id}/history", response_model=NoteShown, responses=ERRORS)
@@ -287,12 +284,20 @@ def get_note_history(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
     """The note with its events (`ondeck note show`)."""
-    scope = scope_of(store, side, None, unclassified)
+    return _read_note(store, note_id, side, unclassified, history=True)
+
+
+def _read_note(
+    store: Call, note_id: int, side: str | None, inbox: bool, *, history: bool
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, inbox)
     with store.read() as conn:
         note = notes.get_note(conn, note_id, scope)
-        events = notes.history(conn, note.id)
-    zone = store.settings.zone
-    return {**note_out(store, note), "history": [e.to_json(zone) for e in events]}
+        events = notes.history(conn, note.id) if history else None
+    found = note_out(store, note)
+    if events is not None:
+        found["history"] = [e.to_json(store.settings.zone) for e in events]
+    return found
 
 
 @router.patch("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
