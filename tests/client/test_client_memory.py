@@ -218,3 +218,25 @@ def test_bad_input_from_the_client_is_one_line(laptop: Machine, args: tuple[str,
 def test_an_id_with_slashes_reaches_no_other_route(laptop: Machine) -> None:
     done = at(laptop, "work/site", "note", "delete", "../../tasks/1", "--yes")
     assert done.returncode in (2, 4) and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_edit_unpin_and_delete_from_the_client(server: Server, laptop: Machine) -> None:
+    made = js(laptop, "work/site", "note", "add", "VPN: split tunnel", "--pin")
+    note = str(made["id"])
+    edited = js(
+        laptop, "work/site", "note", "edit", note, "--text", "VPN: full tunnel",
+        "--expires", "2099-01-01",
+    )  # fmt: skip
+    assert (edited["text"], edited["expires_on"]) == ("VPN: full tunnel", "2099-01-01")
+    cleared = js(laptop, "work/site", "note", "edit", note, "--expires", "none", "--whole-side")
+    assert (cleared["expires_on"], cleared["project"]) == (None, None)
+    assert js(laptop, "work/site", "note", "unpin", note)["pinned"] is False
+    moved = js(laptop, "work/site", "note", "edit", note, "--to-side", "personal")
+    shown = js(server, ".", "note", "show", note, "--side", "personal")
+    assert moved["side"] == "personal"
+    assert moved == {k: v for k, v in shown.items() if k != "history"}
+    assert at(laptop, "work/site", "note", "show", note).returncode == 4  # another side now
+    gone = js(laptop, "personal/diary", "note", "delete", note, "--yes")
+    assert gone["id"] == made["id"]
+    asked = at(laptop, "personal/diary", "note", "delete", note)
+    assert asked.returncode == 4 and asked.stderr.count("\n") == 1
