@@ -81,8 +81,10 @@ def test_a_note_s_life_from_the_client(server: Server, laptop: Machine) -> None:
     assert replaced["superseded"]["superseded_by"] == replaced["note"]["id"]
     wrong = js(laptop, "work/site", "note", "wrong", new, "--reason", "no freeze this year")
     assert wrong["status"] == "wrong"
-    shown = js(laptop, "work/site", "note", "show", new)
+    shown = js(laptop, "work/site", "note", "show", f"#{new}")
     assert shown == js(server, ".", "note", "show", new, "--side", "work")
+    decisions = js(laptop, "work/site", "note", "list", "--kind", "Decision", "--all")
+    assert {n["kind"] for n in decisions} == {"decision"} and len(decisions) == 2
     assert [e["kind"] for e in shown["history"]][-1] == "note.wrong"
     # The human lines are the server's too.
     here = at(laptop, "work/site", "note", "show", new)

@@ -14,14 +14,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.core.memory import Note, Scope
+from ondeck.core.memory import Note, NoteKind, Scope, check_kind, check_note_id
 from ondeck.entrypoints.cli.common import (
     Cli,
     cli_of,
     parse_instant,
     print_json,
     print_table,
-    segment,
 )
 
 app = typer.Typer(help="Notes, decisions and handoffs: what a session should know.")
@@ -63,9 +62,7 @@ def _expires(text: str | None) -> Any:
     return _day(text, "--expires date")
 
 
-def _kinds(text: str | None) -> list[Any]:
-    from ondeck.services.notes import check_kind
-
+def _kinds(text: str | None) -> list[NoteKind]:
     if not text:
         return []
     return [check_kind(part, handoff_ok=True) for part in text.split(",") if part.strip()]
@@ -221,6 +218,7 @@ def list_(
     """Notes newest first; by default only those that are true today."""
     cli = cli_of(ctx)
     scope = _scope(cli, side, project, unclassified)
+    kinds = _kinds(kind)
 
     def local() -> dict[str, Any]:
         from ondeck.services import notes
@@ -230,7 +228,7 @@ def list_(
                 conn,
                 scope,
                 cli.today(),
-                kinds=_kinds(kind),
+                kinds=kinds,
                 include_all=show_all,
                 pinned=True if pinned else None,
                 limit=limit,
@@ -240,7 +238,7 @@ def list_(
     params = {
         **_where(scope),
         "project": scope.project,
-        "kind": [k.strip() for k in (kind or "").split(",") if k.strip()] or None,
+        "kind": [k.value for k in kinds] or None,
         "all": show_all,
         "pinned": True if pinned else None,
         "limit": limit,
@@ -291,7 +289,7 @@ def show(
         zone = cli.settings.zone
         return {**_note_json(cli, note), "history": [e.to_json(zone) for e in events]}
 
-    note = cli.fetch(local, "GET", f"/notes/{segment(note_id)}/history", params=_where(scope))
+    note = cli.fetch(local, "GET", f"/notes/{check_note_id(note_id)}/history", params=_where(scope))
     if as_json:
         print_json(note)
         return
@@ -384,7 +382,9 @@ def edit(
         "expires_on": expires_on.isoformat() if isinstance(expires_on, date) else None,
         "clear_expiry": expires_on is None,
     }
-    note = cli.fetch(local, "PATCH", f"/notes/{segment(note_id)}", params=_where(scope), body=body)
+    note = cli.fetch(
+        local, "PATCH", f"/notes/{check_note_id(note_id)}", params=_where(scope), body=body
+    )
     _show(note, as_json, f"changed note {note['id']}")
 
 
@@ -409,7 +409,7 @@ def _change(
             return {"superseded": _note_json(cli, found[0]), "note": _note_json(cli, found[1])}
         return _note_json(cli, found)
 
-    path = f"/notes/{segment(note_id)}/{action}"
+    path = f"/notes/{check_note_id(note_id)}/{action}"
     result: dict[str, Any] = cli.fetch(made, "POST", path, params=_where(scope), body=body)
     return result
 
@@ -531,7 +531,7 @@ def delete(
 
     cli = cli_of(ctx)
     scope = _scope(cli, side, None, unclassified)
-    path = f"/notes/{segment(note_id)}"
+    path = f"/notes/{check_note_id(note_id)}"
     if not yes:
 
         def found() -> dict[str, Any]:
