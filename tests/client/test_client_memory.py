@@ -148,24 +148,35 @@ def test_sessions_from_the_client(server: Server, laptop: Machine) -> None:
 
 
 def test_export_then_import_through_the_client(server: Server, laptop: Machine) -> None:
+    made = at(laptop, "work/site", "note", "add", "exported: 배포 runbook", "--kind", "decision")
+    assert made.returncode == 0, made.stderr
     out = laptop.home / "memory.jsonl"
     done = at(laptop, ".", "export", "--format", "jsonl", "--out", str(out))
     assert done.returncode == 0, done.stderr
     mine = out.read_text().splitlines()
     theirs = server.ondeck("export", "--format", "jsonl").stdout.splitlines()
-    assert mine[1:] == theirs[1:] and len(mine) > 2
+    assert mine[1:] == theirs[1:] and len(mine) >= 2
     folder = laptop.home / "md"
     assert at(laptop, ".", "export", "--format", "markdown", "--out", str(folder)).returncode == 0
     assert (folder / "work" / "site.md").is_file()
     first = next(json.loads(line) for line in mine if '"type": "note"' in line)
     gone = at(laptop, ".", "note", "delete", str(first["id"]), "--side", first["side"], "--yes")
     assert gone.returncode == 0, gone.stderr
+    notes_in_file = sum('"type": "note"' in line for line in mine)
     counts = js(laptop, ".", "import", str(out))
-    assert counts["notes"] == 1 and counts["skipped"] >= 1
+    assert counts == {"notes": 1, "sessions": 0, "skipped": notes_in_file - 1}
+    again = js(laptop, ".", "import", str(out))
+    assert again == {"notes": 0, "sessions": 0, "skipped": notes_in_file}
     bad = laptop.home / "bad.jsonl"
     bad.write_text("\n".join([*mine, "{not json"]) + "\n")
     refused = at(laptop, ".", "import", str(bad))
     assert refused.returncode == 2 and f"line {len(mine) + 1}:" in refused.stderr
+    # The server takes a request body of 1 MiB at most: a bigger file is refused, one line.
+    big = laptop.home / "big.jsonl"
+    big.write_text("\n".join([*mine, *([" " * 1000] * 1200)]) + "\n")
+    refused = at(laptop, ".", "import", str(big))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "1 MiB" in refused.stderr
 
 
 def test_a_read_token_reads_but_cannot_write(server: Server, tmp_path: Path) -> None:
