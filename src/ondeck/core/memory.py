@@ -19,6 +19,9 @@ from datetime import date, datetime, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from ondeck.core.errors import InvalidInput
+from ondeck.core.validation import BIGINT_MAX
+
 TEXT_MAX = 8_000
 REASON_MAX = 500
 ORIGIN_PERSON = "person"
@@ -143,3 +146,25 @@ class Scope:
             else "all notes"
         )
         return f"{where}, project {self.project}" if self.project else where
+
+
+def check_kind(value: str | NoteKind, *, handoff_ok: bool = False) -> NoteKind:
+    try:
+        kind = NoteKind(str(value).strip().lower())
+    except ValueError:
+        raise InvalidInput(
+            f"kind {str(value)[:40]!r} is not one of note, decision, handoff"
+        ) from None
+    if kind is NoteKind.HANDOFF and not handoff_ok:
+        raise InvalidInput(
+            "a handoff is written for its session: `ondeck handoff TEXT --session ID` "
+            "(MCP: write_handoff)"
+        )
+    return kind
+
+
+def check_note_id(value: Any) -> int:
+    text = str(value).strip().removeprefix("#")
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text[:20]) <= BIGINT_MAX:
+        raise InvalidInput(f"note id {str(value)[:40]!r} is not valid: use a positive number")
+    return int(text)

@@ -21,6 +21,7 @@ from ondeck.core.errors import InvalidInput
 
 TITLE_MAX = 500
 BODY_MAX = 20_000
+EXPORT_FILE_MAX = 512 * 1024 * 1024  # a memory export `ondeck import` reads
 OWNER_MAX = 200
 NOTE_MAX = 2_000
 TASKS_LISTED_MAX = 10_000  # `task list --limit` and the API's GET /tasks, alike

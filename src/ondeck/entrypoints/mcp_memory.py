@@ -258,7 +258,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
         """This side's notes, newest first; by default only those true today."""
 
         def run(at: Call) -> NoteList:
-            from ondeck.services.notes import check_kind
+            from ondeck.core.memory import check_kind
 
             with at.read() as conn:
                 found = notes.list_notes(

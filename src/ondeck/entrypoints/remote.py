@@ -131,6 +131,7 @@ class Remote:
             kind = {
                 404: errors.NotFound,
                 409: errors.Conflict,
+                413: errors.InvalidInput,  # a body over the server's limit: smaller input
                 422: errors.InvalidInput,
                 503: Unavailable,
             }.get(status, OndeckError)

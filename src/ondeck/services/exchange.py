@@ -37,7 +37,7 @@ from ondeck.core.memory import (
     NoteKind,
     NoteStatus,
 )
-from ondeck.core.validation import check_project
+from ondeck.core.validation import EXPORT_FILE_MAX, check_project
 from ondeck.db.tables import notes, sessions
 from ondeck.services import events as event_log
 from ondeck.services.notes import check_note_text, note_from_row
@@ -45,7 +45,7 @@ from ondeck.services.notes import check_note_text, note_from_row
 FORMAT = "ondeck-memory"
 VERSION = 1
 LINE_MAX = 64 * 1024
-FILE_MAX = 512 * 1024 * 1024
+FILE_MAX = EXPORT_FILE_MAX
 
 _NOTE_FIELDS = (
     "side",

@@ -34,9 +34,11 @@ from ondeck.core.memory import (
     NoteKind,
     NoteStatus,
     Scope,
+    check_kind,
+    check_note_id,
 )
 from ondeck.core.models import Event
-from ondeck.core.validation import BIGINT_MAX, check_line, check_project, check_text
+from ondeck.core.validation import check_line, check_project, check_text
 from ondeck.db.engine import writing
 from ondeck.db.tables import notes, sessions
 from ondeck.services import events as event_log
@@ -70,28 +72,6 @@ def check_note_text(value: str | None) -> tuple[str, int]:
             f"at most {TEXT_MAX} are allowed"
         )
     return stored, scrubbed.redactions
-
-
-def check_kind(value: str | NoteKind, *, handoff_ok: bool = False) -> NoteKind:
-    try:
-        kind = NoteKind(str(value).strip().lower())
-    except ValueError:
-        raise InvalidInput(
-            f"kind {str(value)[:40]!r} is not one of note, decision, handoff"
-        ) from None
-    if kind is NoteKind.HANDOFF and not handoff_ok:
-        raise InvalidInput(
-            "a handoff is written for its session: `ondeck handoff TEXT --session ID` "
-            "(MCP: write_handoff)"
-        )
-    return kind
-
-
-def check_note_id(value: Any) -> int:
-    text = str(value).strip().removeprefix("#")
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text[:20]) <= BIGINT_MAX:
-        raise InvalidInput(f"note id {str(value)[:40]!r} is not valid: use a positive number")
-    return int(text)
 
 
 def check_side(side: str | None, sides: Collection[str]) -> str | None:

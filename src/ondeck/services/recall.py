@@ -833,18 +833,3 @@ _BUCKETS = {
 
 def _fields(hit: Hit) -> dict[str, Any]:
     return {name: getattr(hit, name) for name in Hit.__dataclass_fields__}
-
-
-def to_lines(result: Recall, zone: tzinfo, now: datetime) -> list[str]:
-    """For people and agents: one block per result, what it is, age, origin, status."""
-    lines: list[str] = []
-    for hit in result.hits:
-        where = hit.project or ("(side-wide)" if hit.kind in _NOTE_KINDS else "-")
-        head = f"[{hit.ref}] {hit.kind}, {age(hit.at, now)}, {where}, {hit.origin}"
-        if hit.kind == "task":
-            head += f", {hit.status}"
-        if hit.label:
-            head += f" — {hit.label}"
-        lines.append(head)
-        lines.append(f"    {hit.snippet(result.query.terms)}")
-    return lines

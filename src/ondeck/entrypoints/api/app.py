@@ -75,9 +75,18 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     from ondeck.entrypoints.api import health
 
     app.include_router(health.router, prefix="/api/v1")
-    from ondeck.entrypoints.api import context, events, memory, rules, schedules, sessions, tasks
+    from ondeck.entrypoints.api import (
+        context,
+        events,
+        exchange,
+        memory,
+        rules,
+        schedules,
+        sessions,
+        tasks,
+    )
 
-    for area in (rules, tasks, events, schedules, context, sessions, memory):
+    for area in (rules, tasks, events, schedules, context, sessions, memory, exchange):
         app.include_router(area.router, prefix="/api/v1")
 
     # The dashboard (HTML pages, /static, /calendar.ics): its own login cookie and CSRF;

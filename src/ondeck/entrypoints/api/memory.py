@@ -130,14 +130,25 @@ class NoteEdit(StrictBody):
     whole_side: bool = False
     expires_on: Day | None = None
     clear_expiry: bool = False
+    to_side: Annotated[str, Field(pattern=PROJECT_PATTERN, max_length=64)] | None = Field(
+        None, description="Move the note to this side."
+    )
+
+
+class NoteShown(NoteOut):
+    history: list[dict[str, Any]] = Field(description="The note's events, oldest first.")
 
 
 class SupersedeIn(StrictBody):
     text: Text
+    session: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None, description="Written by this session (origin agent)."
+    )
 
 
 class WrongIn(StrictBody):
-    reason: Annotated[str, Field(min_length=1, max_length=500)]
+    # Empty is the service's to refuse (services/notes.py check_reason), in its words.
+    reason: Annotated[str, Field(max_length=500)] = ""
 
 
 class HandoffIn(StrictBody):
@@ -265,10 +276,28 @@ def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
 def get_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    return _read_note(store, note_id, side, unclassified, history=False)
+
+
+@router.get("/notes/{note_id}/history", response_model=NoteShown, responses=ERRORS)
+def get_note_history(
+    store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
+) -> dict[str, Any]:
+    """The note with its events (`ondeck note show`)."""
+    return _read_note(store, note_id, side, unclassified, history=True)
+
+
+def _read_note(
+    store: Call, note_id: int, side: str | None, inbox: bool, *, history: bool
+) -> dict[str, Any]:
+    scope = scope_of(store, side, None, inbox)
     with store.read() as conn:
         note = notes.get_note(conn, note_id, scope)
-    return note_out(store, note)
+        events = notes.history(conn, note.id) if history else None
+    found = note_out(store, note)
+    if events is not None:
+        found["history"] = [e.to_json(store.settings.zone) for e in events]
+    return found
 
 
 @router.patch("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
@@ -303,6 +332,8 @@ def edit_note(
             text=body.text,
             kind=body.kind,
             project=project,
+            side=body.to_side if body.to_side is not None else notes.UNSET,
+            sides=store.settings.sides,
             expires_on=expires,
             zone=store.settings.zone,
             actor=store.actor,
@@ -339,8 +370,15 @@ def supersede_note(
     side: Side = None,
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
+    from ondeck.core.memory import ORIGIN_PERSON, agent_origin
+    from ondeck.services.sessions import find_session
+
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
+        origin, session_id = ORIGIN_PERSON, None
+        if body.session:
+            session = find_session(conn, body.session)
+            origin, session_id = agent_origin(session.external_id), session.id
         old, new = notes.supersede(
             conn,
             store.now(),
@@ -348,6 +386,8 @@ def supersede_note(
             body.text,
             scope=scope,
             zone=store.settings.zone,
+            origin=origin,
+            session_id=session_id,
             actor=store.actor,
         )
     return {"superseded": note_out(store, old), "note": note_out(store, new)}

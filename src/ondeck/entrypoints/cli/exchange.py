@@ -4,13 +4,15 @@ a database. Thin: parse, call services/exchange.py, write or print."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json
+from ondeck.entrypoints.cli.common import Cli, cli_of, print_json
 
 
 class Format(StrEnum):
@@ -36,41 +38,48 @@ def register(app: typer.Typer) -> None:
         """Export memory: every note as JSONL, or Markdown files per project (decisions,
         pinned notes, latest handoff)."""
         from ondeck.core.errors import InvalidInput
-        from ondeck.services import exchange
 
         cli = cli_of(ctx)
         settings = cli.settings
         if side is not None and side not in settings.sides:
             raise InvalidInput(f"side {side[:64]!r} is not configured")
-        now = cli.now()
-        if fmt is Format.jsonl:
-            if out is None:
+        if fmt is Format.markdown and out is None:
+            raise InvalidInput("--format markdown writes one file per project: give --out DIR")
+        if out is not None and fmt is Format.jsonl and out.exists():
+            raise InvalidInput(f"{out} exists: give a new file name")
+        if fmt is Format.markdown:
+            assert out is not None
+
+            def local() -> dict[str, Any]:
+                from ondeck.services import exchange
+
                 with cli.read() as conn:
-                    for line in exchange.export_jsonl(conn, now, side=side):
-                        sys.stdout.write(line)
+                    files = exchange.export_markdown(conn, cli.now(), settings.zone, side=side)
+                return {"files": {path.as_posix(): text for path, text in files.items()}}
+
+            params = {"format": "markdown", "side": side}
+            files = cli.fetch(local, "GET", "/export", params=params)["files"]
+            _write_files(out, {Path(name): text for name, text in files.items()})
+            typer.echo(f"exported {len(files)} file(s) to {out}")
+            return
+        with _jsonl(cli, side) as lines:
+            if out is None:
+                for line in lines:
+                    sys.stdout.write(line)
                 return
             # Written beside, then renamed: a file under the name given is always whole.
             partial = out.with_name(out.name + ".partial")
-            if out.exists():
-                raise InvalidInput(f"{out} exists: give a new file name")
             target = _open_new(partial)
             written = 0
             try:
-                with target, cli.read() as conn:
-                    for line in exchange.export_jsonl(conn, now, side=side):
+                with target:
+                    for line in lines:
                         target.write(line)
                         written += 1
                 partial.replace(out)
             finally:
                 partial.unlink(missing_ok=True)
-            typer.echo(f"exported {written - 1} record(s) to {out}", err=True)
-            return
-        if out is None:
-            raise InvalidInput("--format markdown writes one file per project: give --out DIR")
-        with cli.read() as conn:
-            files = exchange.export_markdown(conn, now, settings.zone, side=side)
-        _write_files(out, files)
-        typer.echo(f"exported {len(files)} file(s) to {out}")
+        typer.echo(f"exported {written - 1} record(s) to {out}", err=True)
 
     @app.command("import")
     def import_(
@@ -82,32 +91,54 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Import memory from a JSONL export (all or nothing; notes already there are kept)."""
         from ondeck.core.errors import InvalidInput
-        from ondeck.services import exchange
+        from ondeck.core.validation import EXPORT_FILE_MAX as FILE_MAX
 
         cli = cli_of(ctx)
         try:
             if not file.is_file():
                 raise InvalidInput(f"{file}: not a file (give the .jsonl an export wrote)")
-            if file.stat().st_size > exchange.FILE_MAX:
-                raise InvalidInput(f"{file}: larger than {exchange.FILE_MAX // 2**20} MiB")
+            if file.stat().st_size > FILE_MAX:
+                raise InvalidInput(f"{file}: larger than {FILE_MAX // 2**20} MiB")
             handle = file.open(encoding="utf-8", errors="strict", newline="\n")
         except OSError as exc:
             raise InvalidInput(f"{file}: cannot be read ({exc.strerror})") from None
-        try:
-            with handle, cli.write() as conn:
+
+        def local() -> dict[str, Any]:
+            from ondeck.services import exchange
+
+            with cli.write() as conn:
                 result = exchange.import_jsonl(
                     conn, cli.now(), handle, sides=cli.settings.sides, actor=cli.actor
                 )
+            return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
+
+        try:
+            with handle:
+                # The server takes the lines as read here: the service numbers them alike.
+                body = {"lines": list(handle)} if cli.client_mode else None
+                counts = cli.fetch(local, "POST", "/import", body=body)
         except UnicodeDecodeError:
             raise InvalidInput(f"{file}: not UTF-8 text") from None
-        counts = {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
         if as_json:
             print_json(counts)
             return
         typer.echo(
-            f"imported {result.notes} note(s) and {result.sessions} session record(s); "
-            f"{result.skipped} already there"
+            f"imported {counts['notes']} note(s) and {counts['sessions']} session record(s); "
+            f"{counts['skipped']} already there"
         )
+
+
+@contextmanager
+def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
+    """The JSONL export's lines: read in one transaction here, or the server's answer."""
+    if cli.client_mode:
+        text = cli.remote.text("GET", "/export", params={"format": "jsonl", "side": side})
+        yield text.splitlines(keepends=True)
+        return
+    from ondeck.services import exchange
+
+    with cli.read() as conn:
+        yield exchange.export_jsonl(conn, cli.now(), side=side)
 
 
 def _open_new(path: Path):  # type: ignore[no-untyped-def]

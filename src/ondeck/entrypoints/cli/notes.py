@@ -14,8 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.core.memory import Note, Scope
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
+from ondeck.core.memory import Note, NoteKind, Scope, check_kind, check_note_id
+from ondeck.entrypoints.cli.common import (
+    Cli,
+    cli_of,
+    parse_instant,
+    print_json,
+    print_table,
+)
 
 app = typer.Typer(help="Notes, decisions and handoffs: what a session should know.")
 
@@ -45,37 +51,31 @@ def _day(text: str | None, name: str) -> date | None:
     return None if text is None else parse_date(text, name)
 
 
-def _expires(text: str | None) -> Any:
-    from ondeck.services.notes import UNSET
+_KEEP: Any = object()  # --expires not given: the date stays
 
+
+def _expires(text: str | None) -> Any:
     if text is None:
-        return UNSET
+        return _KEEP
     if text.strip().lower() in ("none", "never", ""):
         return None
     return _day(text, "--expires date")
 
 
-def _kinds(text: str | None) -> list[Any]:
-    from ondeck.services.notes import check_kind
-
+def _kinds(text: str | None) -> list[NoteKind]:
     if not text:
         return []
     return [check_kind(part, handoff_ok=True) for part in text.split(",") if part.strip()]
 
 
-def _session_id(cli: Cli, ref: str | None) -> int | None:
-    if ref is None:
-        return None
-    from ondeck.services.sessions import find_session
-
-    with cli.read() as conn:
-        return find_session(conn, ref).id
-
-
-def _age(now: datetime, instant: datetime) -> str:
+def _age(now: datetime, instant: str) -> str:
     from ondeck.core.humanize import span
 
-    return f"{span(now - instant)} ago"
+    return f"{span(now - parse_instant(instant))} ago"
+
+
+def _local(instant: str) -> str:
+    return parse_instant(instant).isoformat(timespec="seconds")
 
 
 def _one_line(text: str, limit: int = PREVIEW) -> str:
@@ -83,19 +83,29 @@ def _one_line(text: str, limit: int = PREVIEW) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _show(cli: Cli, note: Note, as_json: bool, line: str) -> None:
+def _note_json(cli: Cli, note: Note) -> dict[str, Any]:
+    """A note as the API gives it (entrypoints/api/memory.py note_out)."""
+    return note.to_json(cli.settings.zone, cli.today())
+
+
+def _where(scope: Scope) -> dict[str, Any]:
+    """The scope as the API's parameters."""
+    return {"side": scope.side, "unclassified": scope.inbox}
+
+
+def _show(note: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
-        print_json(note.to_json(cli.settings.zone, cli.today()))
+        print_json(note)
     else:
         typer.echo(line)
 
 
-def _label(note: Note, day: date) -> str:
-    status = note.shown_status(day).value
-    bits = [note.kind.value]
+def _label(note: dict[str, Any]) -> str:
+    status = note["status"]
+    bits = [note["kind"]]
     if status != "active":
         bits.append(status.upper())
-    if note.pinned:
+    if note["pinned"]:
         bits.append("pinned")
     return ", ".join(bits)
 
@@ -123,17 +133,16 @@ def add(
     """Add a note (default: to the current directory's side and project)."""
     from ondeck.core.errors import InvalidInput
     from ondeck.entrypoints.place import here
-    from ondeck.services import notes
 
     cli = cli_of(ctx)
     settings = cli.settings
     if whole_side and project:
         raise typer.BadParameter("give either --project or --whole-side")
-    session_id = _session_id(cli, session)
-    if session_id is not None and (side or whole_side):
+    if session is not None and (side or whole_side):
         raise typer.BadParameter("a session's note lives where the session does: no --side")
     place_side, place_project = side, project
-    if session_id is None:
+    if session is None:
+        # This machine's directory, by this machine's rules (a server never reads it).
         sides_asked = bool(settings.sides) and not side
         found = here(settings) if sides_asked or (project is None and not whole_side) else None
         if sides_asked:
@@ -148,25 +157,44 @@ def add(
         same_side = found is not None and (not settings.sides or place_side == found.side)
         if found is not None and same_side and project is None and not whole_side:
             place_project = found.project
-    with cli.write() as conn:
-        note = notes.add_note(
-            conn,
-            cli.now(),
-            text=text,
-            kind=kind,
-            side=place_side,
-            project=place_project,
-            sides=settings.sides,
-            zone=settings.zone,
-            pinned=pin,
-            expires_on=_day(expires, "--expires date"),
-            session_id=session_id,
-            actor=cli.actor,
-        )
-    where = f"project {note.project}" if note.project else "no project"
-    if note.side:
-        where = f"side {note.side}, " + (where if note.project else "the whole side")
-    _show(cli, note, as_json, f"added {note.kind.value} {note.id} ({where})")
+    expires_on = _day(expires, "--expires date")
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import notes
+        from ondeck.services.sessions import find_session
+
+        with cli.write() as conn:
+            session_id = find_session(conn, session).id if session is not None else None
+            note = notes.add_note(
+                conn,
+                cli.now(),
+                text=text,
+                kind=kind,
+                side=place_side,
+                project=place_project,
+                sides=settings.sides,
+                zone=settings.zone,
+                pinned=pin,
+                expires_on=expires_on,
+                session_id=session_id,
+                actor=cli.actor,
+            )
+        return _note_json(cli, note)
+
+    body = {
+        "text": text,
+        "kind": kind,
+        "side": place_side,
+        "project": place_project,
+        "pinned": pin,
+        "expires_on": expires_on.isoformat() if expires_on else None,
+        "session": session,
+    }
+    note = cli.fetch(local, "POST", "/notes", body=body)
+    where = f"project {note['project']}" if note["project"] else "no project"
+    if note["side"]:
+        where = f"side {note['side']}, " + (where if note["project"] else "the whole side")
+    _show(note, as_json, f"added {note['kind']} {note['id']} ({where})")
 
 
 @app.command("list")
@@ -188,23 +216,36 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """Notes newest first; by default only those that are true today."""
-    from ondeck.services import notes
-
     cli = cli_of(ctx)
     scope = _scope(cli, side, project, unclassified)
-    day = cli.today()
-    with cli.read() as conn:
-        found = notes.list_notes(
-            conn,
-            scope,
-            day,
-            kinds=_kinds(kind),
-            include_all=show_all,
-            pinned=True if pinned else None,
-            limit=limit,
-        )
+    kinds = _kinds(kind)
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import notes
+
+        with cli.read() as conn:
+            found = notes.list_notes(
+                conn,
+                scope,
+                cli.today(),
+                kinds=kinds,
+                include_all=show_all,
+                pinned=True if pinned else None,
+                limit=limit,
+            )
+        return {"notes": [_note_json(cli, n) for n in found]}
+
+    params = {
+        **_where(scope),
+        "project": scope.project,
+        "kind": [k.value for k in kinds] or None,
+        "all": show_all,
+        "pinned": True if pinned else None,
+        "limit": limit,
+    }
+    found = cli.fetch(local, "GET", "/notes", params=params)["notes"]
     if as_json:
-        print_json([n.to_json(cli.settings.zone, day) for n in found])
+        print_json(found)
         return
     if not found:
         typer.echo(f"no notes in {scope.describe()}" + ("" if show_all else " (--all: any status)"))
@@ -214,12 +255,12 @@ def list_(
         ["id", "what", "project", "age", "origin", "text"],
         [
             [
-                n.id,
-                _label(n, day),
-                n.project or "(side-wide)",
-                _age(now, n.updated_at),
-                n.origin,
-                _one_line(n.text),
+                n["id"],
+                _label(n),
+                n["project"] or "(side-wide)",
+                _age(now, n["updated_at"]),
+                n["origin"],
+                _one_line(n["text"]),
             ]
             for n in found
         ],
@@ -236,43 +277,50 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """One note in full, with its history."""
-    from ondeck.services import notes
-
     cli = cli_of(ctx)
     scope = _scope(cli, side, None, unclassified)
-    zone, day, now = cli.settings.zone, cli.today(), cli.now()
-    with cli.read() as conn:
-        note = notes.get_note(conn, note_id, scope)
-        events = notes.history(conn, note.id)
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import notes
+
+        with cli.read() as conn:
+            note = notes.get_note(conn, note_id, scope)
+            events = notes.history(conn, note.id)
+        zone = cli.settings.zone
+        return {**_note_json(cli, note), "history": [e.to_json(zone) for e in events]}
+
+    note = cli.fetch(local, "GET", f"/notes/{check_note_id(note_id)}/history", params=_where(scope))
     if as_json:
-        print_json({**note.to_json(zone, day), "history": [e.to_json(zone) for e in events]})
+        print_json(note)
         return
-    status = note.shown_status(day).value
-    typer.echo(f"note {note.id}: {_label(note, day)}")
-    typer.echo(f"  side {note.side or '-'}, project {note.project or '(side-wide)'}")
+    now = cli.now()
+    status = note["status"]
+    typer.echo(f"note {note['id']}: {_label(note)}")
+    typer.echo(f"  side {note['side'] or '-'}, project {note['project'] or '(side-wide)'}")
     typer.echo(
-        f"  origin {note.origin}" + (f", session {note.session_id}" if note.session_id else "")
+        f"  origin {note['origin']}"
+        + (f", session {note['session_id']}" if note["session_id"] else "")
     )
-    typer.echo(f"  written {cli.local(note.created_at)} ({_age(now, note.created_at)})")
-    if note.updated_at != note.created_at:
-        typer.echo(f"  changed {cli.local(note.updated_at)} ({_age(now, note.updated_at)})")
+    typer.echo(f"  written {_local(note['created_at'])} ({_age(now, note['created_at'])})")
+    if note["updated_at"] != note["created_at"]:
+        typer.echo(f"  changed {_local(note['updated_at'])} ({_age(now, note['updated_at'])})")
     if status != "active":
-        reason = f": {note.status_reason}" if note.status_reason else ""
-        by = f" by note {note.superseded_by}" if note.superseded_by else ""
+        reason = f": {note['status_reason']}" if note["status_reason"] else ""
+        by = f" by note {note['superseded_by']}" if note["superseded_by"] else ""
         typer.echo(f"  {status.upper()}{by}{reason}: not true any more")
-    if note.supersedes:
-        typer.echo(f"  replaces note {note.supersedes}")
-    if note.expires_on:
-        typer.echo(f"  expires after {note.expires_on.isoformat()}")
-    if note.head:
-        typer.echo(f"  written at {note.branch or 'detached HEAD'} {note.head[:12]}")
-    if note.redactions:
-        typer.echo(f"  {note.redactions} secret(s) or private span(s) taken out before storing")
+    if note["supersedes"]:
+        typer.echo(f"  replaces note {note['supersedes']}")
+    if note["expires_on"]:
+        typer.echo(f"  expires after {note['expires_on']}")
+    if note["head"]:
+        typer.echo(f"  written at {note['branch'] or 'detached HEAD'} {note['head'][:12]}")
+    if note["redactions"]:
+        typer.echo(f"  {note['redactions']} secret(s) or private span(s) taken out before storing")
     typer.echo("")
-    typer.echo(note.text)
+    typer.echo(note["text"])
     typer.echo("")
-    for event in events:
-        typer.echo(f"  {cli.local(event.at)}  {event.kind}  by {event.actor}")
+    for event in note["history"]:
+        typer.echo(f"  {_local(event['at'])}  {event['kind']}  by {event['actor']}")
 
 
 @app.command("edit")
@@ -294,33 +342,76 @@ def edit(
     as_json: JsonOpt = False,
 ) -> None:
     """Change an active note; its history keeps what was replaced."""
-    from ondeck.services import notes
-
     cli = cli_of(ctx)
     if whole_side and project:
         raise typer.BadParameter("give either --project or --whole-side")
     scope = _scope(cli, side, None, unclassified)
-    new_project: Any = notes.UNSET
-    if project is not None:
-        new_project = project
-    elif whole_side:
-        new_project = None
-    with cli.write() as conn:
-        note = notes.edit_note(
-            conn,
-            cli.now(),
-            note_id,
-            scope=scope,
-            text=text,
-            kind=kind,
-            project=new_project,
-            side=to_side if to_side is not None else notes.UNSET,
-            sides=cli.settings.sides,
-            expires_on=_expires(expires),
-            zone=cli.settings.zone,
-            actor=cli.actor,
-        )
-    _show(cli, note, as_json, f"changed note {note.id}")
+    expires_on = _expires(expires)
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import notes
+
+        new_project: Any = notes.UNSET
+        if project is not None:
+            new_project = project
+        elif whole_side:
+            new_project = None
+        with cli.write() as conn:
+            note = notes.edit_note(
+                conn,
+                cli.now(),
+                note_id,
+                scope=scope,
+                text=text,
+                kind=kind,
+                project=new_project,
+                side=to_side if to_side is not None else notes.UNSET,
+                sides=cli.settings.sides,
+                expires_on=notes.UNSET if expires_on is _KEEP else expires_on,
+                zone=cli.settings.zone,
+                actor=cli.actor,
+            )
+        return _note_json(cli, note)
+
+    body = {
+        "text": text,
+        "kind": kind,
+        "project": project,
+        "whole_side": whole_side,
+        "to_side": to_side,
+        "expires_on": expires_on.isoformat() if isinstance(expires_on, date) else None,
+        "clear_expiry": expires_on is None,
+    }
+    note = cli.fetch(
+        local, "PATCH", f"/notes/{check_note_id(note_id)}", params=_where(scope), body=body
+    )
+    _show(note, as_json, f"changed note {note['id']}")
+
+
+def _change(
+    ctx: typer.Context,
+    note_id: str,
+    side: str | None,
+    inbox: bool,
+    action: str,
+    local: Any,
+    body: Any = None,
+) -> dict[str, Any]:
+    """POST /notes/{id}/{action} in the note's scope; `local(cli, conn, scope)` is the
+    service call the route makes."""
+    cli = cli_of(ctx)
+    scope = _scope(cli, side, None, inbox)
+
+    def made() -> dict[str, Any]:
+        with cli.write() as conn:
+            found = local(cli, conn, scope)
+        if isinstance(found, tuple):
+            return {"superseded": _note_json(cli, found[0]), "note": _note_json(cli, found[1])}
+        return _note_json(cli, found)
+
+    path = f"/notes/{check_note_id(note_id)}/{action}"
+    result: dict[str, Any] = cli.fetch(made, "POST", path, params=_where(scope), body=body)
+    return result
 
 
 def _pin(
@@ -328,11 +419,12 @@ def _pin(
 ) -> None:
     from ondeck.services import notes
 
-    cli = cli_of(ctx)
-    scope = _scope(cli, side, None, inbox)
-    with cli.write() as conn:
-        note = notes.set_pinned(conn, cli.now(), note_id, pinned, scope=scope, actor=cli.actor)
-    _show(cli, note, as_json, f"{'pinned' if pinned else 'unpinned'} note {note.id}")
+    def local(cli: Cli, conn: Any, scope: Scope) -> Note:
+        return notes.set_pinned(conn, cli.now(), note_id, pinned, scope=scope, actor=cli.actor)
+
+    action = "pin" if pinned else "unpin"
+    note = _change(ctx, note_id, side, inbox, action, local)
+    _show(note, as_json, f"{action}ned note {note['id']}")
 
 
 @app.command("pin")
@@ -372,20 +464,17 @@ def supersede(
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a note with a new one; the old one is kept as superseded, linked to it."""
-    from ondeck.core.memory import agent_origin
-    from ondeck.services import notes
 
-    cli = cli_of(ctx)
-    scope = _scope(cli, side, None, unclassified)
-    session_id = _session_id(cli, session)
-    origin = "person"
-    if session_id is not None:
+    def local(cli: Cli, conn: Any, scope: Scope) -> tuple[Note, Note]:
+        from ondeck.core.memory import ORIGIN_PERSON, agent_origin
+        from ondeck.services import notes
         from ondeck.services.sessions import find_session
 
-        with cli.read() as conn:
-            origin = agent_origin(find_session(conn, session_id).external_id)
-    with cli.write() as conn:
-        old, new = notes.supersede(
+        origin, session_id = ORIGIN_PERSON, None
+        if session is not None:
+            found = find_session(conn, session)
+            origin, session_id = agent_origin(found.external_id), found.id
+        return notes.supersede(
             conn,
             cli.now(),
             note_id,
@@ -396,11 +485,14 @@ def supersede(
             session_id=session_id,
             actor=cli.actor,
         )
+
+    body = {"text": text, "session": session}
+    result = _change(ctx, note_id, side, unclassified, "supersede", local, body)
     if as_json:
-        zone, day = cli.settings.zone, cli.today()
-        print_json({"superseded": old.to_json(zone, day), "note": new.to_json(zone, day)})
+        print_json(result)
     else:
-        typer.echo(f"note {new.id} replaces note {old.id} (kept as superseded)")
+        old, new = result["superseded"], result["note"]
+        typer.echo(f"note {new['id']} replaces note {old['id']} (kept as superseded)")
 
 
 @app.command("wrong")
@@ -415,13 +507,14 @@ def wrong(
     """Mark a note wrong: kept with the reason, never shown as true again."""
     from ondeck.services import notes
 
-    cli = cli_of(ctx)
-    scope = _scope(cli, side, None, unclassified)
-    with cli.write() as conn:
-        note = notes.mark_wrong(
+    def local(cli: Cli, conn: Any, scope: Scope) -> Note:
+        return notes.mark_wrong(
             conn, cli.now(), note_id, reason or "", scope=scope, actor=cli.actor
         )
-    _show(cli, note, as_json, f"note {note.id} marked wrong: {note.status_reason}")
+
+    body = {"reason": reason or ""}
+    note = _change(ctx, note_id, side, unclassified, "wrong", local, body)
+    _show(note, as_json, f"note {note['id']} marked wrong: {note['status_reason']}")
 
 
 @app.command("delete")
@@ -435,21 +528,34 @@ def delete(
 ) -> None:
     """Delete a note (asks first). Its events stay; marking it wrong keeps it visible."""
     from ondeck.core.errors import InvalidInput
-    from ondeck.services import notes
 
     cli = cli_of(ctx)
     scope = _scope(cli, side, None, unclassified)
+    path = f"/notes/{check_note_id(note_id)}"
     if not yes:
-        with cli.read() as conn:
-            note = notes.get_note(conn, note_id, scope)
+
+        def found() -> dict[str, Any]:
+            from ondeck.services import notes
+
+            with cli.read() as conn:
+                return _note_json(cli, notes.get_note(conn, note_id, scope))
+
+        note = cli.fetch(found, "GET", path, params=_where(scope))
         if not sys.stdin.isatty():
             raise InvalidInput(
-                f"delete note {note.id} ({_one_line(note.text, 40)}): run again with --yes"
+                f"delete note {note['id']} ({_one_line(note['text'], 40)}): run again with --yes"
             )
-        typer.confirm(f"delete note {note.id} ({_one_line(note.text, 60)})?", abort=True)
-    with cli.write() as conn:
-        gone = notes.delete_note(conn, cli.now(), note_id, scope=scope, actor=cli.actor)
-    _show(cli, gone, as_json, f"deleted note {gone.id} (its history stays in the events)")
+        typer.confirm(f"delete note {note['id']} ({_one_line(note['text'], 60)})?", abort=True)
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import notes
+
+        with cli.write() as conn:
+            gone = notes.delete_note(conn, cli.now(), note_id, scope=scope, actor=cli.actor)
+        return _note_json(cli, gone)
+
+    gone = cli.fetch(local, "DELETE", path, params=_where(scope))
+    _show(gone, as_json, f"deleted note {gone['id']} (its history stays in the events)")
 
 
 def register(root: typer.Typer) -> None:
@@ -464,22 +570,38 @@ def register(root: typer.Typer) -> None:
     ) -> None:
         """Write (or write again) this session's handoff for the next session of its project."""
         from ondeck.entrypoints.place import here
-        from ondeck.services import notes
-        from ondeck.services.sessions import find_session
 
         cli = cli_of(ctx)
+        # The git of this machine's directory: the server never reads it.
         found = here(cli.settings)
-        with cli.write() as conn:
-            session_id = find_session(conn, session).id
-            note, replaced = notes.write_handoff(
-                conn,
-                cli.now(),
-                session_id,
-                text,
-                git_root=found.git_root,
-                branch=found.branch,
-                head=found.head,
-                actor=cli.actor,
-            )
-        verb = "replaced" if replaced else "wrote"
-        _show(cli, note, as_json, f"{verb} the handoff of session {session_id} (note {note.id})")
+
+        def local() -> dict[str, Any]:
+            from ondeck.services import notes
+            from ondeck.services.sessions import find_session
+
+            with cli.write() as conn:
+                session_id = find_session(conn, session).id
+                note, replaced = notes.write_handoff(
+                    conn,
+                    cli.now(),
+                    session_id,
+                    text,
+                    git_root=found.git_root,
+                    branch=found.branch,
+                    head=found.head,
+                    actor=cli.actor,
+                )
+            return {"note": _note_json(cli, note), "replaced": replaced}
+
+        body = {
+            "session": session,
+            "text": text,
+            "git_root": found.git_root,
+            "branch": found.branch,
+            "head": found.head,
+        }
+        written = cli.fetch(local, "POST", "/handoffs", body=body)
+        note = written["note"]
+        verb = "replaced" if written["replaced"] else "wrote"
+        line = f"{verb} the handoff of session {note['session_id']} (note {note['id']})"
+        _show(note, as_json, line)

@@ -1,9 +1,10 @@
 """`ondeck recall QUERY`: search memory (notes, handoffs, compaction summaries, last words,
-tasks) of one side. Thin: parse, call services/recall.py, print."""
+tasks) of one side. Thin: parse, call services/recall.py (or the server's
+`GET /recall`), print the JSON it gives."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,25 +44,64 @@ def register(app: typer.Typer) -> None:
         """Search memory: ranked by match, then recency; each result with age and origin."""
         from ondeck.core.validation import check_project
         from ondeck.entrypoints.place import scope_for
-        from ondeck.services.recall import parse_kinds, recall, to_lines
 
         cli = cli_of(ctx)
         settings = cli.settings
         scope = scope_for(settings, side=side, project=check_project(project), inbox=unclassified)
-        kinds = parse_kinds(",".join(kind or []))
-        now = cli.now()
-        with cli.read() as conn:
-            result = recall(
-                conn, query, scope, cli.today(), kinds=kinds, include_all=show_all, limit=limit
-            )
+        kinds = ",".join(kind or [])
+
+        def local() -> dict[str, Any]:
+            from ondeck.services.recall import parse_kinds, recall
+
+            now = cli.now()
+            with cli.read() as conn:
+                found = recall(
+                    conn,
+                    query,
+                    scope,
+                    cli.today(),
+                    kinds=parse_kinds(kinds),
+                    include_all=show_all,
+                    limit=limit,
+                )
+            return found.to_json(settings.zone, now)
+
+        params = {
+            "q": query,
+            "side": scope.side,
+            "project": scope.project,
+            "unclassified": scope.inbox,
+            "kind": kinds or None,
+            "all": show_all,
+            "limit": limit,
+        }
+        result = cli.fetch(local, "GET", "/recall", params=params)
         if as_json:
-            print_json(result.to_json(settings.zone, now))
+            print_json(result)
             return
-        if not result.hits:
+        if not result["results"]:
             hint = "" if show_all else " (--all also searches superseded, wrong and expired notes)"
-            typer.echo(f"nothing found for {result.query.text!r} in {scope.describe()}{hint}")
+            typer.echo(f"nothing found for {result['query']!r} in {scope.describe()}{hint}")
             return
-        for line in to_lines(result, settings.zone, now):
+        for line in lines_of(result):
             typer.echo(line)
-        if result.more:
+        if result["more"]:
             typer.echo(f"(more results: --limit {min(limit * 2, 200)} shows more)")
+
+
+NOTE_KINDS = frozenset({"note", "decision", "handoff"})
+
+
+def lines_of(result: dict[str, Any]) -> list[str]:
+    """For people and agents: one block per result, what it is, age, origin, status."""
+    lines: list[str] = []
+    for hit in result["results"]:
+        where = hit["project"] or ("(side-wide)" if hit["kind"] in NOTE_KINDS else "-")
+        head = f"[{hit['ref']}] {hit['kind']}, {hit['age']}, {where}, {hit['origin']}"
+        if hit["kind"] == "task":
+            head += f", {hit['status']}"
+        if hit["label"]:
+            head += f" — {hit['label']}"
+        lines.append(head)
+        lines.append(f"    {hit['snippet']}")
+    return lines

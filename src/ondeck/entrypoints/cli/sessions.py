@@ -3,14 +3,11 @@ service, print. Human lines and tables by default; `--json` prints what the API 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
-
-if TYPE_CHECKING:
-    from ondeck.services.sessions import Session, SessionDetail
+from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table, segment
 
 app = typer.Typer(
     help="Session records: every agent session, classified with its reason.",
@@ -26,15 +23,25 @@ RefArg = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the objects as JSON.")]
 
 
-def _when(cli: Cli, instant: Any) -> str:
-    shown = cli.local(instant)
-    return shown.replace("T", " ")[:16] if shown else ""
+def _when(instant: str | None) -> str:
+    """An instant of the JSON (ISO-8601 in the zone) as `YYYY-MM-DD HH:MM`."""
+    return instant.replace("T", " ")[:16] if instant else ""
 
 
-def _place(s: Session) -> str:
-    if s.unclassified:
+def _place(s: dict[str, Any]) -> str:
+    if s["unclassified"]:
         return "(unclassified)"
-    return "/".join(part for part in (s.side, s.project) if part) or "-"
+    return "/".join(part for part in (s["side"], s["project"]) if part) or "-"
+
+
+def _badges(s: dict[str, Any]) -> str:
+    """Status, then inbox and capture (as services/sessions.py Session.badges)."""
+    found = [s["status"]]
+    if s["unclassified"]:
+        found.append("unclassified")
+    if not s["capture"]:
+        found.append("capture off")
+    return ", ".join(found)
 
 
 @app.command("list")
@@ -50,99 +57,116 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """Session records, newest first."""
-    from ondeck.services import sessions
-
     cli = cli_of(ctx)
-    with cli.read() as conn:
-        found = sessions.list_sessions(conn, status=status, side=side, project=project, limit=limit)
+
+    def local() -> list[dict[str, Any]]:
+        from ondeck.services import sessions
+
+        with cli.read() as conn:
+            found = sessions.list_sessions(
+                conn, status=status, side=side, project=project, limit=limit
+            )
+        return [s.summary_json(cli.settings.zone) for s in found]
+
+    params = {"status": status, "side": side, "project": project, "limit": limit}
+    found = cli.fetch(local, "GET", "/sessions", params=params)
     if as_json:
-        print_json([s.summary_json(cli.settings.zone) for s in found])
+        print_json(found)
         return
     if not found:
         typer.echo("no session records match")
         return
     rows = [
         [
-            s.id,
-            ", ".join(s.badges()),
+            s["id"],
+            _badges(s),
             _place(s),
-            _when(cli, s.started_at),
-            _when(cli, s.last_seen_at),
-            (s.last_word or "").replace("\n", " ")[:60],
+            _when(s["started_at"]),
+            _when(s["last_seen_at"]),
+            (s["last_word_preview"] or "").replace("\n", " ")[:60],
         ]
         for s in found
     ]
     print_table(["#", "status", "side/project", "started", "last heard", "last word"], rows)
 
 
+def _detail(cli: Cli, ref: str) -> dict[str, Any]:
+    def local() -> dict[str, Any]:
+        from ondeck.services import sessions
+
+        with cli.read() as conn:
+            detail = sessions.session_detail(conn, ref)
+        return detail.to_json(cli.settings.zone)
+
+    found: dict[str, Any] = cli.fetch(local, "GET", f"/sessions/{segment(ref)}")
+    return found
+
+
 @app.command("show")
 def show(ctx: typer.Context, ref: RefArg, as_json: JsonOpt = False) -> None:
     """Everything a session's record holds: times, classification and its reason,
     disagreements, compactions, tasks it touched, commits, files, last word."""
-    from ondeck.services import sessions
-
-    cli = cli_of(ctx)
-    with cli.read() as conn:
-        detail = sessions.session_detail(conn, ref)
+    detail = _detail(cli_of(ctx), ref)
     if as_json:
-        print_json(detail.to_json(cli.settings.zone))
+        print_json(detail)
         return
-    typer.echo("\n".join(_detail_lines(cli, detail)))
+    typer.echo("\n".join(_detail_lines(detail)))
 
 
-def _detail_lines(cli: Cli, detail: SessionDetail) -> list[str]:
-    s = detail.session
-    c = s.classification
+def _detail_lines(s: dict[str, Any]) -> list[str]:
+    c = s["classification"]
     lines = [
-        f"session {s.id}  {s.agent} {s.external_id}",
-        f"status      {', '.join(s.badges())}",
-        f"started     {_when(cli, s.started_at)} ({s.start_source or 'start not heard'})"
-        + (f", resumed {s.resumes}x" if s.resumes else ""),
-        f"last heard  {_when(cli, s.last_seen_at)}",
+        f"session {s['id']}  {s['agent']} {s['external_id']}",
+        f"status      {_badges(s)}",
+        f"started     {_when(s['started_at'])} ({s['start_source'] or 'start not heard'})"
+        + (f", resumed {s['resumes']}x" if s["resumes"] else ""),
+        f"last heard  {_when(s['last_seen_at'])}",
     ]
-    if s.ended_at:
-        lines.append(f"ended       {_when(cli, s.ended_at)} ({s.end_reason or 'no reason'})")
-    lines.append(f"side        {s.side or '-'} (by {s.side_rule})")
-    lines.append(f"project     {s.project or '-'} (by {s.project_rule})")
+    if s["ended_at"]:
+        lines.append(f"ended       {_when(s['ended_at'])} ({s['end_reason'] or 'no reason'})")
+    lines.append(f"side        {s['side'] or '-'} (by {s['side_rule']})")
+    lines.append(f"project     {s['project'] or '-'} (by {s['project_rule']})")
     lines.append(f"reason      {c.get('reason', '')}")
-    if s.cwd:
+    if s["cwd"]:
         lines.append(
-            f"place       {s.cwd}"
-            + (f"  (git {s.git_root}, {s.branch or 'detached'})" if s.git_root else "")
+            f"place       {s['cwd']}"
+            + (f"  (git {s['git_root']}, {s['branch'] or 'detached'})" if s["git_root"] else "")
         )
-    if s.disagreements:
+    if s["disagreements"]:
         lines.append("disagreements")
-        lines += [f"  - {_disagreement(d)}" for d in s.disagreements]
-    if detail.compactions:
+        lines += [f"  - {_disagreement(d)}" for d in s["disagreements"]]
+    if s["compaction_summaries"]:
         lines.append("compactions")
-        for comp in detail.compactions:
-            summary = (comp.summary or "(not captured)").replace("\n", " ")
-            lines.append(f"  - {_when(cli, comp.at)} {comp.trigger or ''}: {summary[:300]}")
-    if detail.tasks:
+        for comp in s["compaction_summaries"]:
+            summary = (comp["summary"] or "(not captured)").replace("\n", " ")
+            lines.append(f"  - {_when(comp['at'])} {comp['trigger'] or ''}: {summary[:300]}")
+    if s["tasks"]:
         lines.append("tasks")
-        for t in detail.tasks:
-            actions = ", ".join(kind.removeprefix("task.") for kind, _ in t.actions)
+        for t in s["tasks"]:
+            actions = ", ".join(a["kind"].removeprefix("task.") for a in t["actions"])
             lines.append(
-                f"  - task {t.task_id} {t.title or '(gone)'} [{t.status or '-'}]: {actions}"
+                f"  - task {t['task_id']} {t['title'] or '(gone)'} [{t['status'] or '-'}]: "
+                f"{actions}"
             )
-    if s.commits is not None:
-        lines.append(f"commits     {s.commits.get('total', 0)}")
-        lines += [f"  - {sha[:10]} {subject}" for sha, subject in s.commits.get("items", [])]
-    if s.files is not None:
-        private = s.files.get("private", 0)
+    commits, files = s["commits"], s["files"]
+    if commits is not None:
+        lines.append(f"commits     {commits.get('total', 0)}")
+        lines += [f"  - {sha[:10]} {subject}" for sha, subject in commits.get("items", [])]
+    if files is not None:
+        private = files.get("private", 0)
         lines.append(
-            f"files       {s.files.get('total', 0)}"
+            f"files       {files.get('total', 0)}"
             + (f" ({private} private, not listed)" if private else "")
         )
-        lines += [f"  - {path}" for path in s.files.get("paths", [])]
-    if s.git_note:
-        lines.append(f"git         {s.git_note}")
-    if s.redactions:
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s.redaction_kinds.items()))
-        lines.append(f"redacted    {s.redactions} ({kinds})")
-    if s.last_word:
-        lines += ["last word", *(f"  {line}" for line in s.last_word.splitlines())]
-    elif not s.capture:
+        lines += [f"  - {path}" for path in files.get("paths", [])]
+    if s["git_note"]:
+        lines.append(f"git         {s['git_note']}")
+    if s["redactions"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s["redaction_kinds"].items()))
+        lines.append(f"redacted    {s['redactions']} ({kinds})")
+    if s["last_word"]:
+        lines += ["last word", *(f"  {line}" for line in s["last_word"].splitlines())]
+    elif not s["capture"]:
         lines.append("capture off: only times, side and project are kept")
     return lines
 
@@ -175,21 +199,35 @@ def move(
     as_json: JsonOpt = False,
 ) -> None:
     """Reclassify a session by hand (the inbox's way out); recorded as `session.moved`."""
-    from ondeck.services import sessions
-
     cli = cli_of(ctx)
-    with cli.write() as conn:
-        before = sessions.find_session(conn, ref)
-        moved = sessions.move_session(
-            conn,
-            cli.now(),
-            before.id,
-            side=side,
-            project=project,
-            sides=cli.settings.sides,
-            actor=cli.actor,
-        )
+
+    def local() -> dict[str, Any]:
+        from ondeck.services import sessions
+
+        zone = cli.settings.zone
+        with cli.write() as conn:
+            before = sessions.find_session(conn, ref)
+            moved = sessions.move_session(
+                conn,
+                cli.now(),
+                before.id,
+                side=side,
+                project=project,
+                sides=cli.settings.sides,
+                actor=cli.actor,
+            )
+        return {"before": before.summary_json(zone), "moved": moved.summary_json(zone)}
+
+    def remote() -> dict[str, Any]:
+        # Where it was, for the line a person reads: the record as the server has it now.
+        before = _detail(cli, ref)
+        path = f"/sessions/{before['id']}/move"
+        moved = cli.remote.json("POST", path, body={"side": side, "project": project})
+        return {"before": before, "moved": moved}
+
+    done = remote() if cli.client_mode else local()
+    moved = done["moved"]
     if as_json:
-        print_json(moved.summary_json(cli.settings.zone))
+        print_json(moved)
         return
-    typer.echo(f"session {moved.id} moved: {_place(before)} -> {_place(moved)}")
+    typer.echo(f"session {moved['id']} moved: {_place(done['before'])} -> {_place(moved)}")

@@ -1,0 +1,89 @@
+"""Memory out and in over HTTP: `GET /api/v1/export`, `POST /api/v1/import`. Thin: parse,
+call services/exchange.py, answer.
+
+What `ondeck export` and `ondeck import` do against a database, for a client without one:
+the export is the JSONL text itself (or the Markdown files as path → text), the import
+takes the lines of a JSONL export and applies them all or none (one bad line refuses the
+whole file, naming the line's number: the service's rule, not this route's).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+from starlette.responses import PlainTextResponse, Response
+
+from ondeck.core.errors import InvalidInput
+from ondeck.core.validation import PROJECT_PATTERN
+from ondeck.entrypoints.api.deps import StoreDep
+from ondeck.entrypoints.api.models import StrictBody, errors
+from ondeck.services import exchange
+
+router = APIRouter(tags=["memory"])
+
+
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    markdown = "markdown"
+
+
+class MarkdownExport(BaseModel):
+    files: dict[str, str] = Field(
+        description="Relative path (side/project.md) → the file's Markdown text."
+    )
+
+
+class ImportIn(StrictBody):
+    # No limit per line here: the service names a line that is too long by its number.
+    lines: list[str] = Field(
+        description="The export's lines as read from the file (each with its newline)."
+    )
+
+
+class ImportOut(BaseModel):
+    notes: int = Field(description="Notes added.")
+    sessions: int = Field(description="Session records added.")
+    skipped: int = Field(description="Already there: kept as they were.")
+
+
+@router.get(
+    "/export",
+    responses={
+        200: {
+            "content": {"application/x-ndjson": {}, "application/json": {}},
+            "description": "jsonl: the export's lines; markdown: MarkdownExport.",
+        },
+        **errors(e422="Invalid input."),
+    },
+)
+def export(
+    store: StoreDep,
+    format: Annotated[ExportFormat, Query(description="jsonl or markdown")],
+    side: Annotated[
+        str | None, Query(pattern=PROJECT_PATTERN, max_length=64, description="Only this side.")
+    ] = None,
+) -> Response:
+    import json
+
+    if side is not None and side not in store.settings.sides:
+        raise InvalidInput(f"side {side[:64]!r} is not configured")
+    now = store.now()
+    with store.read() as conn:
+        if format is ExportFormat.jsonl:
+            text = "".join(exchange.export_jsonl(conn, now, side=side))
+            return PlainTextResponse(text, media_type="application/x-ndjson")
+        files = exchange.export_markdown(conn, now, store.settings.zone, side=side)
+    body = {"files": {path.as_posix(): text for path, text in files.items()}}
+    return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
+
+
+@router.post("/import", response_model=ImportOut, responses=errors(e422="Nothing was written."))
+def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
+    with store.write() as conn:
+        result = exchange.import_jsonl(
+            conn, store.now(), body.lines, sides=store.settings.sides, actor=store.actor
+        )
+    return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
