@@ -69,22 +69,6 @@ class Cli:
         assert url is not None, "Cli.remote outside client mode"
         return Remote(url, self.settings.token_value)
 
-    def fetch(
-        self,
-        local: Callable[[], Any],
-        method: str,
-        path: str,
-        *,
-        params: dict[str, Any] | None = None,
-        body: Any = None,
-    ) -> Any:
-        """The JSON of the API route `method path`: asked of the server in client mode, else
-        made here by `local`, the service call that route makes. Commands render this JSON,
-        so both modes print alike and no rule is copied for the remote one."""
-        if self.client_mode:
-            return self.remote.json(method, path, params=params, body=body)
-        return local()
-
     @property
     def database_url(self) -> str:
         """The database this command uses; refused in client mode (this machine has none)."""

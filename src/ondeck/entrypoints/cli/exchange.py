@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
                 return {"files": {path.as_posix(): text for path, text in files.items()}}
 
             params = {"format": "markdown", "side": side}
-            files = cli.fetch(local, "GET", "/export", params=params)["files"]
+            files = cli.fetch("GET", "/export", local, params=params)["files"]
             _write_files(out, {Path(name): text for name, text in files.items()})
             typer.echo(f"exported {len(files)} file(s) to {out}")
             return
@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
             with handle:
                 # The server takes the lines as read here: the service numbers them alike.
                 body = {"lines": list(handle)} if cli.client_mode else None
-                counts = cli.fetch(local, "POST", "/import", body=body)
+                counts = cli.fetch("POST", "/import", local, body=body)
         except UnicodeDecodeError:
             raise InvalidInput(f"{file}: not UTF-8 text") from None
         if as_json:

@@ -190,7 +190,7 @@ def add(
         "expires_on": expires_on.isoformat() if expires_on else None,
         "session": session,
     }
-    note = cli.fetch(local, "POST", "/notes", body=body)
+    note = cli.fetch("POST", "/notes", local, body=body)
     where = f"project {note['project']}" if note["project"] else "no project"
     if note["side"]:
         where = f"side {note['side']}, " + (where if note["project"] else "the whole side")
@@ -243,7 +243,7 @@ def list_(
         "pinned": True if pinned else None,
         "limit": limit,
     }
-    found = cli.fetch(local, "GET", "/notes", params=params)["notes"]
+    found = cli.fetch("GET", "/notes", local, params=params)["notes"]
     if as_json:
         print_json(found)
         return
@@ -289,7 +289,7 @@ def show(
         zone = cli.settings.zone
         return {**_note_json(cli, note), "history": [e.to_json(zone) for e in events]}
 
-    note = cli.fetch(local, "GET", f"/notes/{check_note_id(note_id)}/history", params=_where(scope))
+    note = cli.fetch("GET", f"/notes/{check_note_id(note_id)}/history", local, params=_where(scope))
     if as_json:
         print_json(note)
         return
@@ -383,7 +383,7 @@ def edit(
         "clear_expiry": expires_on is None,
     }
     note = cli.fetch(
-        local, "PATCH", f"/notes/{check_note_id(note_id)}", params=_where(scope), body=body
+        "PATCH", f"/notes/{check_note_id(note_id)}", local, params=_where(scope), body=body
     )
     _show(note, as_json, f"changed note {note['id']}")
 
@@ -410,7 +410,7 @@ def _change(
         return _note_json(cli, found)
 
     path = f"/notes/{check_note_id(note_id)}/{action}"
-    result: dict[str, Any] = cli.fetch(made, "POST", path, params=_where(scope), body=body)
+    result: dict[str, Any] = cli.fetch("POST", path, made, params=_where(scope), body=body)
     return result
 
 
@@ -540,7 +540,7 @@ def delete(
             with cli.read() as conn:
                 return _note_json(cli, notes.get_note(conn, note_id, scope))
 
-        note = cli.fetch(found, "GET", path, params=_where(scope))
+        note = cli.fetch("GET", path, found, params=_where(scope))
         if not sys.stdin.isatty():
             raise InvalidInput(
                 f"delete note {note['id']} ({_one_line(note['text'], 40)}): run again with --yes"
@@ -554,7 +554,7 @@ def delete(
             gone = notes.delete_note(conn, cli.now(), note_id, scope=scope, actor=cli.actor)
         return _note_json(cli, gone)
 
-    gone = cli.fetch(local, "DELETE", path, params=_where(scope))
+    gone = cli.fetch("DELETE", path, local, params=_where(scope))
     _show(gone, as_json, f"deleted note {gone['id']} (its history stays in the events)")
 
 
@@ -600,7 +600,7 @@ def register(root: typer.Typer) -> None:
             "branch": found.branch,
             "head": found.head,
         }
-        written = cli.fetch(local, "POST", "/handoffs", body=body)
+        written = cli.fetch("POST", "/handoffs", local, body=body)
         note = written["note"]
         verb = "replaced" if written["replaced"] else "wrote"
         line = f"{verb} the handoff of session {note['session_id']} (note {note['id']})"

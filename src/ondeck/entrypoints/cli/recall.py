@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
             "all": show_all,
             "limit": limit,
         }
-        result = cli.fetch(local, "GET", "/recall", params=params)
+        result = cli.fetch("GET", "/recall", local, params=params)
         if as_json:
             print_json(result)
             return

@@ -69,7 +69,7 @@ def list_(
         return [s.summary_json(cli.settings.zone) for s in found]
 
     params = {"status": status, "side": side, "project": project, "limit": limit}
-    found = cli.fetch(local, "GET", "/sessions", params=params)
+    found = cli.fetch("GET", "/sessions", local, params=params)
     if as_json:
         print_json(found)
         return
@@ -98,7 +98,7 @@ def _detail(cli: Cli, ref: str) -> dict[str, Any]:
             detail = sessions.session_detail(conn, ref)
         return detail.to_json(cli.settings.zone)
 
-    found: dict[str, Any] = cli.fetch(local, "GET", f"/sessions/{segment(ref)}")
+    found: dict[str, Any] = cli.fetch("GET", f"/sessions/{segment(ref)}", local)
     return found
 
 
