@@ -1,0 +1,217 @@
+"""MCP at `/mcp` of a real `ondeck serve`: the official client over streamable HTTP, with
+device tokens made by the CLI; a read token cannot write, a revoked token is refused on the
+next call of a session already open; every change is recorded as `mcp:<token name>`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from sqlalchemy import create_engine, select
+
+from mcp import Client
+from ondeck.db.tables import events
+from support.pg import free_port
+
+ONDECK = str(Path(sys.executable).with_name("ondeck"))
+ADMIN = "admin-secret-for-the-test-0123456789"
+
+
+@dataclass
+class Served:
+    url: str  # the server's root, no trailing slash
+    db_url: str
+    env: dict[str, str]
+
+    def token(self, name: str, scope: str) -> str:
+        done = subprocess.run(
+            [ONDECK, "token", "create", name, "--scope", scope],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def revoke(self, name: str) -> None:
+        done = subprocess.run(
+            [ONDECK, "token", "revoke", name],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+
+    def actors(self) -> set[str]:
+        engine = create_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                return set(conn.execute(select(events.c.actor)).scalars())
+        finally:
+            engine.dispose()
+
+
+def _wait_for_health(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers (401 without the token)
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("the server never answered")
+
+
+@pytest.fixture
+def served(sqlite_template: Path, tmp_path: Path) -> Iterator[Served]:
+    """`ondeck serve` on a free port, a SQLite database of its own, `ONDECK_TOKEN` set."""
+    path = tmp_path / "server" / "ondeck.db"
+    path.parent.mkdir()
+    shutil.copyfile(sqlite_template, path)
+    db_url = f"sqlite:///{path}"
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_TOKEN": ADMIN,
+        "ONDECK_TZ": "UTC",
+        "ONDECK_DATA_DIR": str(tmp_path / "server" / "data"),
+    }
+    env.pop("ONDECK_SERVER_URL", None)
+    port = free_port()
+    proc = subprocess.Popen(
+        [ONDECK, "serve", "--port", str(port), "--no-jobs"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_health(f"{url}/api/v1/health", proc)
+        yield Served(url=url, db_url=db_url, env=env)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+@asynccontextmanager
+async def _client(url: str, token: str) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, giving `token` (its HTTP client closed after:
+    the transport leaves a client it was given open)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+@pytest.mark.slow
+def test_tools_over_http_with_device_tokens(served: Served) -> None:
+    writer = served.token("laptop", "write")
+    reader = served.token("phone", "read")
+    mcp_url = f"{served.url}/mcp"
+
+    async def main() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with _client(mcp_url, writer) as client:
+            got["tools"] = {tool.name for tool in (await client.list_tools()).tools}
+            got["context"] = await client.call_tool("get_context", {})
+            got["added"] = await client.call_tool("add_task", {"title": "over http"})
+        async with _client(mcp_url, reader) as client:
+            got["read"] = await client.call_tool("list_tasks", {})
+            got["write"] = await client.call_tool("add_task", {"title": "not allowed"})
+            got["remember"] = await client.call_tool("remember", {"text": "not allowed"})
+        return got
+
+    got = asyncio.run(main())
+    assert {"get_context", "add_task", "claim_task", "recall", "remember"} <= got["tools"]
+    assert "# On deck" in got["context"].structured_content["markdown"]
+    assert got["added"].structured_content["title"] == "over http"
+    assert [t["title"] for t in got["read"].structured_content["tasks"]] == ["over http"]
+    for refused in (got["write"], got["remember"]):
+        assert refused.is_error
+        assert "'phone'" in _text(refused) and "write scope" in _text(refused)
+    actors = served.actors()
+    assert "mcp:laptop" in actors
+    assert not any(actor.startswith("mcp:phone") for actor in actors)
+
+
+@pytest.mark.slow
+def test_a_revoked_token_is_refused_on_the_open_sessions_next_call(served: Served) -> None:
+    secret = served.token("desk", "write")
+
+    async def main() -> tuple[Any, BaseException | Any]:
+        async with _client(f"{served.url}/mcp", secret) as client:
+            first = await client.call_tool("list_tasks", {})
+            await asyncio.to_thread(served.revoke, "desk")
+            try:
+                after: BaseException | Any = await client.call_tool("add_task", {"title": "x"})
+            except Exception as exc:  # the transport's refusal, as the SDK raises it
+                after = exc
+            return first, after
+
+    first, after = asyncio.run(main())
+    assert not first.is_error
+    # The SDK's client turns the 401 into an error response (the status is not kept).
+    assert isinstance(after, MCPError), after
+    engine = create_engine(served.db_url)
+    try:
+        with engine.connect() as conn:
+            kinds = set(conn.execute(select(events.c.kind)).scalars())
+    finally:
+        engine.dispose()
+    assert "task.created" not in kinds
+
+
+def _post(url: str, token: str | None) -> tuple[int, str]:
+    """A bare MCP request (initialize) with `token`: the HTTP status and body."""
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}'
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.mark.slow
+def test_no_token_or_a_revoked_one_is_401(served: Served) -> None:
+    secret = served.token("old", "read")
+    served.revoke("old")
+    for token, reason in ((None, "missing bearer token"), (secret, "wrong bearer token")):
+        status, body = _post(f"{served.url}/mcp", token)
+        assert status == 401 and reason in body
