@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -215,3 +216,73 @@ def test_no_token_or_a_revoked_one_is_401(served: Served) -> None:
     for token, reason in ((None, "missing bearer token"), (secret, "wrong bearer token")):
         status, body = _post(f"{served.url}/mcp", token)
         assert status == 401 and reason in body
+
+
+def _client_home(tmp_path: Path, server_url: str, token: str) -> dict[str, str]:
+    """Another machine: a home of its own, and only the server's URL and a device token."""
+    home = tmp_path / "laptop"
+    for sub in ("home", "config", "data", "cache", "work"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home / "home"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "ONDECK_SERVER_URL": server_url,
+        "ONDECK_TOKEN": token,
+    }
+
+
+@pytest.mark.slow
+def test_ondeck_mcp_in_client_mode_forwards_to_the_server(served: Served, tmp_path: Path) -> None:
+    env = _client_home(tmp_path, served.url, served.token("laptop", "write"))
+    imports = tmp_path / "laptop" / "imports.txt"
+    # The proxy's own import log (-X importtime, on its stderr): what the process loaded.
+    params = StdioServerParameters(
+        command="/bin/sh",
+        args=["-c", f'exec "{ONDECK}" mcp 2>"{imports}"'],
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=str(tmp_path / "laptop" / "work"),
+    )
+
+    async def main() -> tuple[set[str], Any, Any]:
+        async with Client(params) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            added = await client.call_tool("add_task", {"title": "from the laptop"})
+            listed = await client.call_tool("list_tasks", {})
+            return names, added, listed
+
+    names, added, listed = asyncio.run(main())
+    assert {"get_context", "add_task", "recall", "write_handoff"} <= names
+    assert added.structured_content["title"] == "from the laptop"
+    assert [t["title"] for t in listed.structured_content["tasks"]] == ["from the laptop"]
+    assert "mcp:laptop" in served.actors()
+    loaded = {
+        line.split("|")[-1].strip()
+        for line in imports.read_text().splitlines()
+        if line.startswith("import time:")
+    }
+    assert "ondeck.entrypoints.mcp_proxy" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("sqlalchemy", "psycopg", "psycopg2")}
+
+
+@pytest.mark.slow
+def test_ondeck_mcp_in_client_mode_says_why_it_cannot_start(served: Served, tmp_path: Path) -> None:
+    reader = served.token("phone", "read")
+    cases = [
+        (_client_home(tmp_path, served.url, "odk_not-a-token"), 6, "refused the token"),
+        (_client_home(tmp_path, f"http://127.0.0.1:{free_port()}", reader), 5, "cannot be reached"),
+    ]
+    for env, code, words in cases:
+        done = subprocess.run(
+            [ONDECK, "mcp"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == code, done.stderr
+        assert words in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert "Traceback" not in done.stderr
