@@ -5,6 +5,7 @@ next call of a session already open; every change is recorded as `mcp:<token nam
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -14,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,8 @@ def _wait_for_health(url: str, proc: subprocess.Popen[str], seconds: float = 30)
     raise AssertionError("the server never answered")
 
 
-@pytest.fixture
-def served(sqlite_template: Path, tmp_path: Path) -> Iterator[Served]:
+@contextmanager
+def _serving(sqlite_template: Path, tmp_path: Path, **extra: str) -> Iterator[Served]:
     """`ondeck serve` on a free port, a SQLite database of its own, `ONDECK_TOKEN` set."""
     path = tmp_path / "server" / "ondeck.db"
     path.parent.mkdir()
@@ -98,6 +99,7 @@ def served(sqlite_template: Path, tmp_path: Path) -> Iterator[Served]:
         "ONDECK_TOKEN": ADMIN,
         "ONDECK_TZ": "UTC",
         "ONDECK_DATA_DIR": str(tmp_path / "server" / "data"),
+        **extra,
     }
     env.pop("ONDECK_SERVER_URL", None)
     port = free_port()
@@ -119,6 +121,12 @@ def served(sqlite_template: Path, tmp_path: Path) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+@pytest.fixture
+def served(sqlite_template: Path, tmp_path: Path) -> Iterator[Served]:
+    with _serving(sqlite_template, tmp_path) as server:
+        yield server
 
 
 @asynccontextmanager
@@ -286,3 +294,47 @@ def test_ondeck_mcp_in_client_mode_says_why_it_cannot_start(served: Served, tmp_
         assert done.returncode == code, done.stderr
         assert words in done.stderr and done.stderr.count("\n") == 1, done.stderr
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_request_names_the_memorys_side(sqlite_template: Path, tmp_path: Path) -> None:
+    """Over HTTP the side is named by the URL (or a header); `ondeck mcp` in client mode
+    sends its directory's, as the client machine's own rules classify it."""
+    work, own = tmp_path / "laptop" / "work" / "api", tmp_path / "laptop" / "own"
+    work.mkdir(parents=True)
+    own.mkdir(parents=True)
+    sides = json.dumps({"work": [str(work.parent)], "personal": [str(own)]})
+    with _serving(sqlite_template, tmp_path, ONDECK_SIDES=sides) as served:
+        secret = served.token("laptop", "write")
+
+        async def over_http() -> dict[str, Any]:
+            got: dict[str, Any] = {}
+            async with _client(f"{served.url}/mcp?side=work&project=api", secret) as client:
+                got["kept"] = await client.call_tool("remember", {"text": "deploys on fridays"})
+            async with _client(f"{served.url}/mcp?side=personal", secret) as client:
+                got["personal"] = await client.call_tool("recall", {"query": "fridays"})
+            async with _client(f"{served.url}/mcp", secret) as client:
+                got["none"] = await client.call_tool("recall", {"query": "fridays"})
+                got["tasks"] = await client.call_tool("list_tasks", {})
+            async with _client(f"{served.url}/mcp?side=nope", secret) as client:
+                got["nope"] = await client.call_tool("list_tasks", {})
+            return got
+
+        got = asyncio.run(over_http())
+        kept = got["kept"].structured_content
+        assert (kept["side"], kept["project"]) == ("work", "api")
+        assert got["personal"].structured_content["results"] == []
+        assert got["none"].is_error and "?side=personal|work" in _text(got["none"])
+        assert not got["tasks"].is_error
+        assert got["nope"].is_error and "'nope' is not configured" in _text(got["nope"])
+
+        env = {**_client_home(tmp_path, served.url, secret), "ONDECK_SIDES": sides}
+        params = StdioServerParameters(command=ONDECK, args=["mcp"], env=env, cwd=str(work))
+
+        async def proxied() -> Any:
+            async with Client(params) as client:
+                return await client.call_tool("recall", {"query": "fridays"})
+
+        hits = asyncio.run(proxied()).structured_content["results"]
+        assert [hit["snippet"] for hit in hits] == ["deploys on fridays"]
+        assert hits[0]["side"] == "work"

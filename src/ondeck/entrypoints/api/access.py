@@ -7,6 +7,8 @@ it may do what it asks.
     no token            401 (not counted as a wrong token: a client not yet set up)
     wrong token         401, counted for the address (unknown, revoked and expired alike)
     a refused address   429 with `Retry-After`, whatever token it gives (web/auth.py)
+    over MCP (`/mcp`)   the same check, recorded as `mcp`, `mcp:<name>`; a `read` token is
+                        held to the read-only tools by the MCP server (mcp_http.py)
 
 The identity reaches the routes on the request's Call (`store.identify_as`), so every change
 a route makes is recorded with it, in one place.
