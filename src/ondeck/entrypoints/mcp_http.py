@@ -25,10 +25,11 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult
 from starlette.requests import Request
-from starlette.types import ASGIApp
+from starlette.types import Receive, Scope, Send
 
 from ondeck import __version__
 from ondeck.core.access import ADMIN, Identity, TokenScope
@@ -128,28 +129,42 @@ def asker_of(settings: Settings, request: Request, identity: Identity) -> Asker:
 
 
 class McpOverHttp:
-    """The `/mcp` ASGI endpoint and the session manager it needs running (in the app's
-    lifespan: `async with mcp.running(): …`)."""
+    """The `/mcp` ASGI endpoint, and the session manager it needs running in the app's
+    lifespan (`async with mcp.running(): …`). A session manager runs once, and an app's
+    lifespan may run again (tests enter one app twice): each run makes its own."""
 
     def __init__(self, store: Store) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-
         settings = store.settings
-        server = _HttpServer(settings)
-        add_tools(server, store, _asking)
+        self._server = _HttpServer(settings)
+        add_tools(self._server, store, _asking)
         # The bearer guards a server with a token, whatever name it is reached by; without
         # one the server listens on loopback only, and the SDK's own check keeps pages of
         # other sites (DNS rebinding) from calling it.
-        security = (
+        self._security = (
             TransportSecuritySettings(enable_dns_rebinding_protection=False)
             if settings.token_value
             else None
         )
-        server.streamable_http_app(streamable_http_path=PATH, transport_security=security)
-        self._server = server
-        self.endpoint: ASGIApp = StreamableHTTPASGIApp(server.session_manager)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:  # the app runs without its lifespan (a bare test client)
+            from starlette.responses import PlainTextResponse
+
+            await PlainTextResponse("MCP is not running", status_code=503)(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self._server.session_manager.run():
-            yield
+        self._server.streamable_http_app(
+            streamable_http_path=PATH, transport_security=self._security
+        )
+        manager = self._server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None

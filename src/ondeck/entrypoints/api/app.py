@@ -78,7 +78,7 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     from starlette.routing import Route
 
     # An ASGI endpoint (not a function): Starlette hands it the request's scope as it is.
-    app.router.routes.append(Route(PATH, mcp.endpoint, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(Route(PATH, mcp, methods=["GET", "POST", "DELETE"]))
 
     # The dashboard (HTML pages, /static, /calendar.ics): its own login cookie and CSRF;
     # the bearer check above stays the API's and MCP's alone.
