@@ -58,7 +58,11 @@ class _HttpServer(MCPServer):
     """The tools, each call made as the request's identity from the side it names."""
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__("ondeck", instructions=instructions(), version=__version__)
+        # The SDK sets up the root logger (if nothing has) at this level: its sessions'
+        # comings and goings are not worth a line each on the server's stderr.
+        super().__init__(
+            "ondeck", instructions=instructions(), version=__version__, log_level="WARNING"
+        )
         self.ondeck_settings = settings
 
     async def call_tool(
