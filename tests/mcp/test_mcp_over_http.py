@@ -329,12 +329,16 @@ def test_the_request_names_the_memorys_side(sqlite_template: Path, tmp_path: Pat
         assert got["nope"].is_error and "'nope' is not configured" in _text(got["nope"])
 
         env = {**_client_home(tmp_path, served.url, secret), "ONDECK_SIDES": sides}
-        params = StdioServerParameters(command=ONDECK, args=["mcp"], env=env, cwd=str(work))
+        elsewhere = tmp_path / "laptop" / "elsewhere"
+        elsewhere.mkdir()
 
-        async def proxied() -> Any:
+        async def proxied(cwd: Path) -> Any:
+            params = StdioServerParameters(command=ONDECK, args=["mcp"], env=env, cwd=str(cwd))
             async with Client(params) as client:
                 return await client.call_tool("recall", {"query": "fridays"})
 
-        hits = asyncio.run(proxied()).structured_content["results"]
+        unclassified = asyncio.run(proxied(elsewhere))
+        assert unclassified.is_error and "belongs to no side" in _text(unclassified)
+        hits = asyncio.run(proxied(work)).structured_content["results"]
         assert [hit["snippet"] for hit in hits] == ["deploys on fridays"]
         assert hits[0]["side"] == "work"

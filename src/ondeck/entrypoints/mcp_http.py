@@ -43,6 +43,10 @@ from ondeck.entrypoints.store import Store
 PATH = "/mcp"
 SIDE_HEADER = "X-Ondeck-Side"
 PROJECT_HEADER = "X-Ondeck-Project"
+# Sent by `ondeck mcp` in client mode from a directory its rules put in no side: why
+# (percent-encoded, a path may not be ASCII), so the refusal says so rather than how to
+# name a side.
+UNCLASSIFIED_HEADER = "X-Ondeck-Unclassified"
 
 _ASKING: ContextVar[Asker | None] = ContextVar("ondeck_mcp_asking", default=None)
 
@@ -117,7 +121,16 @@ def asker_of(settings: Settings, request: Request, identity: Identity) -> Asker:
             f"side {side[:64]!r} is not configured on the server: use one of {', '.join(sides)}"
         )
     unplaced = None
-    if sides and side is None:
+    why = request.headers.get(UNCLASSIFIED_HEADER)
+    if sides and side is None and why:
+        from urllib.parse import unquote
+
+        reason = " ".join(unquote(why)[:300].split())
+        unplaced = (
+            f"this directory belongs to no side ({reason}): ondeck shows and keeps no memory "
+            "for it until a person classifies it"
+        )
+    elif sides and side is None:
         unplaced = (
             f"no side named: add ?side={'|'.join(sides)} to the /mcp URL, or send the "
             f"{SIDE_HEADER} header (ondeck shows and keeps memory per side)"

@@ -6,7 +6,8 @@ driver nor SQLAlchemy: the tools and their rules live on the server only.
     tools     the server's, as it lists them when the proxy starts; each call forwarded
     where     the side and project of this directory, classified by this machine's rules
               (the session hooks' own, services/hook_records.observe), sent as the
-              `X-Ondeck-Side` / `X-Ondeck-Project` headers
+              `X-Ondeck-Side` / `X-Ondeck-Project` headers (a directory in no side:
+              `X-Ondeck-Unclassified`, why, and the server shows it no memory)
     failing   before serving, one request says whether the server answers and takes the
               token: unreachable is exit 5 (the URL and the reason), refused exit 6; a
               call refused later (a token revoked meanwhile) is that call's tool error
@@ -54,6 +55,10 @@ def place_headers(config: HookConfig, cwd: str | None = None) -> dict[str, str]:
     headers = {}
     if found.side.value and not found.unclassified:
         headers["X-Ondeck-Side"] = found.side.value
+    elif config.sides:
+        from urllib.parse import quote
+
+        headers["X-Ondeck-Unclassified"] = quote(found.reason[:300], safe=" /:()'")
     if found.project.value:
         headers["X-Ondeck-Project"] = found.project.value
     return headers
