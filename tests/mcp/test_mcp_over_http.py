@@ -254,14 +254,18 @@ def test_ondeck_mcp_in_client_mode_forwards_to_the_server(served: Served, tmp_pa
         cwd=str(tmp_path / "laptop" / "work"),
     )
 
-    async def main() -> tuple[set[str], Any, Any]:
+    async def main() -> tuple[set[str], Any, Any, Any]:
         async with Client(params) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             added = await client.call_tool("add_task", {"title": "from the laptop"})
             listed = await client.call_tool("list_tasks", {})
-            return names, added, listed
+            await asyncio.to_thread(served.revoke, "laptop")
+            revoked = await client.call_tool("list_tasks", {})
+            return names, added, listed, revoked
 
-    names, added, listed = asyncio.run(main())
+    names, added, listed, revoked = asyncio.run(main())
+    assert revoked.is_error and "unauthorized:" in _text(revoked), _text(revoked)
+    assert "refused the token" in _text(revoked)
     assert {"get_context", "add_task", "recall", "write_handoff"} <= names
     assert added.structured_content["title"] == "from the laptop"
     assert [t["title"] for t in listed.structured_content["tasks"]] == ["from the laptop"]
