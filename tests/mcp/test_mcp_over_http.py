@@ -170,7 +170,8 @@ def test_tools_over_http_with_device_tokens(served: Served) -> None:
     assert [t["title"] for t in got["read"].structured_content["tasks"]] == ["over http"]
     for refused in (got["write"], got["remember"]):
         assert refused.is_error
-        assert "'phone'" in _text(refused) and "write scope" in _text(refused)
+        assert _text(refused).startswith("forbidden: token 'phone' may only read")
+        assert "write scope" in _text(refused)
     actors = served.actors()
     assert "mcp:laptop" in actors
     assert not any(actor.startswith("mcp:phone") for actor in actors)

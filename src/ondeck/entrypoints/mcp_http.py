@@ -34,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 from ondeck import __version__
 from ondeck.core.access import ADMIN, Identity, TokenScope
 from ondeck.core.config import Settings
-from ondeck.core.errors import OndeckError
+from ondeck.core.errors import Forbidden, OndeckError
 from ondeck.entrypoints.mcp_asker import Asker
 from ondeck.entrypoints.mcp_server import add_tools, instructions
 from ondeck.entrypoints.place import Here
@@ -75,10 +75,11 @@ class _HttpServer(MCPServer):
         request = _request_of(context)
         identity: Identity = getattr(request.state, "ondeck_identity", None) or ADMIN
         if identity.scope is not TokenScope.WRITE and not await self._reads_only(name):
-            raise ToolError(
-                f"not_authorized: token {identity.token!r} may only read: {name} changes "
-                "data and needs a token with write scope"
+            refused = Forbidden(
+                f"token {identity.token!r} may only read: {name} changes data and needs a "
+                "token with write scope"
             )
+            raise ToolError(f"{refused.code}: {refused.message}")
         try:
             asker = asker_of(self.ondeck_settings, request, identity)
         except OndeckError as exc:
