@@ -21,14 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from sqlalchemy import create_engine, select
+from sqlalchemy import Engine, create_engine, select
 
 from mcp import Client
+from ondeck.core.config import Settings
 from ondeck.db.tables import events
+from ondeck.entrypoints.api.app import create_app
 from support.pg import free_port
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
@@ -347,3 +350,27 @@ def test_the_request_names_the_memorys_side(sqlite_template: Path, tmp_path: Pat
         hits = asyncio.run(proxied(work)).structured_content["results"]
         assert [hit["snippet"] for hit in hits] == ["deploys on fridays"]
         assert hits[0]["side"] == "work"
+
+
+def test_without_a_token_mcp_answers_loopback_names_only(
+    settings: Settings, engine: Engine
+) -> None:
+    """A server without `ONDECK_TOKEN` binds loopback only and asks no token, as the API;
+    a request addressed to another name (a page of another site, DNS rebinding) is refused."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    app = create_app(settings, engine)
+    with TestClient(app, base_url="http://127.0.0.1:8787") as client:
+        opened = client.post("/mcp", json=body, headers=accept)
+        elsewhere = client.post("/mcp", json=body, headers={**accept, "Host": "evil.example"})
+    assert opened.status_code == 200 and opened.headers["mcp-session-id"]
+    assert elsewhere.status_code == 421
