@@ -169,6 +169,24 @@ def test_every_api_route_needs_the_bearer_token(
     assert counts(seeded) == before  # nothing was written
 
 
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong", f"Bearer {TOKEN}x", TOKEN, f"Basic {TOKEN}"]
+)
+def test_mcp_over_http_needs_the_bearer_token_too(
+    locked_api: TestClient, seeded: Engine, authorization: str | None
+) -> None:
+    """`/mcp` (entrypoints/mcp_http.py) is behind the same check as the API, every method."""
+    before = counts(seeded)
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    for i, method in enumerate(("GET", "POST", "DELETE")):
+        client = TestClient(locked_api.app, client=(f"10.2.0.{i + 1}", 5000))
+        response = client.request(method, "/mcp", headers=headers, json=body)
+        assert response.status_code == 401, (method, response.status_code)
+        assert response.json()["error"]["code"] == "unauthorized"
+    assert counts(seeded) == before
+
+
 def test_the_right_token_opens_every_api_route(locked_api: TestClient) -> None:
     for method, path in api_routes(locked_api.app):  # type: ignore[arg-type]
         response = locked_api.request(

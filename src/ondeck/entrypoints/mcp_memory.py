@@ -5,7 +5,9 @@ The server runs in the agent's session directory (`ondeck mcp` is started by the
 its side is that directory's, decided once at start by the hooks' rules
 (entrypoints/place.py), and no tool takes a side: an agent in a `work` directory never
 reads nor writes `personal` memory, and an unclassified directory is shown no memory at
-all. A project may be named (another project of the same side).
+all. A project may be named (another project of the same side). Over HTTP (mcp_http.py)
+there is no directory: each request names its side, and one that names none is refused
+memory with the line saying how to name it (`Asker.unplaced`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import select
 
-from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput, NotFound, OndeckError
 from ondeck.core.memory import Scope, agent_origin
 from ondeck.db.tables import sessions
 from ondeck.entrypoints.api.memory import HandoffOut, NoteList, NoteOut, RecallOut, Superseded
+from ondeck.entrypoints.mcp_asker import READ_ONLY, Asker
 from ondeck.entrypoints.place import Here
 from ondeck.entrypoints.store import Call, Store
 from ondeck.services import notes
@@ -48,7 +50,8 @@ SessionArg = Annotated[
 ]
 
 
-def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place: Here) -> None:
+def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
+    settings = store.settings
     zone = settings.zone
     sides_on = bool(settings.sides)
 
@@ -65,6 +68,10 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
         project = check_project(project)
         if not sides_on:
             return Scope(sides_on=False, project=project)
+        who = asker()
+        place = who.place
+        if who.unplaced:
+            raise InvalidInput(who.unplaced)
         if place.unclassified or not place.side:
             raise InvalidInput(
                 f"this directory belongs to no side ({place.reason}): ondeck shows and keeps no "
@@ -78,6 +85,8 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
     def session_of(conn: Any, ref: str | None) -> Any | None:
         """The session named, else the open session last heard from in this directory."""
         from ondeck.services.sessions import find_session
+
+        place = asker().place
 
         if ref:
             found = find_session(conn, ref)
@@ -97,7 +106,11 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
         return find_session(conn, row[0].id)
 
     # Named `recall` for clients; the Python name keeps the service's free.
-    @server.tool(name="recall")
+    def actor(own: Any | None) -> str:
+        """The caller's actor, else the session's (`mcp:<session id>`), else `mcp:agent`."""
+        return asker().actor or f"mcp:{own.external_id[:60] if own else 'agent'}"
+
+    @server.tool(name="recall", annotations=READ_ONLY)
     def recall_memory(
         query: Annotated[str, Field(description='Words to find; "a phrase" as one.')],
         project: ProjectArg = None,
@@ -150,7 +163,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
                 own = session_of(conn, session)
                 chosen = None if whole_side else (project or (own.project if own else None))
                 if own is None and not whole_side and project is None:
-                    chosen = place.project
+                    chosen = asker().place.project
                 note = notes.add_note(
                     conn,
                     at.now(),
@@ -163,7 +176,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
                     pinned=pinned,
                     expires_on=expires,
                     origin=agent_origin(own.external_id if own else None),
-                    actor=f"mcp:{own.external_id[:60] if own else 'agent'}",
+                    actor=actor(own),
                 )
             return out(at, note)
 
@@ -178,6 +191,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
 
         def run(at: Call) -> HandoffOut:
             scope()
+            place = asker().place
             with at.write() as conn:
                 own = session_of(conn, session)
                 if own is None:
@@ -193,7 +207,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
                     git_root=place.git_root,
                     branch=place.branch,
                     head=_head_now(place),
-                    actor=f"mcp:{own.external_id[:60]}",
+                    actor=actor(own),
                 )
             return HandoffOut(note=out(at, note), replaced=replaced)
 
@@ -220,7 +234,7 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
                     zone=zone,
                     origin=agent_origin(own.external_id if own else None),
                     session_id=own.id if own else None,
-                    actor=f"mcp:{own.external_id[:60] if own else 'agent'}",
+                    actor=actor(own),
                 )
             return Superseded(superseded=out(at, old), note=out(at, new))
 
@@ -236,13 +250,13 @@ def add_memory_tools(server: MCPServer, settings: Settings, store: Store, place:
             where = scope()
             with at.write() as conn:
                 note = notes.mark_wrong(
-                    conn, at.now(), note_id, reason, scope=where, actor="mcp:agent"
+                    conn, at.now(), note_id, reason, scope=where, actor=actor(None)
                 )
             return out(at, note)
 
         return call(run)
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def list_notes(
         project: ProjectArg = None,
         kinds: Annotated[

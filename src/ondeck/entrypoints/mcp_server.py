@@ -24,6 +24,7 @@ from ondeck.core.errors import OndeckError
 from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
 from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
+from ondeck.entrypoints.mcp_asker import READ_ONLY, Asker
 from ondeck.entrypoints.store import Call, Store
 from ondeck.services import backlog, schedules, workers
 from ondeck.services.context_render import Format, render, to_json
@@ -59,15 +60,27 @@ INSTRUCTIONS = (
 
 
 def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) -> MCPServer:
-    """The server, its memory scoped to the side of `cwd` (default: where it runs)."""
-    from ondeck.entrypoints.mcp_memory import INSTRUCTIONS as MEMORY
-    from ondeck.entrypoints.mcp_memory import add_memory_tools
+    """The stdio server, its memory scoped to the side of `cwd` (default: where it runs)."""
     from ondeck.entrypoints.place import here
 
-    server = MCPServer("ondeck", instructions=INSTRUCTIONS + MEMORY, version=__version__)
-    store = Store(settings=settings, engine=engine)
+    fixed = Asker(place=here(settings, cwd))
+    server = MCPServer("ondeck", instructions=instructions(), version=__version__)
+    add_tools(server, Store(settings=settings, engine=engine), lambda: fixed)
+    return server
+
+
+def instructions() -> str:
+    from ondeck.entrypoints.mcp_memory import INSTRUCTIONS as MEMORY
+
+    return INSTRUCTIONS + MEMORY
+
+
+def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
+    """Every tool on `server`; `asker` says who calls and from where, at each call."""
+    from ondeck.entrypoints.mcp_memory import add_memory_tools
+
+    settings = store.settings
     zone = settings.zone
-    place = here(settings, cwd)
 
     def call(fn: Callable[[Call], T]) -> T:
         """Run a tool's body as one call on the store; refusals become tool errors."""
@@ -99,9 +112,9 @@ def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) 
         return ScheduleOut(**schedule.to_json(at.now(), zone))
 
     def actor(ctx: Context | None) -> str:
-        return f"mcp:{_client_name(ctx)}"
+        return asker().actor or f"mcp:{_client_name(ctx)}"
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def get_context(
         project: Annotated[
             str | None, Field(description="Only this project (and unscoped).")
@@ -115,6 +128,7 @@ def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) 
             from ondeck.services.brief import BriefRequest
 
             # The brief of this directory's side and (unless another is named) project.
+            place = asker().place
             brief = BriefRequest(
                 sides_on=bool(settings.sides),
                 side=place.side,
@@ -127,7 +141,7 @@ def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) 
 
         return call(run)
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def list_tasks(
         status: Annotated[
             str | None, Field(description=f"{', '.join(TaskStatus)}; comma-separated")
@@ -300,7 +314,7 @@ def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) 
 
         return call(run)
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def list_schedules() -> ScheduleList:
         """The recurring schedules, with their rules in words and next due dates."""
 
@@ -361,8 +375,7 @@ def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) 
 
         return call(run)
 
-    add_memory_tools(server, settings, store, place)
-    return server
+    add_memory_tools(server, store, asker)
 
 
 def _client_name(ctx: Context | None) -> str:

@@ -7,6 +7,8 @@ it may do what it asks.
     no token            401 (not counted as a wrong token: a client not yet set up)
     wrong token         401, counted for the address (unknown, revoked and expired alike)
     a refused address   429 with `Retry-After`, whatever token it gives (web/auth.py)
+    over MCP (`/mcp`)   the same check, recorded as `mcp`, `mcp:<name>`; a `read` token is
+                        held to the read-only tools by the MCP server (mcp_http.py)
 
 The identity reaches the routes on the request's Call (`store.identify_as`), so every change
 a route makes is recorded with it, in one place.
@@ -24,9 +26,11 @@ from ondeck.entrypoints.store import call_of, identify_as
 from ondeck.entrypoints.web.auth import client_address, guard_of
 
 
-async def admit(request: Request, *, browsable: bool) -> Response | None:
+async def admit(request: Request, *, browsable: bool, surface: str = "api") -> Response | None:
     """None when the request may go on (its Call now acts as who it is); else the refusal.
-    `browsable`: the API's description, which a browser logged in to the dashboard may read."""
+    `browsable`: the API's description, which a browser logged in to the dashboard may read.
+    `surface` "mcp": every request is a POST, so a `read` token is held to the tools that
+    change nothing by the MCP server itself (mcp_http.py), which reads the identity here."""
     if browsable and guard_of(request).has_session(request):
         return None
     call = call_of(request)
@@ -49,14 +53,15 @@ async def admit(request: Request, *, browsable: bool) -> Response | None:
         if identity is None:
             guard.wrong_token(request, call.now())
             raise Unauthorized("wrong bearer token (unknown, revoked or expired)")
-        if not identity.may(request.method):
+        if surface == "api" and not identity.may(request.method):
             raise Forbidden(
                 f"token {identity.token!r} may only read: {request.method} changes data "
                 "and needs a write token"
             )
     except OndeckError as exc:
         return errors.error_response(exc.http_status, exc.code, exc.message)
-    identify_as(request, identity.actor("api"))
+    request.state.ondeck_identity = identity
+    identify_as(request, identity.actor(surface))
     return None
 
 

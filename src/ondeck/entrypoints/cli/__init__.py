@@ -21,7 +21,33 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 2 and args[0] == "hook" and args[1] in HOOKS:
         _hook(args[1])
+    if args == ["mcp"]:
+        proxied = _mcp_client()
+        if proxied is not None:
+            sys.exit(proxied)
     sys.exit(run(args))
+
+
+def _mcp_client() -> int | None:
+    """`ondeck mcp` in client mode, without Typer or the database's settings: it forwards to
+    the server (entrypoints/mcp_proxy.py) and must import neither SQLAlchemy nor a driver.
+    None when this machine is not a client (or its settings need the full check's word)."""
+    from ondeck.core.hook_settings import load_hook_config
+
+    try:
+        config = load_hook_config()
+    except Exception:  # the full settings say what is wrong, through Typer's path
+        return None
+    if not config.server_url:
+        return None
+    from ondeck.core.errors import OndeckError
+    from ondeck.entrypoints.mcp_proxy import serve_proxy
+
+    try:
+        return serve_proxy(config)
+    except OndeckError as exc:
+        _fail(exc.message)
+        return exc.exit_code
 
 
 def _hook(verb: str) -> NoReturn:

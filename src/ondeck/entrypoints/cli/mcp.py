@@ -10,7 +10,15 @@ from ondeck.entrypoints.cli.common import cli_of
 def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp(ctx: typer.Context) -> None:
-        """Serve the MCP tools over stdio (for `claude mcp add ondeck -- ondeck mcp`)."""
+        """Serve the MCP tools over stdio (for `claude mcp add ondeck -- ondeck mcp`); in
+        client mode (ONDECK_SERVER_URL), forward them to that server's /mcp."""
+        settings = cli_of(ctx).settings
+        if settings.server_url:
+            from ondeck.core.hook_settings import hook_config_of
+            from ondeck.entrypoints.mcp_proxy import serve_proxy
+
+            serve_proxy(hook_config_of(settings))
+            return
         from ondeck.entrypoints.mcp_server import serve_stdio
 
-        serve_stdio(cli_of(ctx).settings)
+        serve_stdio(settings)
