@@ -12,8 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from dataclasses import dataclass, field
-from typing import Any
+
+from ondeck.core.frozen import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    from typing import Any
 
 GIT_BUDGET_S = 1.0
 COMMITS_MAX = 50
@@ -32,16 +36,14 @@ class Deadline:
         return self.until - time.monotonic()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Repo:
+class Repo(Frozen):
     root: str | None = None
     branch: str | None = None  # None: detached HEAD, or not read
     head: str | None = None  # None: no commit yet, or not read
-    remotes: dict[str, str] = field(default_factory=dict)  # name → URL as configured
+    remotes: dict[str, str] = {}  # noqa: RUF012 (Frozen copies it) name → URL as configured
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Listing:
+class Listing(Frozen):
     """Commits (sha, subject) or paths, at most a limit, with the total and why not read."""
 
     items: list[Any] | None  # (sha, subject) pairs, or paths
@@ -168,15 +170,14 @@ def changed_paths(root: str, start: str, deadline: Deadline) -> Listing:
 DRIFT_SUBJECTS = 5
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Drift:
+class Drift(Frozen):
     """Where `cwd`'s repository is now against a commit a handoff was written at."""
 
     head: str | None = None  # HEAD now
     branch: str | None = None  # the branch now (None: detached, or not read)
     descendant: bool | None = None  # HEAD has the commit in its history (None: not known)
     ahead: int | None = None  # commits on top of it (when a descendant)
-    subjects: list[tuple[str, str]] = field(default_factory=list)  # the newest, (sha, subject)
+    subjects: list[tuple[str, str]] = []  # noqa: RUF012 (Frozen copies it) newest, (sha, subject)
     note: str | None = None  # why something was not read
 
 

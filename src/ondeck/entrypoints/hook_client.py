@@ -23,7 +23,13 @@ from __future__ import annotations
 import json
 import time
 
-from ondeck.entrypoints.hook_delivery import RECORDS_PATH, SERVER_TIMEOUT_S, as_sent, debug
+from ondeck.entrypoints.hook_delivery import (
+    RECORDS_PATH,
+    SERVER_TIMEOUT_S,
+    as_sent,
+    debug,
+    spool_waits,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
@@ -108,13 +114,13 @@ class Remote:
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
         """Send `record` after whatever waits in the spool: its outcome, or None when it was
         spooled (`self.problem` says why)."""
-        from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
-            self._drain(spool)
+            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
+                self._drain()
             result = self.post_records([as_sent(record)])[0]
         except (Refused, Unanswered) as exc:
             self.problem = str(exc)
@@ -123,15 +129,15 @@ class Remote:
                 raise ValueError(f"the server rejected the record: {result.get('reason')}")
             debug(f"{record['kind']} stored through {self.url}")
             return dict(result)
+        from ondeck.services import spool
+
         spool.append(self.config.spool_dir, record)
         debug(f"{record['kind']} kept in the spool: {self.problem}")
         return None
 
-    def _drain(self, spool: Any) -> None:
+    def _drain(self) -> None:
+        from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
-
-        if not spool.has_waiting(self.config.spool_dir):
-            return
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []

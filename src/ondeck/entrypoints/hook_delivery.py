@@ -109,7 +109,7 @@ class Server:
 
     def drain_spool(self) -> None:
         """What waits in the spool goes first (rare: two stats when nothing waits)."""
-        if not _spool_waits(self.config.spool_dir):
+        if not spool_waits(self.config.spool_dir):
             return
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
@@ -128,7 +128,7 @@ class Server:
             raise NoServer("the spool could not be drained through the server")
 
 
-def _spool_waits(spool_dir: str) -> bool:
+def spool_waits(spool_dir: str) -> bool:
     # = spool.has_waiting, without importing the spool module on every hook.
     for name in ("draining.jsonl", "events.jsonl"):
         try:
