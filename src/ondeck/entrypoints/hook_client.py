@@ -33,6 +33,7 @@ from ondeck.entrypoints.hook_delivery import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
+    import threading
     from datetime import datetime
     from typing import Any
 
@@ -60,6 +61,7 @@ class Remote:
         self.token_refused = False
         self._failed: Exception | None = None  # the server did not answer: not asked again
         self._spool_problem = ""
+        self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
 
     # --- requests --------------------------------------------------------------------------
@@ -186,18 +188,35 @@ class Remote:
         The working directory is not sent: the server is not to read this machine's paths,
         so the brief says its git drift was not read (core/git.drift would need the
         handoff's HEAD, which only the server knows, and this machine's repository)."""
-        import urllib.parse
+        path = _context_path(project, brief)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == path:
+            _, thread, box = pending
+            thread.join()
+            if isinstance(box.get("failed"), Exception):
+                raise box["failed"]
+            answer = box["answer"]
+        else:
+            answer = self.request("GET", path)
+        return bytes(answer).decode("utf-8", "replace")
 
-        asked: dict[str, Any] = {"format": "markdown", "brief": "true"}  # Format.markdown
-        if project:
-            asked["project"] = project
-        for key in ("side", "source", "session"):
-            if brief.get(key):
-                asked[key] = brief[key]
-        if brief.get("unclassified"):
-            asked["unclassified"] = "true"
-        answer = self.request("GET", f"/api/v1/context?{urllib.parse.urlencode(asked)}")
-        return answer.decode("utf-8", "replace")
+    def context_soon(self, project: str | None, brief: dict[str, Any]) -> None:
+        """Start asking for the context (on a thread): `context` with the same question
+        takes its answer."""
+        import threading
+
+        path = _context_path(project, brief)
+        box: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                box["answer"] = self.request("GET", path)
+            except (Refused, Unanswered) as exc:
+                box["failed"] = exc
+
+        thread = threading.Thread(target=ask, name="ondeck-context", daemon=True)
+        thread.start()
+        self._pending = (path, thread, box)
 
     def unavailable(self, exc: BaseException) -> str:
         """The context when the server gave none: which server, and why."""
@@ -206,6 +225,20 @@ class Remote:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
+
+
+def _context_path(project: str | None, brief: dict[str, Any]) -> str:
+    from ondeck.entrypoints.hook_http import query_string
+
+    asked: dict[str, str] = {"format": "markdown", "brief": "true"}  # Format.markdown
+    if project:
+        asked["project"] = project
+    for key in ("side", "source", "session"):
+        if brief.get(key):
+            asked[key] = str(brief[key])
+    if brief.get("unclassified"):
+        asked["unclassified"] = "true"
+    return f"/api/v1/context?{query_string(asked)}"
 
 
 def _sentence(text: str) -> str:

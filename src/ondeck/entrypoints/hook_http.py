@@ -24,6 +24,19 @@ class HttpError(OSError):
     """No usable answer: the server is not there, too slow, or answered garbage."""
 
 
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def query_string(values: dict[str, str]) -> str:
+    """`urllib.parse.urlencode` with `quote_via=quote` (%20, not +), without its import."""
+
+    def quote(text: str) -> str:
+        raw = text.encode("utf-8", "surrogatepass")
+        return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in raw)
+
+    return "&".join(f"{quote(name)}={quote(value)}" for name, value in values.items())
+
+
 def split_url(base: str) -> tuple[str, int]:
     """`http(s)://host:port` (IPv6 in brackets) → (host, port)."""
     scheme, sep, rest = base.partition("://")

@@ -42,6 +42,7 @@ from ondeck.entrypoints.hook_delivery import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
     from typing import Any, TextIO
 
@@ -113,7 +114,14 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         markdown = None
         facts: dict[str, Any] | None = None  # the place as the record read it (git)
         if session_id_of(payload) is not None and client is not None:
-            classification, session_number, facts = _start_here(client, payload, now, notes)
+            # The context is asked for while the start is sent: two requests, one wait.
+            def ask(c: dict[str, Any]) -> None:
+                brief = _brief_of(payload, config, c, bool(c.get("unclassified")))
+                client.context_soon(c["project"]["value"], brief)
+
+            classification, session_number, facts = _start_here(
+                client, payload, now, notes, meanwhile=ask
+            )
         elif session_id_of(payload) is not None:
             try:
                 result = server.send_event("session-start", payload, now.isoformat())
@@ -220,10 +228,15 @@ def _with_notes(markdown: str, notes: list[str]) -> str:
 
 
 def _start_here(
-    local: Local | Remote, payload: dict[str, Any], now: datetime, notes: list[str]
+    local: Local | Remote,
+    payload: dict[str, Any],
+    now: datetime,
+    notes: list[str],
+    meanwhile: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]:
     """The start recorded here: its classification, its number once stored, and the facts
-    of its place (cwd, git) the record read."""
+    of its place (cwd, git) the record read. `meanwhile` is given the classification before
+    the record is stored."""
     from ondeck.services.hook_records import make_record
 
     try:
@@ -234,6 +247,8 @@ def _start_here(
     if record is None:
         return None, None, None
     facts = record["facts"]
+    if meanwhile is not None:
+        meanwhile(record["classification"])
     try:
         result = local.store(record, now)
     except Exception as exc:
