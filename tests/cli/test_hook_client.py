@@ -44,6 +44,11 @@ from ondeck.entrypoints.cli import main
 main()
 """
 NEVER = ("sqlalchemy", "psycopg", "sqlite3", "_sqlite3", "pydantic", "pydantic_settings")
+# And, to stay within 4x `python -c pass` (bench/sessions.py), none of what costs a share of
+# it: the hook makes its record with frozen records (core/frozen.py), Python's own SHA-256,
+# its own query string.
+HEAVY = ("typing", "dataclasses", "pathlib", "inspect", "hashlib", "logging", "urllib.parse")
+HEAVY += ("subprocess",)  # git runs by posix_spawn (core/git.run)
 
 
 def _machine(home: Path) -> dict[str, str]:
@@ -168,6 +173,8 @@ def _context(out: str) -> str:
 def _no_database(modules: list[str]) -> None:
     touched = sorted({m for m in modules if m.split(".")[0] in NEVER})
     assert touched == [], touched
+    heavy = sorted(set(modules) & set(HEAVY))
+    assert heavy == [], heavy
 
 
 @pytest.fixture
