@@ -58,7 +58,6 @@ class Remote:
         self.config = config
         self.url = str(config.server_url)
         self.problem = ""  # why the server did not take a record (or a request) last
-        self.token_refused = False
         self._failed: Exception | None = None  # the server did not answer: not asked again
         self._spool_problem = ""
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
@@ -93,7 +92,6 @@ class Remote:
         said = _message_of(answer)
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
-            self.token_refused = True
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
             raise Refused(
                 f"the server {self.url} refused {who}: {status} {said}; on the server, "
