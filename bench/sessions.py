@@ -149,9 +149,15 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
                     break
                 except OSError:
                     time.sleep(0.1)
-            found["server"] = _measure(work, server_env, runs, "pass", f"http://127.0.0.1:{port}")
-            found["client"] = _measure(
-                work, _client_env(env, server_env, root), runs, "pass", f"http://127.0.0.1:{port}"
+            via = f"http://127.0.0.1:{port}"
+            client_env = _client_env(env, server_env, root)
+            found.update(
+                _measure_paths(
+                    work,
+                    {"server": (server_env, via), "client": (client_env, via)},
+                    runs,
+                    "pass",
+                )
             )
         finally:
             server.terminate()
@@ -181,7 +187,22 @@ def _client_env(env: dict[str, str], server_env: dict[str, str], root: Path) -> 
 def _measure(
     work: Workload, env: dict[str, str], runs: int, yardstick: str, via: str
 ) -> dict[str, dict[str, float]]:
-    def hook(verb: str, session: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
+    return _measure_paths(work, {"": (env, via)}, runs, yardstick)[""]
+
+
+def _measure_paths(
+    work: Workload,
+    paths: dict[str, tuple[dict[str, str], str]],
+    runs: int,
+    yardstick: str,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per path (its environment and the `via` its debug output names), per hook: each run
+    of each hook is followed by a run of the yardstick, and the paths take turns, so all of
+    them see the same machine load (the server and client paths, issue 16)."""
+
+    def hook(
+        env: dict[str, str], verb: str, session: str, debug: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(BIN / "ondeck"), "hook", verb],
             input=work.payload(verb, session),
@@ -191,35 +212,42 @@ def _measure(
             check=True,
         )
 
+    first_env = next(iter(paths.values()))[0]
+
     def stick() -> None:
-        subprocess.run([sys.executable, "-c", yardstick], env=env, check=True)
+        subprocess.run([sys.executable, "-c", yardstick], env=first_env, check=True)
 
     # Unmeasured: fills the bytecode cache, and checks each hook takes the path measured.
     prefix = f"w{random.randrange(10**6)}"
-    for verb in HOOKS:
-        done = hook(verb, f"{prefix}-check", debug=True)
-        if via not in done.stderr:
-            raise SystemExit(f"hook {verb} did not store through {via}: {done.stderr}")
+    for name, (env, via) in paths.items():
+        for verb in HOOKS:
+            done = hook(env, verb, f"{prefix}-{name}-check", debug=True)
+            if via not in done.stderr:
+                raise SystemExit(f"hook {verb} did not store through {via}: {done.stderr}")
     stick()
-    times: dict[str, list[float]] = {verb: [] for verb in HOOKS}
+    times = {name: {verb: [] for verb in HOOKS} for name in paths}
     sticks: list[float] = []
     for i in range(runs):
-        session = f"{prefix}-{i}"
-        for verb in HOOKS:
-            began = time.perf_counter()
-            hook(verb, session)
-            times[verb].append(time.perf_counter() - began)
-            began = time.perf_counter()  # interleaved: the yardstick sees the same load
-            stick()
-            sticks.append(time.perf_counter() - began)
+        for name, (env, _) in paths.items():
+            session = f"{prefix}-{name}-{i}"
+            for verb in HOOKS:
+                began = time.perf_counter()
+                hook(env, verb, session)
+                times[name][verb].append(time.perf_counter() - began)
+                began = time.perf_counter()  # interleaved: the yardstick sees the same load
+                stick()
+                sticks.append(time.perf_counter() - began)
     base = statistics.median(sticks)
     return {
-        verb: {
-            "hook_ms": statistics.median(t) * 1000,
-            "yardstick_ms": base * 1000,
-            "ratio": statistics.median(t) / base,
+        name: {
+            verb: {
+                "hook_ms": statistics.median(t) * 1000,
+                "yardstick_ms": base * 1000,
+                "ratio": statistics.median(t) / base,
+            }
+            for verb, t in by_verb.items()
         }
-        for verb, t in times.items()
+        for name, by_verb in times.items()
     }
 
 

@@ -48,7 +48,7 @@ NEVER = ("sqlalchemy", "psycopg", "sqlite3", "_sqlite3", "pydantic", "pydantic_s
 # it: the hook makes its record with frozen records (core/frozen.py), Python's own SHA-256,
 # its own query string.
 HEAVY = ("typing", "dataclasses", "pathlib", "inspect", "hashlib", "logging", "urllib.parse")
-HEAVY += ("subprocess",)  # git runs by posix_spawn (core/git.run)
+HEAVY += ("subprocess", "encodings.idna", "ondeck.services.context_render")  # git: posix_spawn
 
 
 def _machine(home: Path) -> dict[str, str]:
