@@ -213,7 +213,12 @@ def test_it_records_a_whole_session_on_the_server_and_prints_its_context(
     [listed] = server.get("/api/v1/sessions")
     assert listed["status"] == "ended" and listed["project"] == "site"
     assert listed["git_root"] == str(client.repo)  # read by the hook, on the client
-    detail = server.get(f"/api/v1/sessions/{listed['id']}")
+    # The commits and files are read and sent after the hook answered (a detached child).
+    for _ in range(100):
+        detail = server.get(f"/api/v1/sessions/{listed['id']}")
+        if detail["commits"] is not None:
+            break
+        time.sleep(0.05)
     assert listed["compactions"] == 1 and listed["last_word_preview"] == "All green."
     assert [c[1] for c in detail["commits"]["items"]] == ["Renew the certificate"]
     assert client.spooled() == 0

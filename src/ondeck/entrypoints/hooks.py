@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from ondeck.core.hook_config import HookConfig
     from ondeck.entrypoints.hook_client import Remote
 
+# What a hook leaves for after its answer (client mode: a session end's git changes); the
+# entry point runs it in a detached child once the answer is out (entrypoints/cli._hook).
+AFTER: list[Callable[[], None]] = []
+
 # A last word may be long (its texts are cut to a window later); past this, nothing is read.
 MAX_STDIN = 256 * 1024 * 1024
 
@@ -388,6 +392,18 @@ def _record_here(
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
         start = result["session"] if result else _start_in_spool(record, config)
+        if result is not None and not isinstance(local, Local):
+            # Client mode: the commits and files go after the answer, as the server path
+            # reads them after answering (a session's end waits for neither).
+            client = local
+
+            def send_changes() -> None:
+                changes = changes_of(record, start, config, now)
+                if changes is not None:
+                    client.store(changes, now)  # else spooled, for the next hook
+
+            AFTER.append(send_changes)
+            return out
         changes = changes_of(record, start, config, now)
         if changes is not None and local.store(changes, now) is None and result is not None:
             out["systemMessage"] = local.spooled_line("git changes")
