@@ -3,10 +3,12 @@
 list at 10,000 records, on SQLite and PostgreSQL.
 
 Run: .venv/bin/python bench/sessions.py [--runs 15] [--records 10000] [--rounds 200]
-     [--pg-url URL] [--only sqlite|postgresql]
+     [--pg-url URL] [--only sqlite|postgresql] [--hooks-only]
 Targets (issue 14): with a server, each hook at most 4x `python -c pass`; without, at most
 1.0x `python -c 'import sqlalchemy'` (medians of the same run, interleaved so both see the
-same machine load); the list of 10,000 records p95 under 20 ms.
+same machine load); the list of 10,000 records p95 under 20 ms. Issue 16: in client mode
+(`ONDECK_SERVER_URL` and a device token, no database; the hook makes the record and reads
+git itself), each hook at most 4x `python -c pass` against a warm server on the same host.
 
 Each measured hook is a real event: a new session (its start unmeasured, so the end has a
 start HEAD to read git from), a transcript that grew (so a stop is a new turn, not a replay),
@@ -41,6 +43,7 @@ from ondeck.services.sessions import list_sessions
 
 BIN = Path(sys.executable).parent
 WARMUP = 10
+ADMIN = "bench-admin-token-0123456789abcdef"
 HOOKS = ("session-start", "stop", "post-compact", "session-end")
 EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -132,7 +135,7 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
             "the database",
         )
         port = free_port()
-        server_env = {**env, "ONDECK_PORT": str(port)}
+        server_env = {**env, "ONDECK_PORT": str(port), "ONDECK_TOKEN": ADMIN}
         server = subprocess.Popen(
             [str(BIN / "ondeck"), "serve", "--no-jobs"],
             env=server_env,
@@ -146,17 +149,60 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
                     break
                 except OSError:
                     time.sleep(0.1)
-            found["server"] = _measure(work, server_env, runs, "pass", f"http://127.0.0.1:{port}")
+            via = f"http://127.0.0.1:{port}"
+            client_env = _client_env(env, server_env, root)
+            found.update(
+                _measure_paths(
+                    work,
+                    {"server": (server_env, via), "client": (client_env, via)},
+                    runs,
+                    "pass",
+                )
+            )
         finally:
             server.terminate()
             server.wait(timeout=30)
         return found
 
 
+def _client_env(env: dict[str, str], server_env: dict[str, str], root: Path) -> dict[str, str]:
+    """Client mode (issue 16): another machine's settings, only the server's URL and a device
+    token; its own data directory (the spool), no database."""
+    made = subprocess.run(
+        [str(BIN / "ondeck"), "token", "create", f"bench-{random.randrange(10**6)}"],
+        env=server_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    client = {k: v for k, v in env.items() if k != "ONDECK_DATABASE_URL"}
+    return {
+        **client,
+        "ONDECK_SERVER_URL": f"http://127.0.0.1:{server_env['ONDECK_PORT']}",
+        "ONDECK_TOKEN": made.stdout.strip(),
+        "ONDECK_DATA_DIR": str(root / "client-data"),
+    }
+
+
 def _measure(
     work: Workload, env: dict[str, str], runs: int, yardstick: str, via: str
 ) -> dict[str, dict[str, float]]:
-    def hook(verb: str, session: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
+    return _measure_paths(work, {"": (env, via)}, runs, yardstick)[""]
+
+
+def _measure_paths(
+    work: Workload,
+    paths: dict[str, tuple[dict[str, str], str]],
+    runs: int,
+    yardstick: str,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per path (its environment and the `via` its debug output names), per hook: each run
+    of each hook is followed by a run of the yardstick, and the paths take turns, so all of
+    them see the same machine load (the server and client paths, issue 16)."""
+
+    def hook(
+        env: dict[str, str], verb: str, session: str, debug: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(BIN / "ondeck"), "hook", verb],
             input=work.payload(verb, session),
@@ -166,35 +212,42 @@ def _measure(
             check=True,
         )
 
+    first_env = next(iter(paths.values()))[0]
+
     def stick() -> None:
-        subprocess.run([sys.executable, "-c", yardstick], env=env, check=True)
+        subprocess.run([sys.executable, "-c", yardstick], env=first_env, check=True)
 
     # Unmeasured: fills the bytecode cache, and checks each hook takes the path measured.
     prefix = f"w{random.randrange(10**6)}"
-    for verb in HOOKS:
-        done = hook(verb, f"{prefix}-check", debug=True)
-        if via not in done.stderr:
-            raise SystemExit(f"hook {verb} did not store through {via}: {done.stderr}")
+    for name, (env, via) in paths.items():
+        for verb in HOOKS:
+            done = hook(env, verb, f"{prefix}-{name}-check", debug=True)
+            if via not in done.stderr:
+                raise SystemExit(f"hook {verb} did not store through {via}: {done.stderr}")
     stick()
-    times: dict[str, list[float]] = {verb: [] for verb in HOOKS}
+    times = {name: {verb: [] for verb in HOOKS} for name in paths}
     sticks: list[float] = []
     for i in range(runs):
-        session = f"{prefix}-{i}"
-        for verb in HOOKS:
-            began = time.perf_counter()
-            hook(verb, session)
-            times[verb].append(time.perf_counter() - began)
-            began = time.perf_counter()  # interleaved: the yardstick sees the same load
-            stick()
-            sticks.append(time.perf_counter() - began)
+        for name, (env, _) in paths.items():
+            session = f"{prefix}-{name}-{i}"
+            for verb in HOOKS:
+                began = time.perf_counter()
+                hook(env, verb, session)
+                times[name][verb].append(time.perf_counter() - began)
+                began = time.perf_counter()  # interleaved: the yardstick sees the same load
+                stick()
+                sticks.append(time.perf_counter() - began)
     base = statistics.median(sticks)
     return {
-        verb: {
-            "hook_ms": statistics.median(t) * 1000,
-            "yardstick_ms": base * 1000,
-            "ratio": statistics.median(t) / base,
+        name: {
+            verb: {
+                "hook_ms": statistics.median(t) * 1000,
+                "yardstick_ms": base * 1000,
+                "ratio": statistics.median(t) / base,
+            }
+            for verb, t in by_verb.items()
         }
-        for verb, t in times.items()
+        for name, by_verb in times.items()
     }
 
 
@@ -268,6 +321,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--pg-url")
     parser.add_argument("--only", choices=["sqlite", "postgresql"])
+    parser.add_argument("--hooks-only", action="store_true", help="skip the session list")
     args = parser.parse_args()
     stores = {"sqlite": sqlite_url, "postgresql": lambda: postgres_url(args.pg_url)}
     for name, make in stores.items():
@@ -276,13 +330,16 @@ def main() -> None:
         with make() as url:
             engine = open_database(url)
             for path, by_hook in hook_ratios(url, args.runs).items():
-                stick = "python -c pass" if path == "server" else "import sqlalchemy"
+                stick = "import sqlalchemy" if path == "database" else "python -c pass"
                 for verb, r in by_hook.items():
                     print(
                         f"{name}: hook {verb} ({path}) {r['hook_ms']:.0f} ms, {stick} "
                         f"{r['yardstick_ms']:.0f} ms, ratio {r['ratio']:.2f}",
                         flush=True,
                     )
+            if args.hooks_only:
+                engine.dispose()
+                continue
             populate(engine, args.records)
             for shape, p in list_times(engine, args.rounds).items():
                 shown = " ".join(f"{k} {v:.2f} ms" for k, v in p.items())

@@ -7,7 +7,6 @@ leaked credential to the secret scanners of code hosts.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import random
 import string
@@ -417,7 +416,7 @@ def test_near_misses_pass_unchanged(kind: str, text: str) -> None:
 
 
 def test_the_record_keeps_counts_never_values() -> None:
-    assert [f.name for f in dataclasses.fields(Scrubbed)] == ["text", "redactions", "kinds"]
+    assert list(Scrubbed._fields) == ["text", "redactions", "kinds"]
     text = f"a {AWS_ID} b {AWS_ID} c password=hunter2 d {JWT}"
     result = scrub(text)
     assert result.kinds == {"aws_key_id": 2, "password": 1, "jwt": 1}
@@ -601,7 +600,7 @@ def test_scrubbing_never_fails_and_a_second_pass_changes_nothing(text: str) -> N
 @given(st.lists(FRAGMENTS, max_size=30).map("".join))
 def test_the_hints_that_skip_a_row_never_skip_a_match(text: str) -> None:
     """A row is skipped when none of its hints is in the text: only a speed-up."""
-    unhinted = tuple(dataclasses.replace(pattern, hints=()) for pattern in PATTERNS)
+    unhinted = tuple(pattern.replace(hints=()) for pattern in PATTERNS)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scrubber, "PATTERNS", unhinted)
         expected = scrub(text)

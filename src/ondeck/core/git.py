@@ -10,10 +10,13 @@ Outside a repository, or without git installed, every read gives nothing.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from dataclasses import dataclass, field
-from typing import Any
+
+from ondeck.core.frozen import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    from typing import Any
 
 GIT_BUDGET_S = 1.0
 COMMITS_MAX = 50
@@ -32,16 +35,14 @@ class Deadline:
         return self.until - time.monotonic()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Repo:
+class Repo(Frozen):
     root: str | None = None
     branch: str | None = None  # None: detached HEAD, or not read
     head: str | None = None  # None: no commit yet, or not read
-    remotes: dict[str, str] = field(default_factory=dict)  # name → URL as configured
+    remotes: dict[str, str] = {}  # noqa: RUF012 (Frozen copies it) name → URL as configured
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Listing:
+class Listing(Frozen):
     """Commits (sha, subject) or paths, at most a limit, with the total and why not read."""
 
     items: list[Any] | None  # (sha, subject) pairs, or paths
@@ -58,23 +59,70 @@ def _git(cwd: str, args: list[str], deadline: Deadline) -> str:
     if left <= 0:
         raise _Failed("out of time (git reads share 1 s)")
     try:
-        done = subprocess.run(
-            # No fsmonitor: a repository's config must not make a read run a program.
-            ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
-            capture_output=True,
-            timeout=left,
-            env={**os.environ, **_ENV_EXTRA},
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+        # No fsmonitor: a repository's config must not make a read run a program.
+        code, out, err = run(["git", "-c", "core.fsmonitor=false", "-C", cwd, *args], left)
+    except TimeoutError:
         raise _Failed("out of time (git reads share 1 s)") from None
     except OSError as exc:  # no git, or cwd gone
         raise _Failed(f"git could not run ({exc.strerror or exc})") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise _Failed(message[0][:200] if message else f"git exited {done.returncode}")
-    return done.stdout.decode("utf-8", "replace")
+    if code != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise _Failed(message[0][:200] if message else f"git exited {code}")
+    return out.decode("utf-8", "replace")
+
+
+def run(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
+    """`subprocess.run(argv, capture_output=True, stdin=DEVNULL, timeout=…)` for git, with
+    `_ENV_EXTRA`: (exit code, stdout, stderr); TimeoutError (the process killed) or OSError.
+
+    Not `subprocess`: its import (`selectors`, `signal`, `threading`, `contextlib`, locale)
+    is a share of a hook's whole process, measured against `python -c pass`; `posix_spawn`
+    and `poll` are what it would use here anyway."""
+    import select
+
+    until = time.monotonic() + timeout
+    env = {**os.environ, **_ENV_EXTRA}
+    out_r, out_w = os.pipe()  # both ends close-on-exec; the child gets its ends as 1 and 2
+    err_r, err_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        actions = [
+            (os.POSIX_SPAWN_DUP2, null, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1),
+            (os.POSIX_SPAWN_DUP2, err_w, 2),
+        ]
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+    except BaseException:
+        for fd in (out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, null):
+            os.close(fd)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    open_fds = set(chunks)
+    try:
+        while open_fds:
+            left = until - time.monotonic()
+            if left <= 0:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise TimeoutError(f"{argv[0]} did not finish in {timeout:.2f} s")
+            for fd, _ in poller.poll(left * 1000):
+                data = os.read(fd, 65536)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+    finally:
+        for fd in chunks:
+            os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
 def read_repo(cwd: str | None, deadline: Deadline, *, remotes: bool = False) -> Repo:
@@ -168,15 +216,14 @@ def changed_paths(root: str, start: str, deadline: Deadline) -> Listing:
 DRIFT_SUBJECTS = 5
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Drift:
+class Drift(Frozen):
     """Where `cwd`'s repository is now against a commit a handoff was written at."""
 
     head: str | None = None  # HEAD now
     branch: str | None = None  # the branch now (None: detached, or not read)
     descendant: bool | None = None  # HEAD has the commit in its history (None: not known)
     ahead: int | None = None  # commits on top of it (when a descendant)
-    subjects: list[tuple[str, str]] = field(default_factory=list)  # the newest, (sha, subject)
+    subjects: list[tuple[str, str]] = []  # noqa: RUF012 (Frozen copies it) newest, (sha, subject)
     note: str | None = None  # why something was not read
 
 
@@ -196,19 +243,14 @@ def drift(cwd: str | None, since: str, deadline: Deadline, *, repo: Repo | None 
     if left <= 0:
         return Drift(head=repo.head, branch=repo.branch, note="not read: out of time")
     try:
-        done = subprocess.run(
-            ["git", "-C", repo.root, "merge-base", "--is-ancestor", since, repo.head],
-            capture_output=True,
-            timeout=left,
-            env={**os.environ, **_ENV_EXTRA},
-            stdin=subprocess.DEVNULL,
-            check=False,
+        code, _, _ = run(
+            ["git", "-C", repo.root, "merge-base", "--is-ancestor", since, repo.head], left
         )
-    except (subprocess.TimeoutExpired, OSError):
+    except OSError:  # TimeoutError too
         return Drift(head=repo.head, branch=repo.branch, note="not read: git did not answer")
-    if done.returncode == 1:
+    if code == 1:
         return Drift(head=repo.head, branch=repo.branch, descendant=False)
-    if done.returncode != 0:
+    if code != 0:
         # 128: the commit is not in this repository (rewritten and collected, or never here).
         return Drift(
             head=repo.head,

@@ -229,16 +229,23 @@ def check_server_url(value: str) -> str:
     authority, _, path = rest.partition("/")
     if path.strip("/"):
         raise ValueError(f"no path: the API's paths are added to it; {_SERVER_FORM}")
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise ValueError("the port is not a number from 0 to 65535") from None
-    if not parts.hostname or "@" in authority:
+    # Read here rather than by urllib.parse (every client-mode hook checks this URL, and
+    # that import is a share of its whole process): host, or [IPv6] in brackets, and port.
+    if "@" in authority:
         raise ValueError(f"no host, or a user name in it: {_SERVER_FORM}")
-    del port
+    if authority.startswith("["):
+        host, bracket, after = authority[1:].partition("]")
+        if not bracket or (after and not after.startswith(":")):
+            raise ValueError(f"an IPv6 address goes in brackets, [::1]:8787: {_SERVER_FORM}")
+        port = after[1:]
+    else:
+        if "[" in authority or "]" in authority:
+            raise ValueError(f"an IPv6 address goes in brackets, [::1]:8787: {_SERVER_FORM}")
+        host, _, port = authority.partition(":")
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        raise ValueError("the port is not a number from 0 to 65535")
+    if not host:
+        raise ValueError(f"no host, or a user name in it: {_SERVER_FORM}")
     return f"{scheme.lower()}://{authority}"
 
 

@@ -47,7 +47,8 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+
+from ondeck.core.frozen import Frozen
 
 __all__ = [
     "DEFAULT_PRIVATE_GLOBS",
@@ -61,8 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Scrubbed:
+class Scrubbed(Frozen, kw_only=False):
     text: str  # what may be stored
     redactions: int  # how many spans were replaced or removed in all
     kinds: dict[str, int]  # per kind, e.g. {"private": 1, "aws_key_id": 2}
@@ -72,8 +72,7 @@ Span = tuple[int, int]
 _COMPILED: dict[str, re.Pattern[str]] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class Pattern:
+class Pattern(Frozen, kw_only=False):
     """One row of the table: what it finds, and what of a match it keeps."""
 
     kind: str

@@ -109,7 +109,7 @@ class Server:
 
     def drain_spool(self) -> None:
         """What waits in the spool goes first (rare: two stats when nothing waits)."""
-        if not _spool_waits(self.config.spool_dir):
+        if not spool_waits(self.config.spool_dir):
             return
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
@@ -117,7 +117,7 @@ class Server:
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             try:
                 results = self.post(
-                    RECORDS_PATH, {"records": [_sent(r) for r in batch]}, len(batch)
+                    RECORDS_PATH, {"records": [as_sent(r) for r in batch]}, len(batch)
                 )
             except NoServer as exc:
                 raise spool.Unreachable(str(exc)) from exc
@@ -128,7 +128,7 @@ class Server:
             raise NoServer("the spool could not be drained through the server")
 
 
-def _spool_waits(spool_dir: str) -> bool:
+def spool_waits(spool_dir: str) -> bool:
     # = spool.has_waiting, without importing the spool module on every hook.
     for name in ("draining.jsonl", "events.jsonl"):
         try:
@@ -139,7 +139,7 @@ def _spool_waits(spool_dir: str) -> bool:
     return False
 
 
-def _sent(record: dict[str, Any]) -> dict[str, Any]:
+def as_sent(record: dict[str, Any]) -> dict[str, Any]:
     """A checked record back in the form it travels in (instants as ISO text)."""
     at = record["at"]
     return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}

@@ -2,10 +2,15 @@
 
 `http.client` would cost a hook more than its whole request: it imports the `email` package
 to parse headers (about 2x `python -c pass` on its own). The hooks talk to one server, ondeck
-itself, on loopback, without TLS, redirects or proxies, so a request is written and its
-answer read here: HTTP/1.1 with `Connection: close`, a body by Content-Length or chunked.
-It uses the C module `_socket` itself: the `socket` module around it builds its enums at
-import, a sizeable share of a hook's whole process.
+itself (this machine's, or in client mode `ONDECK_SERVER_URL`), without redirects or proxies,
+so a request is written and its answer read here: HTTP/1.1 with `Connection: close`, a body
+by Content-Length or chunked. Over http it uses the C module `_socket` itself: the `socket`
+module around it builds its enums at import, a sizeable share of a hook's whole process.
+
+Over https it pays for `ssl` (and `socket`, which `ssl` needs) and verifies the server's
+certificate and name against the system's trust store, as `ssl.create_default_context()`
+does; a self-signed server is trusted by naming its certificate in `SSL_CERT_FILE` (OpenSSL's
+own variable, which that context honours), not by turning verification off.
 """
 
 from __future__ import annotations
@@ -19,18 +24,32 @@ class HttpError(OSError):
     """No usable answer: the server is not there, too slow, or answered garbage."""
 
 
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def query_string(values: dict[str, str]) -> str:
+    """`urllib.parse.urlencode` with `quote_via=quote` (%20, not +), without its import."""
+
+    def quote(text: str) -> str:
+        raw = text.encode("utf-8", "surrogatepass")
+        return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in raw)
+
+    return "&".join(f"{quote(name)}={quote(value)}" for name, value in values.items())
+
+
 def split_url(base: str) -> tuple[str, int]:
-    """`http://host:port` (IPv6 in brackets) → (host, port)."""
-    if not base.startswith("http://"):
-        raise HttpError(f"not an http:// URL: {base[:80]}")
-    authority = base.removeprefix("http://").split("/", 1)[0]
+    """`http(s)://host:port` (IPv6 in brackets) → (host, port)."""
+    scheme, sep, rest = base.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        raise HttpError(f"not an http:// or https:// URL: {base[:80]}")
+    authority = rest.split("/", 1)[0]
     if authority.startswith("["):
         host, _, rest = authority[1:].partition("]")
         port = rest.removeprefix(":")
     else:
         host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
     if not port.isdigit():
-        port = "80"
+        port = "443" if scheme == "https" else "80"
     return host, int(port)
 
 
@@ -54,7 +73,8 @@ def request(
         lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
     data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
     try:
-        sock = _connect(host, port, timeout)
+        sock = _connect_tls(host, port, timeout) if base.startswith("https:") else None
+        sock = sock or _connect(host, port, timeout)
         try:
             sock.sendall(data)
             chunks, size = [], 0
@@ -71,6 +91,20 @@ def request(
     except (OSError, ValueError) as exc:
         raise HttpError(str(exc) or type(exc).__name__) from None
     return _read_response(b"".join(chunks))
+
+
+def _connect_tls(host: str, port: int, timeout: float) -> _socket.socket:
+    """A verified TLS connection (the system's trust store, or `SSL_CERT_FILE`)."""
+    import socket
+    import ssl
+
+    context = ssl.create_default_context()
+    raw = socket.create_connection((host, port), timeout=timeout)
+    try:
+        return context.wrap_socket(raw, server_hostname=host)
+    except BaseException:
+        raw.close()
+        raise
 
 
 def _connect(host: str, port: int, timeout: float) -> _socket.socket:

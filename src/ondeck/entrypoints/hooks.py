@@ -20,6 +20,11 @@ Where an event goes, in this order:
    SQLAlchemy), except session-start, whose context is built with SQLAlchemy anyway;
 3. the spool (services/spool.py), drained by the next hook or jobs tick that reaches the
    store. Whatever waits in the spool goes before anything newer.
+
+In client mode (`ONDECK_SERVER_URL`, entrypoints/hook_client.py) there is no database here:
+the hook makes the record itself (git and the marker file are this machine's, which the
+server, perhaps on another machine, must not read), sends it to that server with
+`ONDECK_TOKEN`, else spools it; session-start prints the server's context.
 """
 
 from __future__ import annotations
@@ -37,10 +42,16 @@ from ondeck.entrypoints.hook_delivery import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
     from typing import Any, TextIO
 
     from ondeck.core.hook_config import HookConfig
+    from ondeck.entrypoints.hook_client import Remote
+
+# What a hook leaves for after its answer (client mode: a session end's git changes); the
+# entry point runs it in a detached child once the answer is out (entrypoints/cli._hook).
+AFTER: list[Callable[[], None]] = []
 
 # A last word may be long (its texts are cut to a window later); past this, nothing is read.
 MAX_STDIN = 256 * 1024 * 1024
@@ -99,13 +110,23 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     now = clock.now()
     notes: list[str] = []
     server = Server(config)
-    local = Local(config, bare=False)
+    client = _client(config)
+    local: Local | Remote = client or Local(config, bare=False)
     try:
         classification = None
         session_number = None
         markdown = None
         facts: dict[str, Any] | None = None  # the place as the record read it (git)
-        if session_id_of(payload) is not None:
+        if session_id_of(payload) is not None and client is not None:
+            # The context is asked for while the start is sent: two requests, one wait.
+            def ask(c: dict[str, Any]) -> None:
+                brief = _brief_of(payload, config, c, bool(c.get("unclassified")))
+                client.context_soon(c["project"]["value"], brief)
+
+            classification, session_number, facts = _start_here(
+                client, payload, now, notes, meanwhile=ask
+            )
+        elif session_id_of(payload) is not None:
             try:
                 result = server.send_event("session-start", payload, now.isoformat())
                 classification = result.get("classification")
@@ -131,12 +152,15 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
         brief = _brief_of(payload, config, classification, unclassified)
+        if client is not None:
+            markdown = _context_from_client(client, project, brief)
         if markdown is None and server.ok:
             markdown = _context_from_server(config, project, brief)
         source = config.local_url
         if markdown is None:
             source = "the database"
             try:
+                assert isinstance(local, Local)  # client mode has its context by now
                 markdown = _context_from_database(local, config, project, now, brief, facts)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
@@ -144,6 +168,26 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     finally:
         local.close()
     return _with_notes(markdown, notes)
+
+
+def _client(config: HookConfig) -> Remote | None:
+    """Client mode (`ONDECK_SERVER_URL`): the server there takes the records, no database."""
+    if not config.server_url:
+        return None
+    from ondeck.entrypoints.hook_client import Remote
+
+    return Remote(config)
+
+
+def _context_from_client(client: Remote, project: str | None, brief: dict[str, Any]) -> str:
+    from ondeck.entrypoints.hook_client import Refused, Unanswered
+
+    try:
+        markdown = client.context(project, brief)
+    except (Refused, Unanswered) as exc:
+        return client.unavailable(exc)
+    debug(f"session context from {client.url}")
+    return markdown
 
 
 def _brief_of(
@@ -188,10 +232,15 @@ def _with_notes(markdown: str, notes: list[str]) -> str:
 
 
 def _start_here(
-    local: Local, payload: dict[str, Any], now: datetime, notes: list[str]
+    local: Local | Remote,
+    payload: dict[str, Any],
+    now: datetime,
+    notes: list[str],
+    meanwhile: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]:
     """The start recorded here: its classification, its number once stored, and the facts
-    of its place (cwd, git) the record read."""
+    of its place (cwd, git) the record read. `meanwhile` is given the classification before
+    the record is stored."""
     from ondeck.services.hook_records import make_record
 
     try:
@@ -202,6 +251,8 @@ def _start_here(
     if record is None:
         return None, None, None
     facts = record["facts"]
+    if meanwhile is not None:
+        meanwhile(record["classification"])
     try:
         result = local.store(record, now)
     except Exception as exc:
@@ -305,6 +356,8 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
         return {"released": [], "owner": None} if kind == "end" else None
     config = load_hook_config(db_url)
     now = clock.now()
+    if config.server_url:  # client mode: the record is made here, then sent (hook_client.py)
+        return _record_here(kind, payload, config, now)
     try:
         result = Server(config).send_event(verb, payload, now.isoformat())
     except NoServer as exc:
@@ -319,12 +372,14 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
 def _record_here(
     kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
 ) -> dict[str, Any] | None:
+    """The record made here, stored in the database, or in client mode sent to the server
+    (either way, else spooled)."""
     from ondeck.services.hook_records import changes_of, make_record
 
     record = make_record(kind, payload, config, now)
     if record is None:
         return None
-    local = Local(config)
+    local = _client(config) or Local(config)
     try:
         result = local.store(record, now)
         what = {"stop": "last word", "compact": "compaction", "end": "end"}[kind]
@@ -337,6 +392,18 @@ def _record_here(
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
         start = result["session"] if result else _start_in_spool(record, config)
+        if result is not None and not isinstance(local, Local):
+            # Client mode: the commits and files go after the answer, as the server path
+            # reads them after answering (a session's end waits for neither).
+            client = local
+
+            def send_changes() -> None:
+                changes = changes_of(record, start, config, now)
+                if changes is not None:
+                    client.store(changes, now)  # else spooled, for the next hook
+
+            AFTER.append(send_changes)
+            return out
         changes = changes_of(record, start, config, now)
         if changes is not None and local.store(changes, now) is None and result is not None:
             out["systemMessage"] = local.spooled_line("git changes")

@@ -25,12 +25,14 @@ side and project only; any rule saying so wins.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
 
-from ondeck.core.hook_config import is_name
+from ondeck.core.frozen import Frozen
+from ondeck.core.hook_config import is_name, join, posix_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKER = ".ondeck.toml"
 MARKER_MAX_BYTES = 64 * 1024
@@ -38,8 +40,7 @@ RANKS = ("marker", "path", "remote", "git")
 FIELDS = ("side", "project")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Marker:
+class Marker(Frozen):
     path: str
     side: str | None = None
     project: str | None = None
@@ -56,8 +57,7 @@ class Marker:
         }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Facts:
+class Facts(Frozen):
     """What a hook sees from its working directory."""
 
     cwd: str | None = None
@@ -65,14 +65,13 @@ class Facts:
     git_root: str | None = None
     branch: str | None = None
     head: str | None = None
-    remotes: Mapping[str, str] = field(default_factory=dict)  # name → URL, credentials removed
+    remotes: Mapping[str, str] = {}  # name → URL, credentials removed
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Rules:
-    projects: Mapping[str, str] = field(default_factory=dict)  # path prefix → project
-    sides: Mapping[str, Sequence[str]] = field(default_factory=dict)  # side → path prefixes
-    remotes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # pattern → rule
+class Rules(Frozen):
+    projects: Mapping[str, str] = {}  # path prefix → project
+    sides: Mapping[str, Sequence[str]] = {}  # side → path prefixes
+    remotes: Mapping[str, Mapping[str, str]] = {}  # pattern → rule
     no_capture: Sequence[str] = ()  # path prefixes
 
     @classmethod
@@ -86,31 +85,27 @@ class Rules:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Signal:
+class Signal(Frozen):
     rule: str  # one of RANKS
     field: str  # side, project or capture
     value: Any  # a name, or a bool for capture
     source: str  # where it came from: the marker's path, the prefix, the remote and pattern
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Decision:
+class Decision(Frozen):
     value: Any = None
     rule: str = "none"
     source: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Disagreement:
+class Disagreement(Frozen):
     field: str
     decided: Decision
     signals: tuple[Signal, ...]  # the signals that name another value (or, same rank, all)
     same_rank: bool
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Classification:
+class Classification(Frozen):
     side: Decision
     project: Decision
     capture: Decision
@@ -170,11 +165,10 @@ def read_marker(cwd: str | None) -> Marker | None:
     """The nearest `.ondeck.toml` in `cwd` or a parent, read; None when there is none."""
     if not cwd:
         return None
-    here = Path(cwd)
-    for folder in (here, *here.parents):
-        path = folder / MARKER
+    for folder in _folders(cwd):
+        path = join(folder, MARKER)
         try:
-            with path.open("rb") as handle:
+            with open(path, "rb") as handle:
                 data = handle.read(MARKER_MAX_BYTES + 1)
         except (FileNotFoundError, NotADirectoryError):
             continue
@@ -182,6 +176,18 @@ def read_marker(cwd: str | None) -> Marker | None:
             return Marker(path=str(path), problem=f"cannot be read ({exc.strerror or exc})")
         return _parse_marker(str(path), data)
     return None
+
+
+def _folders(cwd: str) -> Iterator[str]:
+    """`cwd` and its parents, as `(Path(cwd), *Path(cwd).parents)` gives them (no pathlib:
+    a hook's whole process is measured against `python -c pass`)."""
+    here = posix_path(cwd)
+    while True:
+        yield here
+        up = os.path.dirname(here) or "."
+        if up == here:
+            return
+        here = up
 
 
 def _parse_marker(path: str, data: bytes) -> Marker:
@@ -305,7 +311,7 @@ def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
                                 Signal(rule="remote", field=key, value=rule[key], source=source)
                             )
     if facts.git_root:
-        folder = project_name(Path(facts.git_root).name)
+        folder = project_name(os.path.basename(posix_path(facts.git_root)))
         if folder:
             found.append(Signal(rule="git", field="project", value=folder, source=facts.git_root))
     return found, problems

@@ -73,13 +73,10 @@ def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> 
     are two events, while one event delivered twice (a hook installed in two settings
     files, a spool drained again after a crash) is one.
     """
-    import hashlib
-
     if size is None:
         size = transcript_size(payload)
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    digest = hashlib.sha256(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:32]
+    return _sha(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
 
 
 def trim(payload: dict[str, Any]) -> dict[str, Any]:
@@ -299,10 +296,15 @@ def changes_record(
     }
 
 
-def _sha(text: str) -> str:
-    import hashlib
+def _sha(data: str | bytes) -> str:
+    """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
+    of a hook's whole process (as core/hook_config.store_fingerprint)."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
 
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return str(sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:32])
 
 
 def changes_of(

@@ -11,6 +11,7 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hooks' start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
 # The hooks Claude Code runs: at every session start and end, and at every turn (stop).
@@ -66,14 +67,12 @@ def _hook(verb: str) -> NoReturn:
 
     gc.disable()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from ondeck.entrypoints import hooks
+
     if verb == "session-start":
-        from ondeck.entrypoints.hooks import session_start
-
-        code = session_start(sys.stdin, sys.stdout)
+        code = hooks.session_start(sys.stdin, sys.stdout)
     else:
-        from ondeck.entrypoints.hooks import run_hook
-
-        code = run_hook(verb, sys.stdin, sys.stdout)
+        code = hooks.run_hook(verb, sys.stdin, sys.stdout)
     for stream in (sys.stdout, sys.stderr):
         # A reader that went away is told nothing more; the exit code stands. (Not
         # `contextlib.suppress`: nothing else on the hooks' server path imports contextlib.)
@@ -81,7 +80,34 @@ def _hook(verb: str) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             pass
+    if hooks.AFTER:
+        _after_answer(hooks.AFTER)
     os._exit(code)
+
+
+def _after_answer(work: list[Callable[[], None]]) -> None:
+    """Run what a hook left for after its answer in a child of its own session, its standard
+    streams on /dev/null: Claude Code waits for the hook's exit and the end of its output,
+    not for this. Where fork fails, here and now."""
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid > 0:
+        return
+    try:
+        if pid == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+        for job in work:
+            job()
+    except Exception:  # nobody is left to tell; what was not sent waits in the spool
+        pass
+    finally:
+        if pid == 0:
+            os._exit(0)
 
 
 def run(args: list[str]) -> int:

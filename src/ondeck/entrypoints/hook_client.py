@@ -1,0 +1,259 @@
+"""Where a hook's record goes in client mode (`ONDECK_SERVER_URL`): the server at that URL,
+else the spool. See entrypoints/hooks.py for the other mode.
+
+The server may run on another machine, so it must not read this machine's paths: the hook
+reads git and the marker file itself and makes the whole record (services/hook_records.py),
+as it does when it stores in the database itself, and sends the finished record (`POST
+/api/v1/sessions/records`, with `ONDECK_TOKEN`, the device token). No database, no driver,
+no SQLAlchemy or pydantic is imported on the way (tests/cli/test_hook_client.py).
+
+When the server does not take a record (unreachable, too slow, a token it refuses), the
+record goes to the spool and the hook says why; the next hook that reaches the server sends
+what waits there first, in order, once. A refused token is spooled too: it will not be
+accepted later without a person, but a person fixing the token should find the sessions of
+the meantime waiting, not lost (the context says so at every session start meanwhile, and
+a spool older than ten minutes is a warning of its own).
+
+All requests of one hook share one budget (`SERVER_TIMEOUT_S`): once the server failed to
+answer, the hook does not ask it again, so a hook that finds no server ends within it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ondeck.entrypoints.hook_delivery import (
+    RECORDS_PATH,
+    SERVER_TIMEOUT_S,
+    as_sent,
+    debug,
+    spool_waits,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+if TYPE_CHECKING:
+    import threading
+    from datetime import datetime
+    from typing import Any
+
+    from ondeck.core.hook_config import HookConfig
+
+BATCH = 100  # records per request when the spool drains (the route takes 500)
+
+
+class Refused(Exception):
+    """The server answered, but will not take what was sent (token, or an error of its own)."""
+
+
+class Unanswered(Exception):
+    """The server did not answer: not reachable, too slow, or not an HTTP answer."""
+
+
+class Remote:
+    """The server of client mode; the same face as hook_delivery.Local (`store`,
+    `spooled_line`, `close`), so the hooks treat both alike."""
+
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
+        self.url = str(config.server_url)
+        self.problem = ""  # why the server did not take a record (or a request) last
+        self._failed: Exception | None = None  # the server did not answer: not asked again
+        self._spool_problem = ""
+        self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
+        self._until = time.monotonic() + SERVER_TIMEOUT_S
+
+    # --- requests --------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, body: Any = None) -> bytes:
+        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise."""
+        if self._failed is not None:
+            raise self._failed
+        from ondeck.entrypoints.hook_http import HttpError, request
+
+        headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
+        left = self._until - time.monotonic()
+        try:
+            if left <= 0:
+                raise HttpError(f"no answer within {SERVER_TIMEOUT_S:g} s")
+            status, _, answer = request(
+                self.url,
+                method,
+                path,
+                body=None if body is None else json.dumps(body, ensure_ascii=False).encode(),
+                headers=headers,
+                timeout=left,
+            )
+        except HttpError as exc:
+            self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
+            raise self._failed from None
+        if status == 200:
+            return answer
+        said = _message_of(answer)
+        # Not remembered as a failure: a token that may only read still gets the context.
+        if status in (401, 403):
+            who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
+            raise Refused(
+                f"the server {self.url} refused {who}: {status} {said}; on the server, "
+                "`ondeck token create NAME` makes a device token for ONDECK_TOKEN here"
+            )
+        raise Refused(f"the server {self.url} answered {status}: {said}")
+
+    def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        answer = self.request("POST", RECORDS_PATH, {"records": records})
+        try:
+            results = json.loads(answer)["results"]
+        except (ValueError, KeyError, TypeError):
+            results = None
+        if not isinstance(results, list) or len(results) != len(records):
+            raise Refused(f"the server {self.url} answered for other records")
+        return results
+
+    # --- records ---------------------------------------------------------------------------
+
+    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """Send `record` after whatever waits in the spool: its outcome, or None when it was
+        spooled (`self.problem` says why)."""
+        from ondeck.services.hook_records import parse_record
+
+        del now  # the record carries its own time; the server's clock is the server's
+        parse_record(record)  # what the server would refuse is a bug: say so here
+        try:
+            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
+                self._drain()
+            result = self.post_records([as_sent(record)])[0]
+        except (Refused, Unanswered) as exc:
+            self.problem = str(exc)
+        else:
+            if result.get("outcome") == "rejected":
+                raise ValueError(f"the server rejected the record: {result.get('reason')}")
+            debug(f"{record['kind']} stored through {self.url}")
+            return dict(result)
+        from ondeck.services import spool
+
+        spool.append(self.config.spool_dir, record)
+        debug(f"{record['kind']} kept in the spool: {self.problem}")
+        return None
+
+    def _drain(self) -> None:
+        from ondeck.services import spool
+        from ondeck.services.hook_records import parse_record
+
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            answers: list[str | None] = []
+            for at in range(0, len(batch), BATCH):
+                part = batch[at : at + BATCH]
+                try:
+                    results = self.post_records([as_sent(r) for r in part])
+                except (Refused, Unanswered) as exc:
+                    self._spool_problem = str(exc)
+                    if not answers:
+                        raise spool.Unreachable(str(exc)) from exc
+                    return answers
+                answers += [
+                    r.get("reason") if r.get("outcome") == "rejected" else None for r in results
+                ]
+            return answers
+
+        drained = spool.drain(self.config.spool_dir, apply, parse_record)
+        debug(f"spool: {drained.applied} sent to {self.url}, {drained.left} left")
+        if drained.busy:
+            raise Unanswered("another hook is sending the spool")
+        if drained.left:
+            raise self._failed or Refused(self._spool_problem or "the spool could not be sent")
+
+    def waiting(self) -> int:
+        from ondeck.services import spool
+
+        return spool.status(self.config.spool_dir).waiting
+
+    def spooled_line(self, what: str) -> str:
+        return (
+            f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
+            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and sent "
+            "by the next hook that reaches the server."
+        )
+
+    def close(self) -> None:
+        """Nothing held open (each request has its own connection)."""
+
+    # --- the context -----------------------------------------------------------------------
+
+    def context(self, project: str | None, brief: dict[str, Any]) -> str:
+        """The session context as the server gives it (Markdown, with the brief); Refused or
+        Unanswered when there is none.
+
+        The working directory is not sent: the server is not to read this machine's paths,
+        so the brief says its git drift was not read (core/git.drift would need the
+        handoff's HEAD, which only the server knows, and this machine's repository)."""
+        path = _context_path(project, brief)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == path:
+            _, thread, box = pending
+            thread.join()
+            if isinstance(box.get("failed"), Exception):
+                raise box["failed"]
+            answer = box["answer"]
+        else:
+            answer = self.request("GET", path)
+        return bytes(answer).decode("utf-8", "replace")
+
+    def context_soon(self, project: str | None, brief: dict[str, Any]) -> None:
+        """Start asking for the context (on a thread): `context` with the same question
+        takes its answer."""
+        import threading
+
+        path = _context_path(project, brief)
+        box: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                box["answer"] = self.request("GET", path)
+            except (Refused, Unanswered) as exc:
+                box["failed"] = exc
+
+        thread = threading.Thread(target=ask, name="ondeck-context", daemon=True)
+        thread.start()
+        self._pending = (path, thread, box)
+
+    def unavailable(self, exc: BaseException) -> str:
+        """The context when the server gave none: which server, and why."""
+        return (
+            "# On deck: unavailable\n\n"
+            f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
+            "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
+        )
+
+
+def _context_path(project: str | None, brief: dict[str, Any]) -> str:
+    from ondeck.entrypoints.hook_http import query_string
+
+    asked: dict[str, str] = {"format": "markdown", "brief": "true"}  # Format.markdown
+    if project:
+        asked["project"] = project
+    for key in ("side", "source", "session"):
+        if brief.get(key):
+            asked[key] = str(brief[key])
+    if brief.get("unclassified"):
+        asked["unclassified"] = "true"
+    return f"/api/v1/context?{query_string(asked)}"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].lower() + text[1:] if text else "the server gave no context"
+
+
+def _message_of(answer: bytes) -> str:
+    """The one line of an ondeck error answer (`{"error": {"message": …}}`), else its start."""
+    text = answer[:2000].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(data.get("detail"), str):
+            text = data["detail"]
+    return " ".join(text.split())[:300] or "no reason given"

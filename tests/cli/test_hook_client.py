@@ -1,0 +1,336 @@
+"""The session hooks in client mode (issue 16): two machines as two home directories on one
+host. The server: a real `ondeck serve` with its own SQLite database and admin token. The
+client: only `ONDECK_SERVER_URL` and a device token, running real `ondeck hook …` processes
+with Claude Code's payloads in a git repository of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from ondeck.db.engine import make_engine
+from ondeck.db.tables import events
+from support.hooks import ONDECK, commit_file, new_repo, payload
+from support.pg import free_port
+
+pytestmark = pytest.mark.slow
+
+ADMIN = "admin-token-of-the-server-0123456789"
+SESSION = "7d0c9a4e-1b2c-4d3e-8f90-abcdef012345"
+# What a hook process imported, reported on its way out (the real entry point ends the
+# process with os._exit): client mode touches no database and no driver.
+PROBE = """
+import json, os, sys
+real_exit = os._exit
+def exit_reporting(code):
+    sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = exit_reporting
+sys.argv = ["ondeck", "hook", sys.argv[1]]
+from ondeck.entrypoints.cli import main
+main()
+"""
+NEVER = ("sqlalchemy", "psycopg", "sqlite3", "_sqlite3", "pydantic", "pydantic_settings")
+# And, to stay within 4x `python -c pass` (bench/sessions.py), none of what costs a share of
+# it: the hook makes its record with frozen records (core/frozen.py), Python's own SHA-256,
+# its own query string.
+HEAVY = ("typing", "dataclasses", "pathlib", "inspect", "hashlib", "logging", "urllib.parse")
+HEAVY += ("subprocess", "encodings.idna", "ondeck.services.context_render")  # git: posix_spawn
+
+
+def _machine(home: Path) -> dict[str, str]:
+    """A clean environment for one machine: no ONDECK_* of the test run, its own home."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ONDECK_")}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        ONDECK_TZ="UTC",
+    )
+    return env
+
+
+class Server:
+    """`ondeck serve` on a free port, in the server machine's home."""
+
+    def __init__(self, home: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**_machine(home), "ONDECK_TOKEN": ADMIN, "ONDECK_PORT": str(self.port)}
+        self.db_url = f"sqlite:///{home}/.local/share/ondeck/ondeck.db"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [ONDECK, "serve", "--no-jobs"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
+                return
+            except urllib.error.HTTPError:
+                return  # it answers (the health page may want a token)
+            except OSError:
+                assert self.proc.poll() is None, "the server did not start"
+                time.sleep(0.1)
+        self.stop()
+        raise AssertionError("the server did not answer")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+    def ondeck(self, *args: str) -> str:
+        done = subprocess.run(
+            [ONDECK, *args], env=self.env, capture_output=True, text=True, timeout=60, check=True
+        )
+        return done.stdout.strip()
+
+    def get(self, path: str) -> Any:
+        asked = urllib.request.Request(
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {ADMIN}"}
+        )
+        with urllib.request.urlopen(asked, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    def count(self, kind: str) -> int:
+        engine = make_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                found = conn.execute(
+                    select(func.count()).select_from(events).where(events.c.kind == kind)
+                )
+                return int(found.scalar_one())
+        finally:
+            engine.dispose()
+
+
+class Client:
+    """The laptop: its own home, a git repository, ONDECK_SERVER_URL and a device token."""
+
+    def __init__(self, home: Path, server: Server, token: str) -> None:
+        self.env = {**_machine(home), "ONDECK_SERVER_URL": server.url, "ONDECK_TOKEN": token}
+        self.repo = new_repo(home / "site", commits=2)
+        self.transcript = home / "transcript.jsonl"
+        self.spool = home / ".local" / "share" / "ondeck" / "spool"
+
+    def hook(self, verb: str, kind: str, **changes: Any) -> tuple[str, list[str], float]:
+        """Run `ondeck hook VERB`: (stdout, the modules it imported, seconds)."""
+        with self.transcript.open("a") as handle:  # the turn Claude Code wrote first
+            handle.write(json.dumps({"verb": verb}) + "\n")
+        data = payload(
+            kind,
+            session_id=SESSION,
+            cwd=str(self.repo),
+            transcript_path=str(self.transcript),
+            **changes,
+        )
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, verb],
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**self.env, "ONDECK_DEBUG": "1"},
+            check=False,
+        )
+        took = time.monotonic() - began
+        assert done.returncode == 0, done.stderr
+        line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")]
+        assert line, done.stderr
+        modules = json.loads(line[0].removeprefix("MODULES "))
+        return done.stdout, modules, took
+
+    def spooled(self) -> int:
+        """Records waiting (a drain that could not finish leaves them in draining.jsonl)."""
+        files = [self.spool / "draining.jsonl", self.spool / "events.jsonl"]
+        return sum(len(f.read_text().splitlines()) for f in files if f.exists())
+
+
+def _context(out: str) -> str:
+    return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+
+
+def _no_database(modules: list[str]) -> None:
+    touched = sorted({m for m in modules if m.split(".")[0] in NEVER})
+    assert touched == [], touched
+    heavy = sorted(set(modules) & set(HEAVY))
+    assert heavy == [], heavy
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = Server(tmp_path / "server-home")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_it_records_a_whole_session_on_the_server_and_prints_its_context(
+    server: Server, tmp_path: Path
+) -> None:
+    server.ondeck("task", "add", "Renew the TLS certificate", "--project", "site")
+    token = server.ondeck("token", "create", "laptop")
+    client = Client(tmp_path / "laptop-home", server, token)
+
+    out, modules, _ = client.hook("session-start", "start")
+    context = _context(out)
+    assert context.startswith("# On deck"), context
+    assert "Renew the TLS certificate" in context  # the server's backlog, project `site`
+    assert "unavailable" not in context
+    _no_database(modules)
+
+    out, modules, _ = client.hook("stop", "stop", last_assistant_message="All green.")
+    assert out == "" and client.spooled() == 0
+    _no_database(modules)
+    client.hook("post-compact", "compact", compact_summary="We renewed the certificate.")
+    commit_file(client.repo, "notes.md", "renewed\n", "Renew the certificate")
+    out, modules, _ = client.hook("session-end", "end")
+    assert json.loads(out)["owner"] == f"claude:{SESSION}"
+    _no_database(modules)
+
+    [listed] = server.get("/api/v1/sessions")
+    assert listed["status"] == "ended" and listed["project"] == "site"
+    assert listed["git_root"] == str(client.repo)  # read by the hook, on the client
+    # The commits and files are read and sent after the hook answered (a detached child).
+    for _ in range(100):
+        detail = server.get(f"/api/v1/sessions/{listed['id']}")
+        if detail["commits"] is not None:
+            break
+        time.sleep(0.05)
+    assert listed["compactions"] == 1 and listed["last_word_preview"] == "All green."
+    assert [c[1] for c in detail["commits"]["items"]] == ["Renew the certificate"]
+    assert client.spooled() == 0
+    assert server.count("session.started") == 1
+
+
+def test_a_revoked_token_fails_open_naming_the_token_and_spools(
+    server: Server, tmp_path: Path
+) -> None:
+    token = server.ondeck("token", "create", "laptop")
+    server.ondeck("token", "revoke", "laptop")
+    client = Client(tmp_path / "laptop-home", server, token)
+
+    out, _, _ = client.hook("session-start", "start")
+    context = _context(out)
+    assert "unavailable" in context and server.url in context
+    assert "refused its token: 401" in context and "revoked" in context
+    assert "kept in the spool (1 event(s)" in context  # not lost: a person fixes the token
+    assert client.spooled() == 1
+    assert server.get("/api/v1/sessions") == []
+
+
+def test_a_read_token_gets_the_context_but_cannot_record(server: Server, tmp_path: Path) -> None:
+    token = server.ondeck("token", "create", "reader", "--scope", "read")
+    client = Client(tmp_path / "laptop-home", server, token)
+
+    out, _, _ = client.hook("session-start", "start")
+    context = _context(out)
+    assert context.startswith("# On deck") and "unavailable" not in context.split("\n")[0]
+    assert "token 'reader' may only read" in context and "kept in the spool" in context
+    out, _, _ = client.hook("stop", "stop", last_assistant_message="Done.")
+    assert "may only read" in json.loads(out)["systemMessage"]
+    assert client.spooled() == 2
+
+
+def test_the_server_stopped_the_hooks_fail_open_in_time_then_send_the_spool_once(
+    server: Server, tmp_path: Path
+) -> None:
+    token = server.ondeck("token", "create", "laptop")
+    client = Client(tmp_path / "laptop-home", server, token)
+    client.hook("session-start", "start")
+    server.stop()
+
+    out, _, took = client.hook("stop", "stop", last_assistant_message="Offline turn.")
+    assert "kept in the spool" in json.loads(out)["systemMessage"] and took < 3.5
+    out, _, _ = client.hook("post-compact", "compact", compact_summary="Offline summary.")
+    out, _, took = client.hook("session-start", "resume")
+    context = _context(out)
+    assert "unavailable" in context and server.url in context and "did not answer" in context
+    assert took < 3.5
+    assert client.spooled() == 3
+
+    server.start()
+    out, _, _ = client.hook("session-end", "end")
+    assert "systemMessage" not in json.loads(out), out
+    assert client.spooled() == 0
+    [listed] = server.get("/api/v1/sessions")
+    assert listed["status"] == "ended" and listed["compactions"] == 1
+    assert listed["last_word_preview"] == "Offline turn."
+    assert server.count("session.compacted") == 1
+    assert server.count("session.last_word") == 1
+
+    client.hook("stop", "stop", last_assistant_message="Offline turn.")  # nothing waits
+    assert server.count("session.compacted") == 1
+
+
+def test_a_hanging_server_is_given_at_most_three_seconds(tmp_path: Path) -> None:
+    """A server that accepts the connection and never answers."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        fake = Server(tmp_path / "server-home")
+        fake.url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        client = Client(tmp_path / "laptop-home", fake, "odk_whatever")
+        out, _, took = client.hook("session-start", "start")
+        assert "did not answer" in _context(out) and took < 4.5
+        assert client.spooled() == 1
+    finally:
+        listener.close()
+
+
+def test_a_client_mode_hook_over_https_verifies_the_certificate(tmp_path: Path) -> None:
+    """A self-signed server is refused, unless SSL_CERT_FILE names its certificate."""
+    from cli.test_serve_tls import _self_signed
+
+    cert, key = _self_signed(tmp_path)
+    server = Server(tmp_path / "server-home")
+    server.proc = subprocess.Popen(
+        [ONDECK, "serve", "--no-jobs", "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)],
+        env=server.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        server.url = f"https://127.0.0.1:{server.port}"
+        context = ssl.create_default_context(cafile=str(cert))
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=1, context=context)
+                break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                time.sleep(0.1)
+        client = Client(tmp_path / "laptop-home", server, ADMIN)
+        out, _, _ = client.hook("session-start", "start")
+        assert "CERTIFICATE_VERIFY_FAILED" in _context(out)
+        client.env["SSL_CERT_FILE"] = str(cert)
+        out, _, _ = client.hook("stop", "stop", last_assistant_message="Over TLS.")
+        assert out == "" and client.spooled() == 0
+    finally:
+        server.stop()
