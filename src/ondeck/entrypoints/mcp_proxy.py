@@ -10,7 +10,7 @@ driver nor SQLAlchemy: the tools and their rules live on the server only.
               `X-Ondeck-Side` / `X-Ondeck-Project` headers (a directory in no side:
               `X-Ondeck-Unclassified`, why, and the server shows it no memory)
     failing   before serving, one request says whether the server answers and takes the
-              token: unreachable is exit 5 (the URL and the reason), refused exit 6; a
+              token (no answer is exit 5, with the URL and the reason; refused, exit 6); a
               call refused later (a token revoked meanwhile) or unanswered (the server
               stopped) is that call's tool error, the reason found by the same request
 """
