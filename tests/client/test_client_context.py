@@ -42,6 +42,8 @@ def test_no_token_and_a_wrong_token_exit_6(server: Server, tmp_path: Path) -> No
         done = laptop.ondeck("context")
         assert done.returncode == 6, done.stderr
         assert done.stderr.count("\n") == 1 and server.url in done.stderr
+        named = "missing bearer token" if token is None else "not a token of this server"
+        assert named in done.stderr, done.stderr
 
 
 def test_an_unreachable_server_exits_5_naming_it(tmp_path: Path) -> None:

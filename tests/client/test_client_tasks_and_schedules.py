@@ -230,6 +230,7 @@ def test_a_revoked_token_is_refused_at_once(server: Server, tmp_path: Path) -> N
     done = phone.ondeck("task", "list")
     assert done.returncode == 6, done.stderr
     assert done.stderr.count("\n") == 1 and server.url in done.stderr
+    assert "token 'phone' is revoked" in done.stderr, "the line names the token"
 
 
 def test_rule_check_needs_no_server(tmp_path: Path, server: Server) -> None:

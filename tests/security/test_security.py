@@ -243,7 +243,8 @@ def test_the_token_is_compared_in_constant_time(
 
 
 def form_routes(app: FastAPI) -> list[str]:
-    return [p for m, p in routes(app) if m == "POST" and not p.startswith("/api/")]
+    # /mcp is MCP's JSON endpoint (bearer token, JSON bodies only), not a dashboard form.
+    return [p for m, p in routes(app) if m == "POST" and not p.startswith("/api/") and p != "/mcp"]
 
 
 @pytest.mark.parametrize("token", [None, TOKEN], ids=["open", "with-login"])
@@ -268,6 +269,9 @@ def test_every_dashboard_form_without_its_csrf_token_is_refused(
             for data in (fields, {**fields, "csrf_token": "forged.token.value"}):
                 response = client.post(concrete(path), data=data, follow_redirects=False)
                 assert response.status_code == 403, (path, response.status_code)
+        # A form posted cross-site to /mcp is no MCP request: refused, nothing written.
+        forged = client.post("/mcp", data=fields, follow_redirects=False)
+        assert forged.status_code >= 400, forged.status_code
         assert counts(seeded) == before
 
 

@@ -185,6 +185,25 @@ def verify(conn: Connection, now: datetime, presented: str) -> Verified | None:
     return Verified(identity=identity, touch_due=due)
 
 
+def refusal(conn: Connection, now: datetime, presented: str) -> str:
+    """Why `presented` is not a live token, naming it when it is one of ours (revoked or
+    expired): whoever presents it holds it already, and the client can say which one."""
+    if not presented.startswith(PREFIX) or len(presented) > _PRESENTED_MAX:
+        return "not a token of this server"
+    row = conn.execute(
+        select(tokens.c.name, tokens.c.revoked_at, tokens.c.expires_at).where(
+            tokens.c.hash == digest(presented)
+        )
+    ).first()
+    if row is None:
+        return "not a token of this server"
+    if row.revoked_at is not None:
+        return f"token {row.name!r} is revoked"
+    if row.expires_at is not None and row.expires_at <= aware(now):
+        return f"token {row.name!r} has expired"
+    return f"token {row.name!r} is not live"
+
+
 def touch(conn: Connection, now: datetime, name: str) -> bool:
     """Write the live token's `last_used_at`, unless another request did in the last minute."""
     now = aware(now)

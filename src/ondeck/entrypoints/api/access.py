@@ -52,7 +52,8 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
         identity = await run_in_threadpool(guard.identify, call, presented)
         if identity is None:
             guard.wrong_token(request, call.now())
-            raise Unauthorized("wrong bearer token (unknown, revoked or expired)")
+            reason = await run_in_threadpool(guard.refusal, call, presented)
+            raise Unauthorized(f"wrong bearer token: {reason}")
         if surface == "api" and not identity.may(request.method):
             raise Forbidden(
                 f"token {identity.token!r} may only read: {request.method} changes data "

@@ -89,6 +89,13 @@ class Guard:
             return False
         return hmac.compare_digest(given.encode(), self.token.encode())
 
+    def refusal(self, call: Call, presented: str) -> str:
+        """Why `presented` is refused (services/tokens.refusal): call it off the event loop."""
+        from ondeck.services import tokens
+
+        with call.read() as conn:
+            return tokens.refusal(conn, call.now(), presented)
+
     def identify(self, call: Call, presented: str) -> Identity | None:
         """Who `presented` is: the admin (`ONDECK_TOKEN`), a live device token, or nobody.
         Reads the database for a device token (and writes its "last used", at most once a
