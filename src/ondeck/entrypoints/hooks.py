@@ -191,24 +191,13 @@ def _context_from_client(client: Remote, project: str | None, brief: dict[str, A
 
 
 def _brief_of(
-    payload: dict[str, Any],
-    config: HookConfig,
-    classification: dict[str, Any],
-    unclassified: bool,
+    payload: dict[str, Any], config: HookConfig, classification: dict[str, Any], unclassified: bool
 ) -> dict[str, Any]:
-    """What the brief needs to know of this session (services/brief.BriefRequest)."""
-    session = payload.get("session_id")
-    source = payload.get("source")
-    cwd = payload.get("cwd")
-    return {
-        "sides_on": bool(config.sides),
-        "side": (classification.get("side") or {}).get("value"),
-        "project": (classification.get("project") or {}).get("value"),
-        "unclassified": unclassified,
-        "source": source if isinstance(source, str) and source.isalpha() else None,
-        "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
-        "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
-    }
+    from ondeck.services.hook_records import brief_fields
+
+    return brief_fields(
+        payload, classification, sides_on=bool(config.sides), unclassified=unclassified
+    )
 
 
 def _with_notes(markdown: str, notes: list[str]) -> str:

@@ -164,6 +164,26 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     return shown, classify(facts, Rules.of(config))
 
 
+def brief_fields(
+    payload: dict[str, Any], classification: dict[str, Any], *, sides_on: bool, unclassified: bool
+) -> dict[str, Any]:
+    """What the brief needs to know of a starting session (the fields of
+    services/brief.BriefRequest), read from the hook's payload as received: its side and
+    project as classified, how it started, its id, its directory (absolute, no NUL)."""
+    session = payload.get("session_id")
+    source = payload.get("source")
+    cwd = payload.get("cwd")
+    return {
+        "sides_on": sides_on,
+        "side": (classification.get("side") or {}).get("value"),
+        "project": (classification.get("project") or {}).get("value"),
+        "unclassified": unclassified,
+        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+    }
+
+
 def repo_of(facts: Any, cwd: Any) -> Repo | None:
     """The repository of `cwd` as a record's facts hold it (read moments ago by `observe`),
     for the brief's drift not to read it again; None when the facts are not of `cwd` (a

@@ -70,3 +70,15 @@ def _bearer(request: Request) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     value = value.strip()
     return value if scheme.lower() == "bearer" and value else None
+
+
+def from_loopback(request: Request) -> bool:
+    """Whether the request came from this machine: only such a caller's paths (a session's
+    directory) are paths here, for the server to read git in."""
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ondeck.core.validation import PROJECT_PATTERN
+from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
 from ondeck.services.context_render import Format
@@ -85,19 +86,9 @@ def get_context(
             session=session,
             # git is read in `cwd` on this machine: only for a caller on this machine (the
             # session hook), as the hooks' events are.
-            cwd=cwd if cwd and "\x00" not in cwd and _loopback(http) else None,
+            cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,
         )
     return Response(
         store.context_text(format, project, budget, brief=request),
         media_type=MEDIA_TYPES[format],
     )
-
-
-def _loopback(request: Request) -> bool:
-    import ipaddress
-
-    host = request.client.host if request.client else ""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
+from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.services import session_hooks, sessions
@@ -226,7 +227,7 @@ def post_hook_events(
     """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
     classifies it by the hook's rules, scrubs and stores it; a session's commits and files
     are read once the answer is sent."""
-    if not _loopback(request):
+    if not from_loopback(request):
         raise Forbidden()
     _same_store(store.settings.store_id, expected)
     now = store.now()
@@ -250,33 +251,17 @@ def _brief_of(
     the hook's rules classified it, how it started, its id, its directory (this machine's:
     the route is loopback only) and its repository as the record just read it."""
     from ondeck.services.brief import BriefRequest
-    from ondeck.services.hook_records import repo_of
+    from ondeck.services.hook_records import brief_fields, repo_of
 
-    payload = event.get("payload") or {}
-    session, source, cwd = payload.get("session_id"), payload.get("source"), payload.get("cwd")
-    cwd = cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None
-    return BriefRequest(
+    fields = brief_fields(
+        event.get("payload") or {},
+        classification,
         sides_on=bool(isinstance(rules, dict) and rules.get("sides")),
-        side=(classification.get("side") or {}).get("value"),
-        project=(classification.get("project") or {}).get("value"),
         unclassified=bool(classification.get("unclassified")),
-        source=source if isinstance(source, str) and source.isalpha() else None,
-        session=session.strip()[:200] if isinstance(session, str) and session.strip() else None,
-        cwd=cwd,
-        repo=repo_of(facts, cwd),
     )
+    return BriefRequest(**fields, repo=repo_of(facts, fields["cwd"]))
 
 
 def _same_store(mine: str, expected: str | None) -> None:
     if expected is not None and expected != mine:
         raise Conflict("this server serves another database", code="store_mismatch")
-
-
-def _loopback(request: Request) -> bool:
-    import ipaddress
-
-    host = request.client.host if request.client else ""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
