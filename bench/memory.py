@@ -413,7 +413,12 @@ def brief_times(engine: Engine, rounds: int, cwd: str | None = None) -> dict[str
 
 def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
     """session-start as a whole process on this data (a new session each run), interleaved
-    with `python -c 'import sqlalchemy'`: medians and their ratio."""
+    with its yardstick: medians and their ratio.
+
+    Both run with a bytecode cache, as an installed ondeck has (a private
+    `PYTHONPYCACHEPREFIX`, filled by the unmeasured first runs): an environment with
+    PYTHONDONTWRITEBYTECODE would otherwise have the hook compile ondeck's modules from
+    source at every run (about 10 ms here) while the yardstick's come compiled."""
     with tempfile.TemporaryDirectory(prefix="ondeck-bench-hook-") as tmp:
         work = Path(tmp) / "work"
         repo = work / "p7"
@@ -431,7 +436,9 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
             "ONDECK_TZ": "UTC",
             "ONDECK_DATA_DIR": str(Path(tmp) / "data"),
             "ONDECK_SIDES": json.dumps({"work": [str(work)], "personal": ["/nonexistent"]}),
+            "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"),
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         proc = None
         if server:
             proc = subprocess.Popen(
@@ -470,7 +477,7 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
                 # same machine load.
                 yardstick = "pass" if server else "import sqlalchemy"
                 began = time.perf_counter()
-                subprocess.run([sys.executable, "-c", yardstick], check=True)
+                subprocess.run([sys.executable, "-c", yardstick], env=env, check=True)
                 base = time.perf_counter() - began
                 if i >= 2:  # the first runs fill caches
                     hook.append(elapsed * 1000)

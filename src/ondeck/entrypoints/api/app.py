@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from sqlalchemy import Engine
-from starlette.responses import Response
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ondeck import __version__
 from ondeck.core import logs
@@ -43,27 +44,8 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     app.state.store = store
     errors.install(app)
 
-    @app.middleware("http")
-    async def guard(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        token = settings.token_value
-        path = request.url.path
-        if token and path == PATH:
-            # Every MCP request, each call of a session already open too (mcp_http.py).
-            refused = await admit(request, browsable=False, surface="mcp")
-            if refused is not None:
-                return refused
-        elif token and (path.startswith("/api/") or path in API_DOCUMENTS):
-            # The API's description is readable with a bearer, or from a browser logged in
-            # to the dashboard; the API itself only with a bearer (api/access.py).
-            refused = await admit(request, browsable=path in API_DOCUMENTS)
-            if refused is not None:
-                return refused
-        response: Response = await call_next(request)
-        response.headers["X-Ondeck-Store"] = settings.store_id
-        return response
-
+    # Added first, so it runs after the body limit below.
+    app.add_middleware(Guard, settings=settings)
     # Added last, so it runs first: an oversized body is refused before the token check.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
@@ -95,6 +77,47 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
     web.install(app, settings)
     return app
+
+
+class Guard:
+    """The bearer check of the API and of MCP, and the store's fingerprint on every answer
+    (the hooks check it: the server they ask must serve their database).
+
+    A plain ASGI middleware, not `@app.middleware("http")`: that one runs each request in a
+    task group with memory streams, which a session hook waits for at every turn."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings) -> None:
+        from ondeck.entrypoints.mcp_http import PATH
+
+        self.app = app
+        self.settings = settings
+        self.mcp_path = PATH
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = self.settings.token_value
+        path = scope["path"]
+        refused = None
+        if token and path == self.mcp_path:
+            # Every MCP request, each call of a session already open too (mcp_http.py).
+            refused = await admit(Request(scope, receive), browsable=False, surface="mcp")
+        elif token and (path.startswith("/api/") or path in API_DOCUMENTS):
+            # The API's description is readable with a bearer, or from a browser logged in
+            # to the dashboard; the API itself only with a bearer (api/access.py).
+            refused = await admit(Request(scope, receive), browsable=path in API_DOCUMENTS)
+        store_id = self.settings.store_id
+
+        async def stamped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Ondeck-Store"] = store_id
+            await send(message)
+
+        if refused is not None:
+            await refused(scope, receive, send)  # unstamped: the caller proved nothing
+            return
+        await self.app(scope, receive, stamped)
 
 
 @asynccontextmanager
