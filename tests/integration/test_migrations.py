@@ -58,6 +58,32 @@ def test_a_new_sqlite_file_is_migrated_when_opened(tmp_path) -> None:
     assert upgrade(engine) == (HEAD, HEAD)
 
 
+def test_a_database_of_a_newer_ondeck_is_refused_and_left_as_it_is(
+    engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A schema version this ondeck has no migration for: every command says so in one line
+    (exit 2), and nothing is migrated or written."""
+    from sqlalchemy import text
+
+    from ondeck.core.errors import ConfigError
+    from ondeck.db import migrate
+    from ondeck.entrypoints.cli import run
+
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    monkeypatch.setattr(migrate, "_checked", set())  # as a new process sees it
+    with pytest.raises(ConfigError, match=r"schema version 0099, .* newer ondeck; upgrade"):
+        ensure_schema(engine)
+    capsys.readouterr()
+    assert run(["--db", db_url, "task", "add", "written by a newer ondeck?"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ondeck: error: the database holds schema version 0099")
+    assert "\n" not in err and "Traceback" not in err
+    assert read_revision(engine) == "0099"
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM tasks")).scalar() == 0
+
+
 def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'wal.db'}")
     with engine.connect() as conn:

@@ -14,5 +14,9 @@ def open_database(url: str) -> Engine:
     from ondeck.db.migrate import ensure_schema
 
     engine = make_engine(url)
-    ensure_schema(engine)
+    try:
+        ensure_schema(engine)
+    except BaseException:  # refused or unreachable: no connection is left open behind it
+        engine.dispose()
+        raise
     return engine

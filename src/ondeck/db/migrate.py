@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from ondeck.core.errors import ConfigError
 from ondeck.db.engine import translate_errors
 
 # Must equal Alembic's head; tests/integration/test_migrations.py holds the two together.
@@ -66,16 +67,30 @@ def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | N
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Upgrade a database that is behind; one cheap read when it is current."""
+    """Upgrade a database that is behind; one cheap read when it is current. A database
+    written by a newer ondeck is refused (ConfigError): this one cannot read it, and
+    Alembic's own answer ("Can't locate revision") says nothing a user can act on."""
     key = str(engine.url)
     if key in _checked:
         return
     with _lock:
         if key in _checked:
             return
-        if read_revision(engine) != HEAD:
+        revision = read_revision(engine)
+        if revision != HEAD:
+            if revision is not None and revision not in known_revisions():
+                raise ConfigError(unknown_revision("the database", revision))
             upgrade(engine)
         _checked.add(key)
+
+
+def unknown_revision(what: str, revision: str) -> str:
+    """Why a schema version this ondeck has no migration for is refused (a database, a
+    backup): one sentence saying what to do."""
+    return (
+        f"{what} holds schema version {revision}, which this ondeck does not know (it knows "
+        f"up to {HEAD}): it was written by a newer ondeck; upgrade ondeck"
+    )
 
 
 def alembic_head() -> str | None:

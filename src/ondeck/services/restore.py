@@ -102,14 +102,10 @@ def check_file(path: Path, *, postgres: bool) -> str:
     )
     if revision is None:
         raise InvalidInput(f"{path}: no schema version in it (alembic_version is empty)")
-    from ondeck.db.migrate import HEAD, known_revisions
+    from ondeck.db.migrate import known_revisions, unknown_revision
 
     if revision not in known_revisions():
-        raise InvalidInput(
-            f"{path} holds schema version {revision}, which this ondeck does not know "
-            f"(it knows up to {HEAD}): it was written by a newer ondeck; "
-            "upgrade ondeck, then restore it"
-        )
+        raise InvalidInput(f"{unknown_revision(str(path), revision)}, then restore it")
     return revision
 
 
