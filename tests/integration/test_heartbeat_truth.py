@@ -217,3 +217,35 @@ def test_a_loop_whose_ticks_take_long_is_slow_not_dead(engine: Engine, settings:
         )  # fmt: skip
     assert "jobs_not_running" not in _codes(engine, settings, NOW + timedelta(minutes=17))
     assert "jobs_not_running" in _codes(engine, settings, NOW + timedelta(minutes=19))
+
+
+def test_a_tick_forgets_processes_long_ended_and_nothing_else(engine: Engine) -> None:
+    """`jobs --once` from cron adds a row a run: the rows of processes that stopped over a
+    day ago, or fell silent a week ago, go at the next tick of any process; the others stay."""
+    rows = {
+        "jobs@cron:1": (NOW - timedelta(days=3), NOW - timedelta(days=3)),  # stopped: goes
+        "jobs@cron:2": (NOW - timedelta(hours=20), NOW - timedelta(hours=20)),  # stopped: stays
+        "jobs@gone:3": (NOW - timedelta(days=8), None),  # silent a week, never stopped: goes
+        "jobs@slow:4": (NOW - timedelta(days=6), None),  # silent 6 days: stays
+    }
+    for name, (last, _) in rows.items():
+        _beat(engine, last, name=name)
+    for name, (_, stopped_at) in rows.items():
+        if stopped_at is not None:
+            with engine.begin() as conn:
+                workers.stopped(conn, stopped_at, name)
+    with engine.connect() as conn:
+        assert len(workers.list_workers(conn, limit=100)) == 4  # each was fresh at its beats
+    _beat(engine, NOW, name="jobs@now:5")
+    with engine.connect() as conn:
+        names = {w.name for w in workers.list_workers(conn, limit=100)}
+    assert names == {"jobs@cron:2", "jobs@slow:4", "jobs@now:5"}
+
+
+def test_with_no_process_ticking_the_last_heartbeat_stays_to_say_so(engine: Engine) -> None:
+    _beat(engine, NOW - timedelta(days=30), name="jobs@old:1")
+    with engine.connect() as conn:
+        health = workers.jobs_health(conn, NOW, tick_seconds=60)
+        assert [w.name for w in workers.list_workers(conn)] == ["jobs@old:1"]
+    assert not health.alive
+    assert health.last_tick == NOW - timedelta(days=30)

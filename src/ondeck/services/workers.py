@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import Connection, Select, select, update
+from sqlalchemy import Connection, Select, delete, or_, select, update
 
 from ondeck.core.clock import aware, iso, local
 from ondeck.core.humanize import span
@@ -268,6 +268,13 @@ def settings_of(settings: Settings) -> dict[str, Any]:
     }
 
 
+# How long the rows of jobs processes that ended are kept: `jobs --once` from cron adds one
+# row a run (1,440 a day at every minute), which the System page and the health check would
+# otherwise read past forever. One that stopped is kept a day; one silent for a week is dead.
+STOPPED_KEPT = timedelta(days=1)
+SILENT_KEPT = timedelta(days=7)
+
+
 def beat(
     conn: Connection,
     now: datetime,
@@ -305,6 +312,17 @@ def beat(
         },
     )
     conn.execute(stmt)
+    # Only a ticking process forgets the others: while none ticks, the last heartbeat stays
+    # to say since when the loop has been silent.
+    conn.execute(
+        delete(workers).where(
+            workers.c.name != name,
+            or_(
+                workers.c.stopped_at < now - STOPPED_KEPT,
+                workers.c.last_tick_at < now - SILENT_KEPT,
+            ),
+        )
+    )
 
 
 def stopped(conn: Connection, now: datetime, name: str) -> None:
