@@ -101,6 +101,7 @@ class Session:
             "status": self.status,
             "unclassified": self.unclassified,
             "capture": self.capture,
+            "badges": self.badges(),
             "side": self.side,
             "project": self.project,
             "side_rule": self.side_rule,

@@ -41,6 +41,10 @@ class SessionOut(BaseModel):
     status: Literal["open", "ended", "lost"]
     unclassified: bool = Field(description="In the inbox: shown to no other session.")
     capture: bool = Field(description="False: only times, side and project are kept.")
+    badges: list[str] = Field(
+        description="The status, then `unclassified` and `capture off` where they apply: as "
+        "the lists and the dashboard show a session."
+    )
     side: str | None
     project: str | None
     side_rule: str = Field(description="marker, path, remote, moved or none.")

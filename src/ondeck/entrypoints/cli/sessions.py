@@ -35,13 +35,8 @@ def _place(s: dict[str, Any]) -> str:
 
 
 def _badges(s: dict[str, Any]) -> str:
-    """Status, then inbox and capture (as services/sessions.py Session.badges)."""
-    found = [s["status"]]
-    if s["unclassified"]:
-        found.append("unclassified")
-    if not s["capture"]:
-        found.append("capture off")
-    return ", ".join(found)
+    """Status, then inbox and capture: as the service gave them (Session.badges)."""
+    return ", ".join(s["badges"])
 
 
 @app.command("list")
