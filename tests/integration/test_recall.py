@@ -315,3 +315,28 @@ def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_fir
         assert refs(engine, "words", limit=20) == [f"note {m.id}" for m in reversed(made)]
     finally:
         recall_module._statement.cache_clear()
+
+
+def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a term rare in notes sends the next sources to their indexes first, for
+    CAP candidates at most; where it is commoner than that, the newest rows are read as for
+    any term: the same answer either way."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "CAP", 2)
+    only = note(engine, "승인 approval in one note", at=NOW)
+    with engine.begin() as conn:
+        made = [
+            backlog.create_task(
+                conn, NOW + timedelta(minutes=n + 1), title=f"승인 approval {n}", actor="t"
+            )
+            for n in range(6)
+        ]
+    for query in ("승인", "approval"):
+        with engine.connect() as conn:
+            found = recall(conn, query, POOL, DAY, limit=3)
+        assert [h.ref for h in found.hits] == [f"task {t.id}" for t in made[:-4:-1]], query
+        assert found.more
+        assert f"note {only.id}" in refs(engine, query, limit=20)

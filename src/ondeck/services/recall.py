@@ -486,6 +486,10 @@ _COLUMNS = {
 # every rare term dearer (measured: 500 and 1,000 worse at the 95th percentile, 4,000 no
 # better on the common ones).
 WINDOW = 2_000
+# PostgreSQL: how many candidates a term the search's first source found rare may give the
+# next sources' indexes before they read their newest rows instead (see `_rows`): bounds
+# what a wrong guess costs (a term rare in notes, common in compactions) to ~1-2 ms.
+CAP = 500
 
 
 @lru_cache(maxsize=512)
@@ -493,19 +497,27 @@ def _statement(shape: _Shape, strategy: str = "plain") -> Any:
     """`plain`: as the planner likes it (SQLite: the FTS table drives). PostgreSQL: `window`,
     the newest WINDOW rows only (read newest first, the terms checked on each); `rare`, the
     rows the trigram indexes give, then sorted (a MATERIALIZED CTE keeps the planner from
-    reading the table newest first on a guess)."""
+    reading the table newest first on a guess); `capped`, the same from CAP + 1 candidates
+    at most, each row with the column `candidates` (how many there were: over CAP, the
+    page may miss newer rows), and one row of None when the page is empty."""
     driver, where, order = _match(shape)
     source = _SOURCES[shape.source]
     key = source.key
     if strategy == "window":
-        # The id of the WINDOW-th newest row (none: the table is smaller, all of it).
-        floor = select(key).order_by(key.desc()).offset(WINDOW).limit(1).scalar_subquery()
-        where = [key >= func.coalesce(floor, 0), *where]
-    elif strategy == "rare":
+        # The rows within WINDOW ids of the newest (one seek; a gap left by deleted rows
+        # makes the window smaller, never the answer different: it holds every row above
+        # its floor, so a page filled there is the newest page).
+        newest = select(func.max(key)).scalar_subquery()
+        where = [key > func.coalesce(newest, 0) - WINDOW, *where]
+    matching: Any = None
+    if strategy in ("rare", "capped"):
         # The candidates drive: sorted newest first, each row read by its key until the
         # page is full (never the table read newest first until enough are found, which
         # for a term with fewer matches than a page is the whole table).
-        matching = _candidates(shape).cte("matching").prefix_with("MATERIALIZED")
+        candidates = _candidates(shape)
+        if strategy == "capped":
+            candidates = candidates.limit(CAP + 1)
+        matching = candidates.cte("matching").prefix_with("MATERIALIZED")
         driver = matching
         order = matching.c.id.desc()
     if shape.source == "notes":
@@ -530,8 +542,17 @@ def _statement(shape: _Shape, strategy: str = "plain") -> Any:
         where = [*_task_scope(shape), *where]
     if shape.skip:
         where.append(key.not_in(bindparam("skip", expanding=True)))
-    return (
+    found = (
         select(*_COLUMNS[shape.source]).select_from(frm).where(*where).order_by(order).limit(_LIMIT)
+    )
+    if strategy != "capped":
+        return found
+    # One row at least, whatever was found: the count of candidates, then the page's rows
+    # (all None when the page is empty).
+    page = found.lateral("page")
+    counted = select(func.count().label("candidates")).select_from(matching).subquery("counted")
+    return select(counted.c.candidates, *page.c).select_from(
+        counted.outerjoin(page, literal_column("true"))
     )
 
 
@@ -547,7 +568,9 @@ def _rows(
     include_all: bool = False,
     kinds: tuple[str, ...] = (),
     projects: Sequence[str] = (),
+    guess: _Guess | None = None,
 ) -> Any:
+    guess = guess if guess is not None else _Guess()
     shape = _Shape(
         dialect=conn.dialect.name,
         source=source,
@@ -579,11 +602,35 @@ def _rows(
     # the index's every candidate for a common one. So first the newest WINDOW rows: a
     # common term fills the page there; else the term is rare (under limit/WINDOW of the
     # rows), and the indexes give its few rows.
+    if guess.rare:
+        # The search's first source found these terms rare: the same words are likely rare
+        # here too, and the indexes are asked first, for CAP candidates at most (else, a
+        # term common here after all, the newest rows as for any term).
+        _custom_plans(conn)
+        capped = conn.execute(_statement(shape, "capped"), values).all()
+        if capped[0].candidates <= CAP:
+            return [row for row in capped if row.id is not None]
     rows = conn.execute(_statement(shape, "window"), values).all()
+    if guess.rare is None:
+        # Rare: under a quarter of a page in the newest rows (a term that nearly fills it
+        # there is common in the longer texts of the other sources: measured, 승인's 18 of
+        # 21 in notes made the next three sources' index reads cost 6 ms each).
+        guess.rare = len(rows) <= limit // 4
     if len(rows) >= limit:
         return rows
     _custom_plans(conn)
     return conn.execute(_statement(shape, "rare"), values).all()
+
+
+@dataclass(slots=True)
+class _Guess:
+    """PostgreSQL, one search: whether its terms were rare in the first source searched
+    (None: not known yet). Words rare in notes are rare in sessions' last words, compaction
+    summaries and tasks alike (they are written from the same work): the next sources ask
+    their indexes first, and skip reading newest rows that would hold nothing. Only what
+    is read first changes, never the answer."""
+
+    rare: bool | None = None
 
 
 def _custom_plans(conn: Connection) -> None:
@@ -645,6 +692,7 @@ def _search_notes(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     wanted = tuple(k for k in _NOTE_ORDER if k in kinds) if kinds else _NOTE_ORDER
     if not wanted:
@@ -659,6 +707,7 @@ def _search_notes(
         day=day,
         include_all=include_all,
         kinds=() if wanted == _NOTE_ORDER else wanted,
+        guess=guess,
     )
     return _note_hits(rows, day, whole)
 
@@ -670,6 +719,7 @@ def _search_sessions(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     return [
         Hit(
@@ -686,7 +736,7 @@ def _search_sessions(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "session_words", terms, scope, limit, skip)
+        for row in _rows(conn, "session_words", terms, scope, limit, skip, guess=guess)
     ]
 
 
@@ -697,6 +747,7 @@ def _search_compactions(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     return [
         Hit(
@@ -713,7 +764,7 @@ def _search_compactions(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "compactions", terms, scope, limit, skip)
+        for row in _rows(conn, "compactions", terms, scope, limit, skip, guess=guess)
     ]
 
 
@@ -724,6 +775,7 @@ def _search_tasks(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
     projects: Sequence[str] = (),
 ) -> list[Hit]:
     if scope.sides_on and scope.inbox:
@@ -745,7 +797,7 @@ def _search_tasks(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects)
+        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects, guess=guess)
     ]
 
 
@@ -772,18 +824,21 @@ def recall(
     def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
         nonlocal side_projects
         batch: list[Hit] = []
+        guess = _Guess()
         batch += _search_notes(
-            conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"]
+            conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"], guess
         )
         if not wanted or "last_word" in wanted:
-            batch += _search_sessions(conn, terms, scope, room, whole, seen["sessions"])
+            batch += _search_sessions(conn, terms, scope, room, whole, seen["sessions"], guess)
         if not wanted or "compaction" in wanted:
-            batch += _search_compactions(conn, terms, scope, room, whole, seen["compactions"])
+            batch += _search_compactions(
+                conn, terms, scope, room, whole, seen["compactions"], guess
+            )
         if not wanted or "task" in wanted:
             if scope.sides_on and not scope.inbox and side_projects is None:
                 side_projects = _side_projects(conn, scope.side)
             batch += _search_tasks(
-                conn, terms, scope, room, whole, seen["tasks"], side_projects or ()
+                conn, terms, scope, room, whole, seen["tasks"], guess, side_projects or ()
             )
         return batch
 
