@@ -340,3 +340,14 @@ def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
         assert [h.ref for h in found.hits] == [f"task {t.id}" for t in made[:-4:-1]], query
         assert found.more
         assert f"note {only.id}" in refs(engine, query, limit=20)
+
+
+def test_terms_with_signs_and_digits_are_case_folded_too(engine: Engine) -> None:
+    """PostgreSQL checks such a term's signs and digits as they are before lowering the text
+    for the rest: every case of the letters still matches, and only the term as a whole."""
+    a = note(engine, "moved SRC/Ondeck/DB/Engine.PY and REF-0042")
+    note(engine, "src ondeck db engine py ref 0042, and ref-00420 elsewhere")
+    assert refs(engine, "src/ondeck/db/engine.py") == [f"note {a.id}"]
+    assert refs(engine, "Ref-0042 Engine.py") == [f"note {a.id}"]
+    assert refs(engine, "ref-0042") == refs(engine, "REF-0042")
+    assert len(refs(engine, "ref-0042")) == 2
