@@ -351,3 +351,37 @@ def test_terms_with_signs_and_digits_are_case_folded_too(engine: Engine) -> None
     assert refs(engine, "Ref-0042 Engine.py") == [f"note {a.id}"]
     assert refs(engine, "ref-0042") == refs(engine, "REF-0042")
     assert len(refs(engine, "ref-0042")) == 2
+
+
+def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL reads older rows at the rate a term was found in the newest (and the next
+    sources that many at once) before asking the indexes: the page is the newest matches,
+    as reading everything gives."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "WINDOW", 6)
+    monkeypatch.setattr(recall_module, "FURTHER", 30)
+    recall_module._statement.cache_clear()
+    try:
+        tasks_made, notes_made = {}, {}
+        for n in range(24):
+            body = "midway point" if n % 3 == 0 else "elsewhere"
+            with engine.begin() as conn:
+                at = NOW + timedelta(minutes=n)
+                tasks_made[n] = backlog.create_task(conn, at, title=body, actor="t").id
+            notes_made[n] = note(engine, body, at=NOW + timedelta(minutes=n, seconds=30)).id
+        with engine.connect() as conn:
+            found = recall(conn, "midway", POOL, DAY, limit=5)
+        assert [h.ref for h in found.hits] == [
+            f"note {notes_made[21]}",
+            f"task {tasks_made[21]}",
+            f"note {notes_made[18]}",
+            f"task {tasks_made[18]}",
+            f"note {notes_made[15]}",
+        ]
+        assert found.more
+        assert len(refs(engine, "midway", limit=40)) == 16
+    finally:
+        recall_module._statement.cache_clear()

@@ -650,23 +650,28 @@ def _rows(
         if capped[0].candidates <= CAP:
             return [row for row in capped if row.id is not None]
     window = _statement(shape, "window")
-    rows = conn.execute(window, {**values, "near": 0, "far": WINDOW}).all()
+    # A term the first source found in part of a page: the next sources read as many newest
+    # rows as its rate says a page needs at once (the read stops when the page is full).
+    first = guess.span or WINDOW
+    rows = conn.execute(window, {**values, "near": 0, "far": first}).all()
     if guess.rare is None:
         # Rare: under a quarter of a page in the newest rows (a term that nearly fills it
         # there is common in the longer texts of the other sources: measured, 승인's 18 of
         # 21 in notes made the next three sources' index reads cost 6 ms each).
         guess.rare = len(rows) <= limit // 4
+        if not guess.rare and len(rows) < limit:
+            guess.span = min(WINDOW + FURTHER, -(-limit * first * 3 // (2 * len(rows))))
     if len(rows) >= limit:
         return rows
     if rows:
         # Part of a page: at the rate found, how many older rows hold the rest (half as
-        # many again, for chance). Up to FURTHER of them are read rather than the index's
-        # every candidate, which for such a term (1 row in 100 to 1 in 400) are hundreds,
-        # each checked where it lies in the table (measured: 6-10 ms on 100,000 notes).
+        # many again, for chance). Up to WINDOW + FURTHER rows in all are read rather than
+        # the index's every candidate, which for such a term (1 row in 100 to 1 in 400)
+        # are hundreds, each checked where it lies (measured: 6-10 ms on 100,000 notes).
         wanted = limit - len(rows)
-        span = -(-wanted * WINDOW * 3 // (2 * len(rows)))
-        if span <= FURTHER:
-            near = {"near": WINDOW, "far": WINDOW + span, "limit": wanted}
+        span = -(-wanted * first * 3 // (2 * len(rows)))
+        if first + span <= WINDOW + FURTHER:
+            near = {"near": first, "far": first + span, "limit": wanted}
             older = conn.execute(window, {**values, **near}).all()
             if len(older) >= wanted:
                 return [*rows, *older]
@@ -683,6 +688,7 @@ class _Guess:
     is read first changes, never the answer."""
 
     rare: bool | None = None
+    span: int | None = None  # how many newest rows the next sources read first
 
 
 def _custom_plans(conn: Connection) -> None:
