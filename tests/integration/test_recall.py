@@ -385,3 +385,23 @@ def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
         assert len(refs(engine, "midway", limit=40)) == 16
     finally:
         recall_module._statement.cache_clear()
+
+
+@pytest.mark.parametrize("window", [3, 2_000])
+def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Accented Latin, Greek and Cyrillic letters fold their case as ASCII letters do, whether
+    the newest rows answer (a large window) or the indexes do (a window of 3)."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "WINDOW", window)
+    recall_module._statement.cache_clear()
+    try:
+        found = note(engine, "Ärger mit dem ΣΎΣΤΗΜΑ und der ПРОВЕРКА, Émile", at=NOW)
+        for n in range(8):
+            note(engine, f"common words {n}", at=NOW + timedelta(minutes=n + 1))
+        for query in ("ärger", "ÄRGER", "σύστημα", "проверка", "émile", "ÉMILE"):
+            assert refs(engine, query) == [f"note {found.id}"], query
+    finally:
+        recall_module._statement.cache_clear()

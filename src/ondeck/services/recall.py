@@ -244,6 +244,20 @@ def _like(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _folded_like(term: str) -> str:
+    """The LIKE pattern of `term` over migration 0006's indexed text (its ASCII letters
+    lowered, nothing else): ASCII lowered as there; any other letter with case is any one
+    character (`_`), since the index cannot fold it; it is checked by ILIKE afterwards. So
+    `Émile` is asked as `_mile`, and `σύστημα` finds its candidates in any case."""
+    out = []
+    for ch in term:
+        if not ch.isascii() and (ch.lower() != ch or ch.upper() != ch):
+            out.append("_")
+        else:
+            out.append(ch.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
+    return "%" + "".join(out) + "%"
+
+
 def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
@@ -353,17 +367,12 @@ def _candidates(shape: _Shape) -> Any:
     source = _SOURCES[shape.source]
     long = [i for i, n in enumerate(shape.lengths) if n == 3]
     if long:
-        # The indexes are over the text with its ASCII letters lowered (migration 0006): a
-        # term without case or of ASCII letters (lowered, `f<i>`) is asked with LIKE; only a
-        # term with other cased letters needs ILIKE (which lowers each candidate again).
+        # The indexes are over the text with its ASCII letters lowered (migration 0006), so
+        # each term is asked with LIKE as `_folded_like` lowers it (`f<i>`); the match
+        # clauses of `_statement` then check every candidate exactly.
         folded: ColumnElement[str] = func.lower(literal_column(source.pg_text).collate("C"))
         return select(source.key.label("id")).where(
-            *(
-                folded.ilike(bindparam(f"t{i}", type_=String))
-                if shape.cased[i] and not shape.ascii[i]
-                else folded.like(bindparam(f"f{i}", type_=String))
-                for i in long
-            )
+            *(folded.like(bindparam(f"f{i}", type_=String)) for i in long)
         )
     two = [i for i, n in enumerate(shape.lengths) if n == 2]
     pairs = table("fts_pairs", column("source"), column("id"), column("pairs"))
@@ -379,7 +388,7 @@ def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
         for i, term in enumerate(terms):
             values[f"t{i}"] = _like(term)
             values[f"s{i}"] = term.lower() if term.isascii() else term
-            values[f"f{i}"] = _like(values[f"s{i}"])
+            values[f"f{i}"] = _folded_like(term)
             anchor = _anchor(term)
             if anchor is not None:
                 values[f"a{i}"] = anchor
