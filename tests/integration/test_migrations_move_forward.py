@@ -445,12 +445,19 @@ def _seed_0005() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0006() -> dict[str, list[dict[str, Any]]]:
+    """0006: recall's PostgreSQL trigram indexes made again over lowered text (no table or
+    column: 0005's rows, read back through them)."""
+    return _seed_0005()
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
     "0003": _seed_0003(),
     "0004": _seed_0004(),
     "0005": _seed_0005(),
+    "0006": _seed_0006(),
 }
 
 

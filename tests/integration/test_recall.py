@@ -315,3 +315,93 @@ def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_fir
         assert refs(engine, "words", limit=20) == [f"note {m.id}" for m in reversed(made)]
     finally:
         recall_module._statement.cache_clear()
+
+
+def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a term rare in notes sends the next sources to their indexes first, for
+    CAP candidates at most; where it is commoner than that, the newest rows are read as for
+    any term: the same answer either way."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "CAP", 2)
+    only = note(engine, "승인 approval in one note", at=NOW)
+    with engine.begin() as conn:
+        made = [
+            backlog.create_task(
+                conn, NOW + timedelta(minutes=n + 1), title=f"승인 approval {n}", actor="t"
+            )
+            for n in range(6)
+        ]
+    for query in ("승인", "approval"):
+        with engine.connect() as conn:
+            found = recall(conn, query, POOL, DAY, limit=3)
+        assert [h.ref for h in found.hits] == [f"task {t.id}" for t in made[:-4:-1]], query
+        assert found.more
+        assert f"note {only.id}" in refs(engine, query, limit=20)
+
+
+def test_terms_with_signs_and_digits_are_case_folded_too(engine: Engine) -> None:
+    """PostgreSQL checks such a term's signs and digits as they are before lowering the text
+    for the rest: every case of the letters still matches, and only the term as a whole."""
+    a = note(engine, "moved SRC/Ondeck/DB/Engine.PY and REF-0042")
+    note(engine, "src ondeck db engine py ref 0042, and ref-00420 elsewhere")
+    assert refs(engine, "src/ondeck/db/engine.py") == [f"note {a.id}"]
+    assert refs(engine, "Ref-0042 Engine.py") == [f"note {a.id}"]
+    assert refs(engine, "ref-0042") == refs(engine, "REF-0042")
+    assert len(refs(engine, "ref-0042")) == 2
+
+
+def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL reads older rows at the rate a term was found in the newest (and the next
+    sources that many at once) before asking the indexes: the page is the newest matches,
+    as reading everything gives."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "WINDOW", 6)
+    monkeypatch.setattr(recall_module, "FURTHER", 30)
+    recall_module._statement.cache_clear()
+    try:
+        tasks_made, notes_made = {}, {}
+        for n in range(24):
+            body = "midway point" if n % 3 == 0 else "elsewhere"
+            with engine.begin() as conn:
+                at = NOW + timedelta(minutes=n)
+                tasks_made[n] = backlog.create_task(conn, at, title=body, actor="t").id
+            notes_made[n] = note(engine, body, at=NOW + timedelta(minutes=n, seconds=30)).id
+        with engine.connect() as conn:
+            found = recall(conn, "midway", POOL, DAY, limit=5)
+        assert [h.ref for h in found.hits] == [
+            f"note {notes_made[21]}",
+            f"task {tasks_made[21]}",
+            f"note {notes_made[18]}",
+            f"task {tasks_made[18]}",
+            f"note {notes_made[15]}",
+        ]
+        assert found.more
+        assert len(refs(engine, "midway", limit=40)) == 16
+    finally:
+        recall_module._statement.cache_clear()
+
+
+@pytest.mark.parametrize("window", [3, 2_000])
+def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Accented Latin, Greek and Cyrillic letters fold their case as ASCII letters do, whether
+    the newest rows answer (a large window) or the indexes do (a window of 3)."""
+    from ondeck.services import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "WINDOW", window)
+    recall_module._statement.cache_clear()
+    try:
+        found = note(engine, "Ärger mit dem ΣΎΣΤΗΜΑ und der ПРОВЕРКА, Émile", at=NOW)
+        for n in range(8):
+            note(engine, f"common words {n}", at=NOW + timedelta(minutes=n + 1))
+        for query in ("ärger", "ÄRGER", "σύστημα", "проверка", "émile", "ÉMILE"):
+            assert refs(engine, query) == [f"note {found.id}"], query
+    finally:
+        recall_module._statement.cache_clear()

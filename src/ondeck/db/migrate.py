@@ -18,7 +18,7 @@ from ondeck.core.errors import ConfigError
 from ondeck.db.engine import translate_errors
 
 # Must equal Alembic's head; tests/integration/test_migrations.py holds the two together.
-HEAD = "0005"
+HEAD = "0006"
 _PG_LOCK_KEY = 0x0DEC_0001
 
 _checked: set[str] = set()

@@ -10,7 +10,9 @@ Each store's own machinery, kept in step with the rows in the same transaction (
 0004; the names in db/fulltext.py):
 
 - terms of 3+ characters: SQLite FTS5 `trigram` tables (`fts_<source>`), PostgreSQL
-  `pg_trgm` GIN indexes (`ix_<source>_trgm`) under ILIKE;
+  `pg_trgm` GIN indexes (`ix_<source>_trgm`) over the text with its ASCII letters lowered
+  (migration 0006), under LIKE with the term lowered the same way (ILIKE for a term with
+  other cased letters);
 - terms of 2 characters (a two-syllable Korean word): the same over the text with every
   character doubled (SQLite `fts_<source>_pairs`, PostgreSQL the table `fts_pairs`), where
   the pair `ab` is the 4-character `aabb` (db/textpairs.py says why that is exact);
@@ -227,7 +229,7 @@ def snippet(text: str, terms: Sequence[str], width: int = SNIPPET) -> str:
 class _Source:
     name: str  # stem of the FTS tables / trigram indexes (db/fulltext.py)
     key: Any  # the searched row's id column
-    pg_text: str  # exactly the indexed expression of migration 0004
+    pg_text: str  # the text searched: migration 0006 indexes lower(<it> COLLATE "C")
 
 
 _SOURCES = {
@@ -240,6 +242,20 @@ _SOURCES = {
 
 def _like(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _folded_like(term: str) -> str:
+    """The LIKE pattern of `term` over migration 0006's indexed text (its ASCII letters
+    lowered, nothing else): ASCII lowered as there; any other letter with case is any one
+    character (`_`), since the index cannot fold it; it is checked by ILIKE afterwards. So
+    `Émile` is asked as `_mile`, and `σύστημα` finds its candidates in any case."""
+    out = []
+    for ch in term:
+        if not ch.isascii() and (ch.lower() != ch or ch.upper() != ch):
+            out.append("_")
+        else:
+            out.append(ch.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
+    return "%" + "".join(out) + "%"
 
 
 def _fts_phrase(term: str) -> str:
@@ -265,6 +281,7 @@ class _Shape:
     inbox: bool
     project: bool
     skip: bool
+    anchored: tuple[bool, ...] = ()  # PostgreSQL, each term: has an `_anchor`
     include_all: bool = False  # notes only
     kinds: tuple[str, ...] = ()  # notes only: the kinds asked for (empty: all)
 
@@ -275,6 +292,17 @@ def _length(term: str) -> int:
 
 def _cased(term: str) -> bool:
     return term.lower() != term or term.upper() != term
+
+
+_UNCASED_RUN = re.compile(r"[^A-Za-z\s]+")
+
+
+def _anchor(term: str) -> str | None:
+    """An ASCII term's longest run of characters without case (digits, signs; not white
+    space): every text holding the term, in any case, holds it as it is."""
+    if not (term.isascii() and _cased(term)):
+        return None
+    return max(_UNCASED_RUN.findall(term), key=len, default=None)
 
 
 def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
@@ -296,7 +324,12 @@ def _match(shape: _Shape) -> tuple[Any | None, list[Any], Any]:
             elif shape.ascii[i]:
                 # ASCII letters: the text's ASCII letters lowered (the C collation's lower,
                 # byte by byte; ILIKE lowers all of a non-ASCII text by the locale first,
-                # at 4 times the cost) against the term lowered.
+                # at 4 times the cost) against the term lowered. A term with signs or
+                # digits (a path, a reference) first needs them as they are, which most
+                # texts lack: checked without lowering a copy of each (measured: a path's
+                # newest 2,000 notes read in 0.6 of the time).
+                if i < len(shape.anchored) and shape.anchored[i]:
+                    clauses.append(func.strpos(plain, bindparam(f"a{i}", type_=String)) > 0)
                 clauses.append(func.strpos(func.lower(plain.collate("C")), value) > 0)
             else:
                 clauses.append(plain.concat("").ilike(bindparam(f"t{i}", type_=String)))
@@ -334,9 +367,12 @@ def _candidates(shape: _Shape) -> Any:
     source = _SOURCES[shape.source]
     long = [i for i, n in enumerate(shape.lengths) if n == 3]
     if long:
-        plain: ColumnElement[str] = literal_column(source.pg_text)
+        # The indexes are over the text with its ASCII letters lowered (migration 0006), so
+        # each term is asked with LIKE as `_folded_like` lowers it (`f<i>`); the match
+        # clauses of `_statement` then check every candidate exactly.
+        folded: ColumnElement[str] = func.lower(literal_column(source.pg_text).collate("C"))
         return select(source.key.label("id")).where(
-            *(_like_op(plain, f"t{i}", shape.cased[i]) for i in long)
+            *(folded.like(bindparam(f"f{i}", type_=String)) for i in long)
         )
     two = [i for i, n in enumerate(shape.lengths) if n == 2]
     pairs = table("fts_pairs", column("source"), column("id"), column("pairs"))
@@ -352,6 +388,10 @@ def _match_values(shape: _Shape, terms: Sequence[str]) -> dict[str, Any]:
         for i, term in enumerate(terms):
             values[f"t{i}"] = _like(term)
             values[f"s{i}"] = term.lower() if term.isascii() else term
+            values[f"f{i}"] = _folded_like(term)
+            anchor = _anchor(term)
+            if anchor is not None:
+                values[f"a{i}"] = anchor
             if len(term) == 2:
                 values[f"d{i}"] = _like(_pairs(term))
         return values
@@ -486,6 +526,13 @@ _COLUMNS = {
 # every rare term dearer (measured: 500 and 1,000 worse at the 95th percentile, 4,000 no
 # better on the common ones).
 WINDOW = 2_000
+# PostgreSQL: how many candidates a term the search's first source found rare may give the
+# next sources' indexes before they read their newest rows instead (see `_rows`): bounds
+# what a wrong guess costs (a term rare in notes, common in compactions) to ~1-2 ms.
+CAP = 500
+# PostgreSQL: how many older rows a term that filled part of a page in the newest WINDOW
+# may have read for the rest before the indexes are asked (see `_rows`).
+FURTHER = 3 * WINDOW
 
 
 @lru_cache(maxsize=512)
@@ -493,19 +540,31 @@ def _statement(shape: _Shape, strategy: str = "plain") -> Any:
     """`plain`: as the planner likes it (SQLite: the FTS table drives). PostgreSQL: `window`,
     the newest WINDOW rows only (read newest first, the terms checked on each); `rare`, the
     rows the trigram indexes give, then sorted (a MATERIALIZED CTE keeps the planner from
-    reading the table newest first on a guess)."""
+    reading the table newest first on a guess); `capped`, the same from CAP + 1 candidates
+    at most, each row with the column `candidates` (how many there were: over CAP, the
+    page may miss newer rows), and one row of None when the page is empty."""
     driver, where, order = _match(shape)
     source = _SOURCES[shape.source]
     key = source.key
     if strategy == "window":
-        # The id of the WINDOW-th newest row (none: the table is smaller, all of it).
-        floor = select(key).order_by(key.desc()).offset(WINDOW).limit(1).scalar_subquery()
-        where = [key >= func.coalesce(floor, 0), *where]
-    elif strategy == "rare":
+        # The rows from `near` to `far` ids below the newest (one seek; a gap left by
+        # deleted rows makes the window smaller, never the answer different: it holds
+        # every row between its ends, so a page filled there and above is the newest page).
+        newest = func.coalesce(select(func.max(key)).scalar_subquery(), 0)
+        where = [
+            key > newest - bindparam("far", type_=Integer),
+            key <= newest - bindparam("near", type_=Integer),
+            *where,
+        ]
+    matching: Any = None
+    if strategy in ("rare", "capped"):
         # The candidates drive: sorted newest first, each row read by its key until the
         # page is full (never the table read newest first until enough are found, which
         # for a term with fewer matches than a page is the whole table).
-        matching = _candidates(shape).cte("matching").prefix_with("MATERIALIZED")
+        candidates = _candidates(shape)
+        if strategy == "capped":
+            candidates = candidates.limit(CAP + 1)
+        matching = candidates.cte("matching").prefix_with("MATERIALIZED")
         driver = matching
         order = matching.c.id.desc()
     if shape.source == "notes":
@@ -530,8 +589,17 @@ def _statement(shape: _Shape, strategy: str = "plain") -> Any:
         where = [*_task_scope(shape), *where]
     if shape.skip:
         where.append(key.not_in(bindparam("skip", expanding=True)))
-    return (
+    found = (
         select(*_COLUMNS[shape.source]).select_from(frm).where(*where).order_by(order).limit(_LIMIT)
+    )
+    if strategy != "capped":
+        return found
+    # One row at least, whatever was found: the count of candidates, then the page's rows
+    # (all None when the page is empty).
+    page = found.lateral("page")
+    counted = select(func.count().label("candidates")).select_from(matching).subquery("counted")
+    return select(counted.c.candidates, *page.c).select_from(
+        counted.outerjoin(page, literal_column("true"))
     )
 
 
@@ -547,13 +615,16 @@ def _rows(
     include_all: bool = False,
     kinds: tuple[str, ...] = (),
     projects: Sequence[str] = (),
+    guess: _Guess | None = None,
 ) -> Any:
+    guess = guess if guess is not None else _Guess()
     shape = _Shape(
         dialect=conn.dialect.name,
         source=source,
         lengths=tuple(_length(t) for t in terms),
         cased=tuple(_cased(t) for t in terms),
         ascii=tuple(t.isascii() for t in terms),
+        anchored=tuple(_anchor(t) is not None for t in terms),
         sides_on=scope.sides_on,
         inbox=scope.inbox,
         project=scope.project is not None,
@@ -579,11 +650,54 @@ def _rows(
     # the index's every candidate for a common one. So first the newest WINDOW rows: a
     # common term fills the page there; else the term is rare (under limit/WINDOW of the
     # rows), and the indexes give its few rows.
-    rows = conn.execute(_statement(shape, "window"), values).all()
+    if guess.rare:
+        # The search's first source found these terms rare: the same words are likely rare
+        # here too, and the indexes are asked first, for CAP candidates at most (else, a
+        # term common here after all, the newest rows as for any term).
+        _custom_plans(conn)
+        capped = conn.execute(_statement(shape, "capped"), values).all()
+        if capped[0].candidates <= CAP:
+            return [row for row in capped if row.id is not None]
+    window = _statement(shape, "window")
+    # A term the first source found in part of a page: the next sources read as many newest
+    # rows as its rate says a page needs at once (the read stops when the page is full).
+    first = guess.span or WINDOW
+    rows = conn.execute(window, {**values, "near": 0, "far": first}).all()
+    if guess.rare is None:
+        # Rare: under a quarter of a page in the newest rows (a term that nearly fills it
+        # there is common in the longer texts of the other sources: measured, 승인's 18 of
+        # 21 in notes made the next three sources' index reads cost 6 ms each).
+        guess.rare = len(rows) <= limit // 4
+        if not guess.rare and len(rows) < limit:
+            guess.span = min(WINDOW + FURTHER, -(-limit * first * 3 // (2 * len(rows))))
     if len(rows) >= limit:
         return rows
+    if rows:
+        # Part of a page: at the rate found, how many older rows hold the rest (half as
+        # many again, for chance). Up to WINDOW + FURTHER rows in all are read rather than
+        # the index's every candidate, which for such a term (1 row in 100 to 1 in 400)
+        # are hundreds, each checked where it lies (measured: 6-10 ms on 100,000 notes).
+        wanted = limit - len(rows)
+        span = -(-wanted * first * 3 // (2 * len(rows)))
+        if first + span <= WINDOW + FURTHER:
+            near = {"near": first, "far": first + span, "limit": wanted}
+            older = conn.execute(window, {**values, **near}).all()
+            if len(older) >= wanted:
+                return [*rows, *older]
     _custom_plans(conn)
     return conn.execute(_statement(shape, "rare"), values).all()
+
+
+@dataclass(slots=True)
+class _Guess:
+    """PostgreSQL, one search: whether its terms were rare in the first source searched
+    (None: not known yet). Words rare in notes are rare in sessions' last words, compaction
+    summaries and tasks alike (they are written from the same work): the next sources ask
+    their indexes first, and skip reading newest rows that would hold nothing. Only what
+    is read first changes, never the answer."""
+
+    rare: bool | None = None
+    span: int | None = None  # how many newest rows the next sources read first
 
 
 def _custom_plans(conn: Connection) -> None:
@@ -645,6 +759,7 @@ def _search_notes(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     wanted = tuple(k for k in _NOTE_ORDER if k in kinds) if kinds else _NOTE_ORDER
     if not wanted:
@@ -659,6 +774,7 @@ def _search_notes(
         day=day,
         include_all=include_all,
         kinds=() if wanted == _NOTE_ORDER else wanted,
+        guess=guess,
     )
     return _note_hits(rows, day, whole)
 
@@ -670,6 +786,7 @@ def _search_sessions(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     return [
         Hit(
@@ -686,7 +803,7 @@ def _search_sessions(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "session_words", terms, scope, limit, skip)
+        for row in _rows(conn, "session_words", terms, scope, limit, skip, guess=guess)
     ]
 
 
@@ -697,6 +814,7 @@ def _search_compactions(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
 ) -> list[Hit]:
     return [
         Hit(
@@ -713,7 +831,7 @@ def _search_compactions(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "compactions", terms, scope, limit, skip)
+        for row in _rows(conn, "compactions", terms, scope, limit, skip, guess=guess)
     ]
 
 
@@ -724,6 +842,7 @@ def _search_tasks(
     limit: int,
     whole: bool,
     skip: Sequence[int],
+    guess: _Guess,
     projects: Sequence[str] = (),
 ) -> list[Hit]:
     if scope.sides_on and scope.inbox:
@@ -745,7 +864,7 @@ def _search_tasks(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects)
+        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects, guess=guess)
     ]
 
 
@@ -772,18 +891,21 @@ def recall(
     def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
         nonlocal side_projects
         batch: list[Hit] = []
+        guess = _Guess()
         batch += _search_notes(
-            conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"]
+            conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"], guess
         )
         if not wanted or "last_word" in wanted:
-            batch += _search_sessions(conn, terms, scope, room, whole, seen["sessions"])
+            batch += _search_sessions(conn, terms, scope, room, whole, seen["sessions"], guess)
         if not wanted or "compaction" in wanted:
-            batch += _search_compactions(conn, terms, scope, room, whole, seen["compactions"])
+            batch += _search_compactions(
+                conn, terms, scope, room, whole, seen["compactions"], guess
+            )
         if not wanted or "task" in wanted:
             if scope.sides_on and not scope.inbox and side_projects is None:
                 side_projects = _side_projects(conn, scope.side)
             batch += _search_tasks(
-                conn, terms, scope, room, whole, seen["tasks"], side_projects or ()
+                conn, terms, scope, room, whole, seen["tasks"], guess, side_projects or ()
             )
         return batch
 
