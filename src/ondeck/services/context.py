@@ -5,6 +5,10 @@ Trap one of the field report lives here. The jobs loop moves `next_due` forward 
 processes a reminder, so "what is due" alone loses the reminder that fired today. Reminders
 are read from the record of the fire (`fires`), by fire date and by the instant it was
 processed, plus the ones due and not processed yet.
+
+Every statement is plain SQL (services/context_sql.py, run through db/plain.py): the server,
+CLI and API run it on their SQLAlchemy connection, in their transaction; the session hook
+on the bare driver, without importing SQLAlchemy. One text, one meaning, on both.
 """
 
 from __future__ import annotations
