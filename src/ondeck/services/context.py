@@ -107,11 +107,11 @@ def _describe_rule(rule: str) -> str:
         return f"unreadable rule {rule!r}"
 
 
-def _fired_reminders(db: Db, today: dict[str, Any], project: str | None) -> list[Any]:
+def _fired_reminders(db: Db, on: dict[str, Any], project: str | None) -> list[Any]:
     """(schedule, fire) for every reminder in scope that fired today, once each, in order of
     that fire. A schedule removed since is kept (and said to be removed): the reminder
     did fire today, and hiding it would be the lie this list exists to prevent."""
-    found = q.FIRES.read(db, q.FIRED, today)
+    found = q.FIRES.read(db, q.FIRED, on)
     if not found:
         return []
     # A schedule that fired twice today (e.g. "now", then its own date) is shown once, with
@@ -119,10 +119,7 @@ def _fired_reminders(db: Db, today: dict[str, Any], project: str | None) -> list
     first: dict[int, Any] = {}
     for fire in sorted(found, key=lambda f: (f["fired_at"], f["id"])):
         first.setdefault(fire["schedule_id"], fire)
-    shown = {
-        row["id"]: row
-        for row in q.REMINDERS.read(db, q.fired_schedules(project), {**today, "project": project})
-    }
+    shown = {row["id"]: row for row in q.REMINDERS.read(db, q.fired_schedules(project), on)}
     kept = sorted(
         (fire for fire in first.values() if fire["schedule_id"] in shown),
         key=lambda f: (f["fired_at"], f["schedule_id"]),
@@ -190,7 +187,7 @@ def _lease_warnings(
         return []
     total = len(expired)
     if total == 6:  # a full page: there may be more
-        total = int(q.COUNTS.read(db, q.STALE_COUNT, at)[0]["n"])
+        total = int(q.AS_IS.read(db, q.STALE_COUNT, at)[0]["n"])
     leases = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in expired[:5]]
     named = ", ".join(f"task {x.task.id} ({x.task.lease_owner})" for x in leases)
     more = f" and {total - 5} more" if total > 5 else ""
@@ -268,8 +265,8 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[Warning]:
     if broken:
         rules, values = expand("rule", broken)
         first_five, count = q.unreadable(rules)
-        named = q.COUNTS.read(db, first_five, {**on, **values})
-        total = int(q.COUNTS.read(db, count, {**on, **values})[0]["n"])
+        named = q.AS_IS.read(db, first_five, {**on, **values})
+        total = int(q.AS_IS.read(db, count, {**on, **values})[0]["n"])
         listed = "; ".join(
             f"schedule {r['id']} {r['rule']!r} ({_clip(broken[r['rule']], 120)})" for r in named
         )
@@ -365,7 +362,7 @@ def build_context(
     asked = [name for name, total in totals.items() if not isinstance(total, int)]
     if asked:
         counts = ", ".join(f"{totals[name]} AS {name}" for name in asked)
-        [counted] = q.COUNTS.read(db, f"SELECT {counts}", values)
+        [counted] = q.AS_IS.read(db, f"SELECT {counts}", values)
         totals.update((name, counted[name]) for name in asked)
     totals["reminders"] = totals.pop("fired") + totals.pop("pending")
     for name in ("reminders", "running", "due", "backlog"):

@@ -24,7 +24,7 @@ FIRES = Columns(instants=("fired_at",), dates=("fire_date",))
 BACKUPS = Columns(instants=("started_at", "finished_at", "last_ok", "ahead"))
 BY_RULE = Columns(dates=("first",))
 EARLY = Columns(dates=("latest",))
-COUNTS = Columns()
+AS_IS = Columns()  # counts, ids and rules: the drivers give them alike
 
 RUNNING = status_is("tasks", TaskStatus.RUNNING.value)
 READY = status_is("tasks", TaskStatus.READY.value)
