@@ -1,7 +1,7 @@
 """The session hooks run at every agent session start and end and every turn: they must not
 load the heavy parts of ondeck (web framework, MCP SDK, Typer and its console, Alembic) on
-their way to an answer; and but for session-start (whose context is built with SQLAlchemy),
-not SQLAlchemy nor pydantic either when they write to the database themselves."""
+their way to an answer, nor SQLAlchemy or pydantic when they write to (or, session-start,
+read its context from) a database that is there at the current revision themselves."""
 
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ main()
 """
 
 
-def test_session_start_reads_the_database_without_heavy_imports(db_url: str) -> None:
-    payload = {"session_id": "s", "cwd": "/", "hook_event_name": "SessionStart"}
+def _session_start(db_url: str, watched: tuple[str, ...], payload: dict[str, str]) -> str:
+    """Run session-start on the database path; what it printed on stderr (LOADED …)."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(watched=HEAVY, verb="session-start")],
+        [sys.executable, "-c", PROBE.format(watched=watched, verb="session-start")],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
@@ -60,8 +60,54 @@ def test_session_start_reads_the_database_without_heavy_imports(db_url: str) -> 
     assert "session context from the database" in result.stderr
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("# On deck"), context
-    loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
-    assert loaded == ["LOADED []"], result.stderr
+    assert "unavailable" not in context, context
+    return result.stderr
+
+
+def test_session_start_reads_the_database_without_heavy_imports(db_url: str) -> None:
+    payload = {"session_id": "s", "cwd": "/", "hook_event_name": "SessionStart"}
+    stderr = _session_start(db_url, HEAVY, payload)
+    loaded = [line for line in stderr.splitlines() if line.startswith("LOADED ")]
+    assert loaded == ["LOADED []"], stderr
+
+
+def test_session_start_records_and_reads_without_sqlalchemy_or_pydantic(db_url: str) -> None:
+    """Once the database is there at the current revision, the start is recorded and the
+    whole context (warnings, today's work, the brief) read through the bare driver."""
+    first = {"session_id": "s1", "cwd": "/", "hook_event_name": "SessionStart"}
+    _session_start(db_url, HEAVY, first)  # makes a new database's tables
+    again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}
+    stderr = _session_start(db_url, LIGHT_HOOKS_SKIP, again)
+    loaded = [line for line in stderr.splitlines() if line.startswith("LOADED ")]
+    assert loaded == ["LOADED []"], stderr
+    assert "start stored in the database" in stderr, stderr
+
+
+def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> None:
+    """A schema behind is brought up to date by the SQLAlchemy path, and says nothing."""
+    from sqlalchemy import text
+
+    from ondeck.db.migrate import HEAD
+
+    first = {"session_id": "s1", "cwd": "/", "hook_event_name": "SessionStart"}
+    _session_start(db_url, HEAVY, first)
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '0004'"))
+            conn.execute(text("DROP TABLE tokens"))  # what 0005 made
+    finally:
+        engine.dispose()
+    again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}
+    stderr = _session_start(db_url, HEAVY, again)
+    assert "schema behind: migrating it first" in stderr, stderr
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    finally:
+        engine.dispose()
+    assert version == HEAD
 
 
 @pytest.mark.parametrize("verb", ["stop", "post-compact", "session-end"])

@@ -16,10 +16,11 @@ ENTRYPOINTS = Path(ondeck.__file__).parent / "entrypoints"
 
 # name -> the modules (relative to entrypoints/) that may use it, and why.
 ONLY_IN: dict[str, tuple[set[str], str]] = {
-    "reading": ({"store.py"}, "open transactions with Call.read()/write()"),
     # The session hooks' database path runs without a Store: its settings are
     # hook_config.HookConfig (pydantic's import alone costs most of a hook's budget). It
-    # writes the rare lease release at a session's end; its context is store.hook_context.
+    # writes the rare lease release at a session's end, and reads session-start's context
+    # (store.hook_context) on SQLAlchemy when the database had to be created or migrated.
+    "reading": ({"store.py", "hook_delivery.py"}, "open transactions with Call.read()/write()"),
     "writing": ({"store.py", "hook_delivery.py"}, "open transactions with Call.read()/write()"),
     "context_for": ({"store.py"}, "build the context with Call.context()"),
     "build_context": ({"store.py"}, "build the context with Call.context()"),

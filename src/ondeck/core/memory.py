@@ -80,7 +80,13 @@ class Note:
     @classmethod
     def from_row(cls, row: Any) -> Note:
         """A `notes` row (SQLAlchemy) as the record."""
-        values = dict(row._mapping)
+        return cls.from_values(row._mapping)
+
+    @classmethod
+    def from_values(cls, row: Any) -> Note:
+        """A `notes` row's values as the record (instants and dates already converted: a
+        SQLAlchemy row's, or db/plain.py's)."""
+        values = dict(row)
         values["kind"] = NoteKind(values["kind"])
         values["status"] = NoteStatus(values["status"])
         values["pinned"] = bool(values["pinned"])

@@ -1,7 +1,7 @@
 """Connections of the bare drivers (`sqlite3`, `psycopg`) with the settings ondeck's engines
-give theirs (db/engine.py), for the session hooks' writes (services/session_store.py), which
-must not pay for importing SQLAlchemy. `tests/integration/test_bare_store.py` holds the two
-sets of settings together.
+give theirs (db/engine.py), for the session hooks' writes (services/session_store.py) and
+session-start's context (services/context.py), which must not pay for importing
+SQLAlchemy. `tests/integration/test_bare_store.py` holds the two sets of settings together.
 
 `open_bare` answers None for anything it does not handle the way `make_engine` does (an
 unusual URL, a SQLite file that does not exist yet): the caller then takes the SQLAlchemy
@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+# The schema version the code expects (Alembic's head; db/migrate.py takes it from here and
+# tests/integration/test_migrations.py holds it to Alembic's).
+SCHEMA_HEAD = "0006"
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # = db.engine.SQLITE_BUSY_TIMEOUT_MS
 PG_CONNECT_TIMEOUT_S = 5  # = db.engine.PG_CONNECT_TIMEOUT_S
 _SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
@@ -26,11 +29,12 @@ class StoreUnavailable(Exception):
 
 
 class SchemaBehind(Exception):
-    """The database has no session tables yet: the SQLAlchemy path migrates it first."""
+    """The database lacks a table or column a statement reads (its revision is behind): the
+    SQLAlchemy path migrates it first."""
 
 
 class BareDb:
-    """A `session_store.Db` over a DB-API connection, one transaction at a time."""
+    """A `plain.Db` over a DB-API connection, one transaction at a time."""
 
     def __init__(self, connection: Any, dialect: str) -> None:
         self.connection = connection
@@ -60,6 +64,27 @@ class BareDb:
                 self.connection.rollback()
                 raise
             self.connection.commit()
+
+    @contextmanager
+    def reading(self) -> Iterator[BareDb]:
+        """A read transaction (a deferred BEGIN on SQLite, as `engine.reading`: it never
+        blocks writers), rolled back at the end; driver errors translated as above."""
+        with translate(self.dialect):
+            if self.dialect == "sqlite":
+                self.connection.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                self.connection.rollback()
+
+    def check_revision(self) -> None:
+        """SchemaBehind unless the schema is at SCHEMA_HEAD: a database at an older revision
+        may have every table a statement reads and still miss what a migration changed, so
+        the reader takes the SQLAlchemy path, which migrates it first."""
+        with translate(self.dialect):
+            found = self.run("SELECT version_num FROM alembic_version", {})
+        if not found or found[0]["version_num"] != SCHEMA_HEAD:
+            raise SchemaBehind(f"schema at {found[0]['version_num'] if found else None}")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing what failed must not hide why
@@ -147,7 +172,7 @@ def _postgres(conninfo: str) -> BareDb:
 
 
 class SqlaDb:
-    """A `session_store.Db` over a SQLAlchemy connection, in the caller's transaction."""
+    """A `plain.Db` over a SQLAlchemy connection, in the caller's transaction."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn

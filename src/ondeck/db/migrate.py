@@ -15,10 +15,13 @@ from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ondeck.core.errors import ConfigError
+from ondeck.db.bare import SCHEMA_HEAD
 from ondeck.db.engine import translate_errors
 
-# Must equal Alembic's head; tests/integration/test_migrations.py holds the two together.
-HEAD = "0006"
+# Alembic's head (tests/integration/test_migrations.py): its home is db/bare.py, where the
+# session hooks read it without SQLAlchemy.
+HEAD = SCHEMA_HEAD
+
 _PG_LOCK_KEY = 0x0DEC_0001
 
 _checked: set[str] = set()

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from ondeck.core.access import TokenScope
 from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
+from ondeck.db import predicates
 from ondeck.db.types import Id, Instant, Json
 
 SESSION_STATUSES = ("open", "ended", "lost")
@@ -45,11 +46,8 @@ metadata = MetaData(
 )
 
 
-# A live schedule that fires: the predicate of ix_schedules_due, written once. Every reader
-# of due or live schedules (the jobs tick, the backup step, the context, the calendar feed)
-# uses this text rather than `schedules.c.enabled`, which SQLite renders as `enabled = 1`
-# and its planner then does not match to the partial index.
-SCHEDULES_LIVE = text("enabled AND deleted_at IS NULL")
+# A live schedule that fires: the predicate of ix_schedules_due (db/predicates.py says why).
+SCHEDULES_LIVE = text(predicates.SCHEDULES_LIVE)
 
 
 def _in(column: str, values: type[StrEnum] | tuple[str, ...]) -> str:

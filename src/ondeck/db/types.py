@@ -9,6 +9,8 @@ from sqlalchemy import JSON, BigInteger, DateTime, Integer
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from ondeck.db.plain import instant_out
+
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (auto-increment).
 Id = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -54,9 +56,5 @@ class Instant(TypeDecorator[datetime]):
         return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        instant: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
-        if instant.tzinfo is None:
-            return instant.replace(tzinfo=UTC)
-        return instant.astimezone(UTC)
+        # The one reading of an instant, shared with the plain statements (db/plain.py).
+        return instant_out(value)

@@ -13,10 +13,14 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
-    from typing import Any
+    from typing import Any, TypeVar
 
     from ondeck.core.hook_config import HookConfig
+    from ondeck.db.plain import Db
+
+    T = TypeVar("T")
 
 SERVER_TIMEOUT_S = 3.0
 RECORDS_PATH = "/api/v1/sessions/records"
@@ -150,14 +154,13 @@ def as_sent(record: dict[str, Any]) -> dict[str, Any]:
 
 class Local:
     """Records made here, stored in the database (the bare driver where it can) or the
-    spool; remembers which worked, so an end's git changes go the same way."""
+    spool, and session-start's context read from it; remembers which way worked, so an
+    end's git changes and a start's context go the same way."""
 
     def __init__(self, config: HookConfig, *, bare: bool = True) -> None:
         self.config = config
         self.problem = ""
-        # False: straight to SQLAlchemy (session-start builds its context with it anyway:
-        # one connection rather than two).
-        self._bare: Any = None if bare else False
+        self._bare: Any = None if bare else False  # False: straight to SQLAlchemy
         self._engine: Any = None
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
@@ -228,6 +231,28 @@ class Local:
                 debug("database schema behind: migrating it first")
         return self._apply_sqlalchemy(record, now)
 
+    def read(self, reader: Callable[[Db], T]) -> T:
+        """`reader` run in a read transaction: on the bare driver when the database is
+        there at the current revision, else on SQLAlchemy, which creates or migrates it
+        first (a database at an older revision says nothing: it is brought up to date)."""
+        from ondeck.db.bare import SchemaBehind, open_bare
+
+        if self._engine is None:
+            if self._bare is None:
+                self._bare = open_bare(self.config.url) or False
+            if self._bare:
+                try:
+                    with self._bare.reading() as db:
+                        db.check_revision()
+                        return reader(db)
+                except SchemaBehind:
+                    debug("database schema behind: migrating it first")
+        from ondeck.db.engine import reading
+        from ondeck.db.plain import as_db
+
+        with reading(self.engine()) as conn:
+            return reader(as_db(conn))
+
     def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
         from ondeck.services import session_store
 
@@ -254,7 +279,7 @@ class Local:
             )
 
     def engine(self) -> Any:
-        """The SQLAlchemy engine (session-start's context needs it anyway)."""
+        """The SQLAlchemy engine: a new database or one whose schema is behind."""
         if self._engine is None:
             from ondeck.core.errors import Unavailable
             from ondeck.db import open_database

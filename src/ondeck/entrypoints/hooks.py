@@ -16,8 +16,9 @@ Where an event goes, in this order:
    classifies, scrubs and stores it. On this path the hook imports almost nothing: its whole
    process is meant to cost at most 4x `python -c pass`;
 2. the database itself: the hook makes the record (services/hook_records.py) and stores it
-   through the bare driver (no SQLAlchemy, no pydantic: at most the cost of importing
-   SQLAlchemy), except session-start, whose context is built with SQLAlchemy anyway;
+   through the bare driver, and session-start reads its context the same way (no
+   SQLAlchemy, no pydantic: at most the cost of importing SQLAlchemy); a new database, or
+   one whose schema is behind, goes through SQLAlchemy, which creates or migrates it;
 3. the spool (services/spool.py), drained by the next hook or jobs tick that reaches the
    store. Whatever waits in the spool goes before anything newer.
 
@@ -111,7 +112,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     notes: list[str] = []
     server = Server(config)
     client = _client(config)
-    local: Local | Remote = client or Local(config, bare=False)
+    local: Local | Remote = client or Local(config)
     try:
         classification = None
         session_number = None
@@ -309,7 +310,7 @@ def _context_from_database(
     from ondeck.services.hook_records import repo_of
 
     request = BriefRequest(**brief, repo=repo_of(facts, brief["cwd"]))
-    return hook_context(local.engine(), config, now, project, request)
+    return local.read(lambda db: hook_context(db, config, now, project, request))
 
 
 # --- stop, post-compact, session-end ---------------------------------------------------------

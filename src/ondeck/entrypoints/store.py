@@ -12,7 +12,9 @@ server and the session hooks all go through here, so they cannot drift apart.
             builds the session context, fitted to its size, in the format asked for.
 
 The jobs loop itself reads the clock once per tick and is not a Call. The services are
-imported where they are used: the CLI and the session hook import this module on every run.
+imported where they are used: the CLI and the session hook import this module on every run,
+and the session hook's database path (`hook_context`) runs without SQLAlchemy, so it is
+imported here only where a Call uses it.
 """
 
 from __future__ import annotations
@@ -23,16 +25,15 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy import Connection, Engine
-
 from ondeck.core import clock
-from ondeck.db.engine import reading, writing
 from ondeck.services.context_render import DEFAULT_CHARS, Format, fit_context, render
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
     from starlette.requests import Request
 
     from ondeck.core.config import Settings
+    from ondeck.db.plain import Db
     from ondeck.services.brief import BriefRequest
     from ondeck.services.context import Context, ContextSettings
 
@@ -93,6 +94,8 @@ class Call:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction: for every call that changes nothing."""
+        from ondeck.db.engine import reading
+
         with reading(self.engine) as conn:
             yield conn
 
@@ -100,6 +103,8 @@ class Call:
     def write(self) -> Iterator[Connection]:
         """A write transaction, committed at the end; then the jobs loop is woken if a change
         asked for it (only once committed: a rolled-back "now" wakes nobody)."""
+        from ondeck.db.engine import writing
+
         with writing(self.engine) as conn:
             try:
                 yield conn
@@ -140,7 +145,7 @@ class Call:
 
 
 def _fitted(
-    conn: Connection,
+    conn: Db | Connection,
     instant: datetime,
     settings: ContextSettings,
     project: str | None,
@@ -157,18 +162,18 @@ def _fitted(
 
 
 def hook_context(
-    engine: Engine,
+    db: Db,
     config: ContextSettings,
     instant: datetime,
     project: str | None,
     brief: BriefRequest | None,
 ) -> str:
     """The session hook's context read from the database, as `Call.context_text` gives it in
-    Markdown. The hook comes here rather than through a Store: its settings are
-    `hook_config.HookConfig`, read without pydantic (whose import alone costs most of the
-    hook's budget)."""
-    with reading(engine) as conn:
-        ctx = _fitted(conn, instant, config, project, None, DEFAULT_CHARS, brief)
+    Markdown, in `db`'s read transaction: the bare driver's (db/bare.py), or SQLAlchemy's
+    when the database had to be created or migrated first. The hook comes here rather than
+    through a Store: its settings are `hook_config.HookConfig`, read without pydantic (whose
+    import alone costs most of the hook's budget), and it imports no SQLAlchemy."""
+    ctx = _fitted(db, instant, config, project, None, DEFAULT_CHARS, brief)
     return render(ctx, config.zone, Format.markdown)
 
 

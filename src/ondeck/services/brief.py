@@ -22,22 +22,13 @@ from datetime import date, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (
-    Connection,
-    Integer,
-    bindparam,
-    exists,
-    func,
-    literal_column,
-    or_,
-    select,
-)
-
 from ondeck.core.memory import Note, Scope
-from ondeck.db.tables import events, notes, sessions
+from ondeck.db.plain import Columns, Db, as_db, date_in, expand
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from sqlalchemy import Connection
 
     from ondeck.core.git import Repo
 
@@ -121,113 +112,99 @@ def scope_of(request: BriefRequest) -> Scope | None:
     return Scope(sides_on=request.sides_on, side=request.side, project=request.project)
 
 
-# --- statements: built once per shape, values bound (cheap to run at every session start) ---
+# --- statements: plain SQL (db/plain.py), one text per shape, values bound -------------------
 
-
-def _in_project(column: Any, project_null: bool) -> Any:
-    return column.is_(None) if project_null else column == bindparam("project")
-
-
-def _true_today() -> list[Any]:
-    return [
-        notes.c.status == literal_column("'active'"),
-        or_(notes.c.expires_on.is_(None), notes.c.expires_on >= bindparam("day")),
-    ]
-
-
-@lru_cache(maxsize=64)
-def _sessions_stmt(sides_on: bool, project_null: bool, mine: bool, what: str) -> Any:
-    """The project's sessions (not this one), newest first: `recent` (the last few),
-    `ended` (the last that ended or was lost), `later` (the last that ended after the
-    handoff's session without an active handoff)."""
-    where = [
-        _in_project(sessions.c.project, project_null),
-        sessions.c.unclassified.is_(False),
-    ]
-    if sides_on:
-        where.append(sessions.c.side == bindparam("side"))
-    if mine:
-        where.append(sessions.c.external_id != bindparam("session"))
-    if what in ("ended", "later"):
-        where.append(sessions.c.status != literal_column("'open'"))
-    if what == "later":
-        where += [
-            sessions.c.id > bindparam("after"),
-            # uq_notes_handoff_session answers per session.
-            ~exists().where(
-                notes.c.session_id == sessions.c.id,
-                notes.c.kind == literal_column("'handoff'"),
-                notes.c.status == literal_column("'active'"),
-            ),
-        ]
-    # ix_sessions_project (project, id): the project's sessions, newest first.
-    return (
-        select(*_SESSION_COLUMNS)
-        .where(*where)
-        .order_by(sessions.c.id.desc())
-        .limit(bindparam("limit", type_=Integer, literal_execute=True))
-    )
-
-
-@lru_cache(maxsize=16)
-def _handoff_stmt(sides_on: bool, project_null: bool) -> Any:
-    # ix_notes_handoffs (side, project, id) where kind = 'handoff': newest first.
-    where = [
-        notes.c.kind == literal_column("'handoff'"),
-        _in_project(notes.c.project, project_null),
-        *_true_today(),
-    ]
-    if sides_on:
-        where.append(notes.c.side == bindparam("side"))
-    return select(notes).where(*where).order_by(notes.c.id.desc()).limit(1)
-
-
-@lru_cache(maxsize=16)
-def _pinned_stmt(sides_on: bool, project_null: bool, count: bool) -> Any:
-    """The pinned notes true today of the project (first) and the side-wide ones."""
-    where = [
-        literal_column("notes.pinned"),
-        *_true_today(),
-        notes.c.kind != literal_column("'handoff'"),
-        notes.c.project.is_(None)
-        if project_null
-        else or_(notes.c.project == bindparam("project"), notes.c.project.is_(None)),
-    ]
-    if sides_on:
-        where.append(notes.c.side == bindparam("side"))
-    if count:
-        return select(func.count()).select_from(notes).where(*where)
-    # ix_notes_pinned (side, project, id) where pinned and active.
-    return (
-        select(notes)
-        .where(*where)
-        .order_by(notes.c.project.is_(None), notes.c.id.desc())
-        .limit(PINNED_MAX)
-    )
-
-
-@lru_cache(maxsize=1)
-def _one_session_stmt() -> Any:
-    return select(*_SESSION_COLUMNS).where(sessions.c.id == bindparam("id"))
-
-
+NOTES = Columns(
+    instants=("status_at", "created_at", "updated_at"), dates=("expires_on",), bools=("pinned",)
+)
+SESSIONS = Columns(instants=("started_at", "last_seen_at", "ended_at"), jsons=("commits",))
+# = notes.true_today: active, and not past its date (tests/unit/test_predicates.py holds
+# the two forms together).
+TRUE_TODAY = "notes.status = 'active' AND (notes.expires_on IS NULL OR notes.expires_on >= :day)"
+_NOTE_COLUMNS = (
+    "notes.id, notes.side, notes.project, notes.kind, notes.text, notes.pinned, notes.status,"
+    " notes.status_reason, notes.status_at, notes.supersedes, notes.superseded_by,"
+    " notes.expires_on, notes.origin, notes.session_id, notes.git_root, notes.branch,"
+    " notes.head, notes.redactions, notes.created_at, notes.updated_at"
+)
 _SESSION_COLUMNS = (
-    sessions.c.id,
-    sessions.c.external_id,
-    sessions.c.started_at,
-    sessions.c.last_seen_at,
-    sessions.c.ended_at,
-    sessions.c.status,
-    sessions.c.end_reason,
-    sessions.c.branch,
-    sessions.c.commits,
-    sessions.c.start_head,
+    "sessions.id, sessions.external_id, sessions.started_at, sessions.last_seen_at,"
+    " sessions.ended_at, sessions.status, sessions.end_reason, sessions.branch,"
+    " sessions.commits, sessions.start_head"
 )
 
 
+def _in_project(column: str, project_null: bool) -> str:
+    return f"{column} IS NULL" if project_null else f"{column} = :project"
+
+
+@lru_cache(maxsize=64)
+def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, limit: int) -> str:
+    """The project's sessions (not this one), newest first: `recent` (the last few),
+    `ended` (the last that ended or was lost), `later` (the last that ended after the
+    handoff's session without an active handoff)."""
+    where = [_in_project("sessions.project", project_null), "NOT sessions.unclassified"]
+    if sides_on:
+        where.append("sessions.side = :side")
+    if mine:
+        where.append("sessions.external_id != :session")
+    if what in ("ended", "later"):
+        where.append("sessions.status != 'open'")
+    if what == "later":
+        where += [
+            "sessions.id > :after",
+            # uq_notes_handoff_session answers per session.
+            "NOT EXISTS (SELECT 1 FROM notes WHERE notes.session_id = sessions.id"
+            " AND notes.kind = 'handoff' AND notes.status = 'active')",
+        ]
+    # ix_sessions_project (project, id): the project's sessions, newest first.
+    return (
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(where)}"
+        f" ORDER BY sessions.id DESC LIMIT {int(limit)}"
+    )
+
+
+@lru_cache(maxsize=16)
+def _handoff_sql(sides_on: bool, project_null: bool) -> str:
+    # ix_notes_handoffs (side, project, id) where kind = 'handoff': newest first.
+    where = ["notes.kind = 'handoff'", _in_project("notes.project", project_null), TRUE_TODAY]
+    if sides_on:
+        where.append("notes.side = :side")
+    return (
+        f"SELECT {_NOTE_COLUMNS} FROM notes WHERE {' AND '.join(where)}"
+        " ORDER BY notes.id DESC LIMIT 1"
+    )
+
+
+@lru_cache(maxsize=16)
+def _pinned_sql(sides_on: bool, project_null: bool, count: bool) -> str:
+    """The pinned notes true today of the project (first) and the side-wide ones."""
+    where = [
+        "notes.pinned",
+        TRUE_TODAY,
+        "notes.kind != 'handoff'",
+        "notes.project IS NULL"
+        if project_null
+        else "(notes.project = :project OR notes.project IS NULL)",
+    ]
+    if sides_on:
+        where.append("notes.side = :side")
+    if count:
+        return f"SELECT count(*) AS n FROM notes WHERE {' AND '.join(where)}"
+    # ix_notes_pinned (side, project, id) where pinned and active.
+    return (
+        f"SELECT {_NOTE_COLUMNS} FROM notes WHERE {' AND '.join(where)}"
+        f" ORDER BY notes.project IS NULL, notes.id DESC LIMIT {PINNED_MAX}"
+    )
+
+
+_ONE_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE sessions.id = :id"
+_THIS_SESSION = "SELECT sessions.id FROM sessions WHERE sessions.external_id = :session"
+
+
 def _session_lines(
-    conn: Connection,
-    rows: list[Any],
+    db: Db,
+    rows: list[dict[str, Any]],
     *,
     tasks_of: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> dict[int, SessionLine]:
@@ -235,70 +212,74 @@ def _session_lines(
     two."""
     if not rows:
         return {}
-    ids = sorted({r.id for r in rows})
-    handoffs = dict(
-        conn.execute(
-            select(notes.c.session_id, notes.c.id).where(
-                notes.c.kind == literal_column("'handoff'"),
-                notes.c.session_id.in_(ids),
-                notes.c.status == literal_column("'active'"),
-            )
-        ).all()
-    )
-    touched = _tasks_touched(conn, [r for r in rows if r.id in tasks_of])
+    ids, values = expand("id", sorted({r["id"] for r in rows}))
+    handoffs = {
+        r["session_id"]: r["id"]
+        for r in NOTES.read(
+            db,
+            "SELECT notes.session_id, notes.id FROM notes WHERE notes.kind = 'handoff'"
+            f" AND notes.session_id IN {ids} AND notes.status = 'active'",
+            values,
+        )
+    }
+    touched = _tasks_touched(db, [r for r in rows if r["id"] in tasks_of])
     lines = {}
     for row in rows:
-        shown, total = touched.get(row.id, ([], 0))
-        commits = row.commits.get("total") if isinstance(row.commits, dict) else None
-        lines[row.id] = SessionLine(
-            id=row.id,
-            external_id=row.external_id,
-            started_at=row.started_at,
-            last_seen_at=row.last_seen_at,
-            ended_at=row.ended_at,
-            status=row.status,
-            end_reason=row.end_reason,
-            branch=row.branch,
+        shown, total = touched.get(row["id"], ([], 0))
+        commits = row["commits"].get("total") if isinstance(row["commits"], dict) else None
+        lines[row["id"]] = SessionLine(
+            id=row["id"],
+            external_id=row["external_id"],
+            started_at=row["started_at"],
+            last_seen_at=row["last_seen_at"],
+            ended_at=row["ended_at"],
+            status=row["status"],
+            end_reason=row["end_reason"],
+            branch=row["branch"],
             commits=commits,
             tasks=shown,
             tasks_total=total,
-            handoff=handoffs.get(row.id),
+            handoff=handoffs.get(row["id"]),
         )
     return lines
 
 
-def _tasks_touched(conn: Connection, rows: list[Any]) -> dict[int, tuple[list[int], int]]:
+def _tasks_touched(db: Db, rows: list[dict[str, Any]]) -> dict[int, tuple[list[int], int]]:
     """The tasks each session held (lease owner `claude:<its id>`), from the task events
     between its own first and last events: one bounded range of ix_events_kind for all."""
     if not rows:
         return {}
-    subjects = {f"session:{r.id}": r for r in rows}
+    subjects, values = expand("subject", [f"session:{r['id']}" for r in rows])
     spans = {
-        subject: (low, high)
-        for subject, low, high in conn.execute(
-            select(events.c.subject, func.min(events.c.id), func.max(events.c.id))
-            .where(events.c.subject.in_(list(subjects)))
-            .group_by(events.c.subject)
+        r["subject"]: (r["low"], r["high"])
+        for r in SESSIONS.read(
+            db,
+            "SELECT events.subject, min(events.id) AS low, max(events.id) AS high FROM events"
+            f" WHERE events.subject IN {subjects} GROUP BY events.subject",
+            values,
         )
     }
     if not spans:
         return {}
-    owners = {f"claude:{r.external_id[:190]}": r.id for r in rows}
-    found = conn.execute(
-        select(events.c.id, events.c.subject, events.c.details["owner"].as_string())
-        .where(
-            events.c.kind.in_(TASK_KINDS),
-            events.c.id.between(
-                min(low for low, _ in spans.values()), max(high for _, high in spans.values())
-            ),
-            events.c.details["owner"].as_string().in_(list(owners)),
-        )
-        .order_by(events.c.id)
-        .limit(2000)
-    ).all()
+    owners = {f"claude:{r['external_id'][:190]}": r["id"] for r in rows}
+    kinds, kind_values = expand("kind", TASK_KINDS)
+    named, owner_values = expand("owner", owners)
+    found = SESSIONS.read(
+        db,
+        "SELECT events.id, events.subject, JSON_TEXT(events.details, 'owner') AS owner"
+        f" FROM events WHERE events.kind IN {kinds} AND events.id BETWEEN :low AND :high"
+        f" AND JSON_TEXT(events.details, 'owner') IN {named} ORDER BY events.id LIMIT 2000",
+        {
+            **kind_values,
+            **owner_values,
+            "low": min(low for low, _ in spans.values()),
+            "high": max(high for _, high in spans.values()),
+        },
+    )
     by_session: dict[int, list[int]] = {}
-    for event_id, subject, owner in found:
-        session_id = owners[owner]
+    for event in found:
+        event_id, subject = event["id"], event["subject"]
+        session_id = owners[event["owner"]]
         low, high = spans.get(f"session:{session_id}", (0, -1))
         if not low <= event_id <= high:
             continue
@@ -353,21 +334,22 @@ class BriefStart:
     drifted: Callable[[], tuple[Any, str | None]] | None = None
 
 
-def begin_brief(conn: Connection, request: BriefRequest, day: date) -> BriefStart:
+def begin_brief(conn: Db | Connection, request: BriefRequest, day: date) -> BriefStart:
     """Read the handoff and start reading its drift in git: called before the rest of the
     session context is read (services/context.py), so that `git` runs meanwhile."""
     if scope_of(request) is None:
         return BriefStart()
-    values = {"side": request.side, "project": request.project, "day": day}
-    row = conn.execute(_handoff_stmt(request.sides_on, request.project is None), values).first()
-    if row is None:
+    db = as_db(conn)
+    values = {"side": request.side, "project": request.project, "day": date_in(db, day)}
+    rows = NOTES.read(db, _handoff_sql(request.sides_on, request.project is None), values)
+    if not rows:
         return BriefStart()
-    handoff = Note.from_row(row)
+    handoff = Note.from_values(rows[0])
     return BriefStart(handoff=handoff, drifted=_drift(handoff, request))
 
 
 def build_brief(
-    conn: Connection,
+    conn: Db | Connection,
     now: datetime,
     request: BriefRequest,
     day: date,
@@ -375,14 +357,14 @@ def build_brief(
 ) -> Brief:
     """The brief of `request` (`started`: its first step, taken earlier in the same
     transaction; else taken here)."""
+    db = as_db(conn)
     if started is None:
-        started = begin_brief(conn, request, day)
+        started = begin_brief(db, request, day)
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
-        brief.this_session = conn.execute(
-            select(sessions.c.id).where(sessions.c.external_id == request.session)
-        ).scalar()
+        found = SESSIONS.read(db, _THIS_SESSION, {"session": request.session})
+        brief.this_session = found[0]["id"] if found else None
     if scope_of(request) is None:
         brief.closed = (
             "this session is unclassified: ondeck shows it no notes, handoffs or sessions "
@@ -392,52 +374,56 @@ def build_brief(
         )
         return brief
     shape = (request.sides_on, request.project is None)
-    values = {"side": request.side, "project": request.project, "day": day}
+    values: dict[str, Any] = {
+        "side": request.side,
+        "project": request.project,
+        "day": date_in(db, day),
+    }
     mine = request.session is not None
     if mine:
         values["session"] = request.session
 
-    def project_sessions(what: str, limit: int, **more: Any) -> list[Any]:
-        statement = _sessions_stmt(*shape, mine, what)
-        return list(conn.execute(statement, {**values, "limit": limit, **more}).all())
+    def project_sessions(what: str, limit: int, **more: Any) -> list[dict[str, Any]]:
+        return SESSIONS.read(db, _sessions_sql(*shape, mine, what, limit), {**values, **more})
 
     handoff = started.handoff
     own = later = last = None
     if handoff is not None:
         if handoff.session_id is not None:
-            own = conn.execute(_one_session_stmt(), {"id": handoff.session_id}).first()
+            found = SESSIONS.read(db, _ONE_SESSION, {"id": handoff.session_id})
+            own = found[0] if found else None
         found = project_sessions("later", 1, after=handoff.session_id or 0)
         later = found[0] if found else None
     else:
         found = project_sessions("ended", 1)
         last = found[0] if found else None
-    recent: list[Any] = []
+    recent: list[dict[str, Any]] = []
     if not brief.only_handoff:
-        rows = conn.execute(_pinned_stmt(*shape, False), values).all()
+        rows = NOTES.read(db, _pinned_sql(*shape, False), values)
         brief.pinned_total = len(rows)
         if len(rows) == PINNED_MAX:
-            brief.pinned_total = int(conn.execute(_pinned_stmt(*shape, True), values).scalar_one())
+            brief.pinned_total = int(NOTES.read(db, _pinned_sql(*shape, True), values)[0]["n"])
         side_wide = "side-wide pin" if request.sides_on else "pinned for every project"
         brief.pinned = [
-            Pinned(note=Note.from_row(r), why="project match" if r.project else side_wide)
+            Pinned(note=Note.from_values(r), why="project match" if r["project"] else side_wide)
             for r in rows
         ]
         recent = project_sessions("recent", RECENT)
     lines = _session_lines(
-        conn,
+        db,
         [r for r in (own, later, last, *recent) if r is not None],
-        tasks_of={r.id for r in recent},
+        tasks_of={r["id"] for r in recent},
     )
     if handoff is not None and started.drifted is not None:
         drift, why_not = started.drifted()
         brief.handoff = Handoff(
             note=handoff,
-            session=lines.get(own.id) if own is not None else None,
+            session=lines.get(own["id"]) if own is not None else None,
             drift=drift,
             drift_note=why_not,
-            later_without=lines.get(later.id) if later is not None else None,
+            later_without=lines.get(later["id"]) if later is not None else None,
         )
     elif last is not None:
-        brief.no_handoff_since = lines[last.id]
-    brief.recent = [lines[r.id] for r in recent]
+        brief.no_handoff_since = lines[last["id"]]
+    brief.recent = [lines[r["id"]] for r in recent]
     return brief

@@ -5,6 +5,10 @@ Trap one of the field report lives here. The jobs loop moves `next_due` forward 
 processes a reminder, so "what is due" alone loses the reminder that fired today. Reminders
 are read from the record of the fire (`fires`), by fire date and by the instant it was
 processed, plus the ones due and not processed yet.
+
+Every statement is plain SQL (services/context_sql.py, run through db/plain.py): the server,
+CLI and API run it on their SQLAlchemy connection, in their transaction; the session hook
+on the bare driver, without importing SQLAlchemy. One text, one meaning, on both.
 """
 
 from __future__ import annotations
@@ -15,29 +19,19 @@ from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import (
-    Connection,
-    Row,
-    Select,
-    and_,
-    case,
-    desc,
-    func,
-    or_,
-    select,
-)
-
 from ondeck.core.clock import aware, iso, start_of_day, today
-from ondeck.core.models import BackupStatus, ScheduleKind, Task, TaskStatus
-from ondeck.db.tables import SCHEDULES_LIVE, backups, fires, schedules, tasks
+from ondeck.core.models import BackupStatus, Task
+from ondeck.db.plain import Db, as_db, date_in, expand, instant_in
+from ondeck.services import context_sql as q
 from ondeck.services.brief import Brief, BriefRequest, begin_brief, build_brief
 from ondeck.services.lease_state import Lease, LeaseState, lease_of
-from ondeck.services.task_statements import READY_ORDER, status_is, task_from_row
 from ondeck.services.workers import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
 from ondeck.services.workers import JOBS_SILENT_TICKS as JOBS_SILENT_TICKS  # its old home
 
 if TYPE_CHECKING:
     from os import PathLike
+
+    from sqlalchemy import Connection
 
 DEFAULT_BUDGET = 20
 BACKUP_STALE_AFTER = timedelta(days=2)
@@ -113,113 +107,42 @@ def _describe_rule(rule: str) -> str:
         return f"unreadable rule {rule!r}"
 
 
-def _scope(column: Any, project: str | None) -> Any:
-    """With a project: that project's items and the unscoped ones; without: everything."""
-    if project is None:
-        return True
-    return or_(column == project, column.is_(None))
-
-
-def _task_count(project: str | None, *where: Any) -> Any:
-    """A scalar subquery: how many tasks match `where` within the project scope."""
-
-    def count(*more: Any) -> Any:
-        return select(func.count()).select_from(tasks).where(*where, *more).scalar_subquery()
-
-    if project is None:
-        return count()
-    # The project's tasks and the unscoped ones counted apart and added (they are disjoint):
-    # each count then reads one index alone (ix_tasks_ready_project for READY tasks), where
-    # PostgreSQL reads the table to count an OR of the two.
-    return count(tasks.c.project == project) + count(tasks.c.project.is_(None))
-
-
-_SHOWN = (
-    schedules.c.id,
-    schedules.c.title,
-    schedules.c.body,
-    schedules.c.rule,
-    schedules.c.project,
-    schedules.c.deleted_at,
-)
-
-
-def _reminders_in(project: str | None) -> tuple[Any, ...]:
-    return (schedules.c.kind == ScheduleKind.REMIND.value, _scope(schedules.c.project, project))
-
-
-def _fires_of(day: date, zone: tzinfo) -> Any:
-    """Today's fires: by fire date, or processed today (late, for an earlier date)."""
-    day_start, day_end = start_of_day(day, zone), start_of_day(day + timedelta(days=1), zone)
-    return or_(
-        fires.c.fire_date == day,
-        and_(fires.c.fired_at >= day_start, fires.c.fired_at < day_end),
-    )
-
-
-def _fired_reminders(conn: Connection, today_fires: Any, project: str | None) -> list[Any]:
+def _fired_reminders(db: Db, on: dict[str, Any], project: str | None) -> list[Any]:
     """(schedule, fire) for every reminder in scope that fired today, once each, in order of
     that fire. A schedule removed since is kept (and said to be removed): the reminder
     did fire today, and hiding it would be the lie this list exists to prevent."""
-    # Plain on purpose (no join, no ORDER BY): either one made SQLite walk every fire ever
-    # recorded in ix_fires_fired_at order instead of asking ix_fires_fire_date and
-    # ix_fires_fired_at for today's.
-    found = conn.execute(
-        select(fires.c.id, fires.c.schedule_id, fires.c.fire_date, fires.c.fired_at).where(
-            today_fires
-        )
-    ).all()
+    found = q.FIRES.read(db, q.FIRED, on)
     if not found:
         return []
     # A schedule that fired twice today (e.g. "now", then its own date) is shown once, with
     # its first fire of the day (the first recorded, when one tick fired several dates).
     first: dict[int, Any] = {}
-    for fire in sorted(found, key=lambda f: (f.fired_at, f.id)):
-        first.setdefault(fire.schedule_id, fire)
-    shown = {
-        row.id: row
-        for row in conn.execute(
-            select(*_SHOWN).where(
-                schedules.c.id.in_(select(fires.c.schedule_id).where(today_fires)),
-                *_reminders_in(project),
-            )
-        )
-    }
+    for fire in sorted(found, key=lambda f: (f["fired_at"], f["id"])):
+        first.setdefault(fire["schedule_id"], fire)
+    shown = {row["id"]: row for row in q.REMINDERS.read(db, q.fired_schedules(project), on)}
     kept = sorted(
-        (fire for fire in first.values() if fire.schedule_id in shown),
-        key=lambda f: (f.fired_at, f.schedule_id),
+        (fire for fire in first.values() if fire["schedule_id"] in shown),
+        key=lambda f: (f["fired_at"], f["schedule_id"]),
     )
-    return [(shown[fire.schedule_id], fire) for fire in kept]
+    return [(shown[fire["schedule_id"]], fire) for fire in kept]
 
 
-def _pending_reminders(today_fires: Any, day: date, project: str | None) -> tuple[Any, Any]:
-    """(query, count) of the reminders due and not processed yet, in order."""
-    where = (
-        *_reminders_in(project),
-        SCHEDULES_LIVE,
-        schedules.c.next_due <= day,
-        schedules.c.id.not_in(select(fires.c.schedule_id).where(today_fires)),
-    )
-    query = select(*_SHOWN).where(*where).order_by(schedules.c.next_due, schedules.c.id)
-    return query, select(func.count()).select_from(schedules).where(*where).scalar_subquery()
-
-
-def _reminder(row: Any, fire_date: date | None, fired_at: datetime | None) -> Reminder:
+def _reminder(row: dict[str, Any], fire_date: date | None, fired_at: datetime | None) -> Reminder:
     return Reminder(
-        schedule_id=row.id,
-        title=row.title,
-        body=row.body,
-        rule=row.rule,
-        rule_text=_describe_rule(row.rule),
-        project=row.project,
+        schedule_id=row["id"],
+        title=row["title"],
+        body=row["body"],
+        rule=row["rule"],
+        rule_text=_describe_rule(row["rule"]),
+        project=row["project"],
         fire_date=fire_date,
         fired_at=fired_at,
-        removed_at=row.deleted_at,
+        removed_at=row["deleted_at"],
     )
 
 
 def _warnings(
-    conn: Connection,
+    db: Db,
     now: datetime,
     zone: tzinfo,
     day: date,
@@ -249,23 +172,23 @@ def _warnings(
                 f"with other settings: {'; '.join(differences)}",
             )
         )
-    found += _lease_warnings(conn, now, lease_grace, jobs)
-    found += _backup_warnings(conn, now, zone)
-    found += _schedule_warnings(conn, day, zone)
+    found += _lease_warnings(db, now, lease_grace, jobs)
+    found += _backup_warnings(db, now, zone)
+    found += _schedule_warnings(db, day, zone)
     return found
 
 
 def _lease_warnings(
-    conn: Connection, now: datetime, lease_grace: timedelta, jobs: JobsHealth
+    db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth
 ) -> list[Warning]:
-    stale = (status_is(TaskStatus.RUNNING), tasks.c.lease_until <= now)
-    expired = conn.execute(select(tasks).where(*stale).order_by(tasks.c.lease_until).limit(6)).all()
+    at = {"now": instant_in(db, now)}
+    expired = q.TASKS.read(db, q.STALE, at)
     if not expired:
         return []
     total = len(expired)
     if total == 6:  # a full page: there may be more
-        total = int(conn.execute(select(_task_count(None, *stale))).scalar_one())
-    leases = [lease_of(task_from_row(r), now, lease_grace, jobs) for r in expired[:5]]
+        total = int(q.AS_IS.read(db, q.STALE_COUNT, at)[0]["n"])
+    leases = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in expired[:5]]
     named = ", ".join(f"task {x.task.id} ({x.task.lease_owner})" for x in leases)
     more = f" and {total - 5} more" if total > 5 else ""
     if not jobs.alive:
@@ -282,33 +205,25 @@ def _lease_warnings(
     ]
 
 
-def _backup_warnings(conn: Connection, now: datetime, zone: tzinfo) -> list[Warning]:
+def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[Warning]:
     found: list[Warning] = []
-    last_backup = conn.execute(
-        select(backups)
-        .where(backups.c.status != BackupStatus.RUNNING.value)
-        .order_by(desc(backups.c.id))
-        .limit(1)
-    ).first()
+    last = q.BACKUPS.read(db, q.LAST_BACKUP, {"running": BackupStatus.RUNNING.value})
+    last_backup = last[0] if last else None
     # A backup dated after now (a clock ahead wrote it) proves nothing about the last two
     # days: only those at or before now count, and the one from the future is named.
-    edge = now + CLOCK_SKEW_TOLERANCE
-    finished = backups.c.finished_at
-    last_ok, ahead = conn.execute(
-        select(
-            func.max(case((finished <= edge, finished))),
-            func.max(case((finished > edge, finished))),
-        ).where(backups.c.status == BackupStatus.OK.value)
-    ).one()
-    if last_backup is not None and last_backup.status in (
+    edge = instant_in(db, now + CLOCK_SKEW_TOLERANCE)
+    [ok] = q.BACKUPS.read(db, q.LAST_OK, {"edge": edge, "ok": BackupStatus.OK.value})
+    last_ok, ahead = ok["last_ok"], ok["ahead"]
+    if last_backup is not None and last_backup["status"] in (
         BackupStatus.FAILED,
         BackupStatus.ABANDONED,
     ):
-        error = _clip((last_backup.error or last_backup.status).splitlines()[0], 200)
+        error = _clip((last_backup["error"] or last_backup["status"]).splitlines()[0], 200)
+        started = iso(last_backup["started_at"], zone)
         found.append(
             Warning(
                 code="backup_failed",
-                message=f"the last backup ({iso(last_backup.started_at, zone)}) failed: {error}",
+                message=f"the last backup ({started}) failed: {error}",
             )
         )
     elif last_ok is None or now - last_ok > BACKUP_STALE_AFTER:
@@ -328,26 +243,17 @@ def _backup_warnings(conn: Connection, now: datetime, zone: tzinfo) -> list[Warn
     return found
 
 
-def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warning]:
+def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[Warning]:
     """Overdue schedules, and due ones whose stored rule no longer parses: the tick skips
     those every time, so they would stay due and silent for ever. One read of the due
     schedules by rule (ix_schedules_due): a handful of distinct rules to parse, and a rule
     that breaks is caught the day it should fire."""
     found: list[Warning] = []
-    due = (SCHEDULES_LIVE, schedules.c.next_due <= day)
-    late = schedules.c.next_due < day
-    by_rule = conn.execute(
-        select(
-            schedules.c.rule,
-            func.count(case((late, 1))),
-            func.min(case((late, schedules.c.next_due))),
-        )
-        .where(*due)
-        .group_by(schedules.c.rule)
-    ).all()
-    overdue = sum(int(n) for _, n, _ in by_rule)
+    on = {"day": date_in(db, day)}
+    by_rule = q.BY_RULE.read(db, q.DUE_BY_RULE, on)
+    overdue = sum(int(r["late"]) for r in by_rule)
     if overdue:
-        since = min(first for _, n, first in by_rule if n)
+        since = min(r["first"] for r in by_rule if r["late"])
         found.append(
             Warning(
                 code="schedules_overdue",
@@ -355,17 +261,14 @@ def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warnin
                 "not processed: the jobs loop is behind",
             )
         )
-    broken = {rule: problem for rule, _, _ in by_rule if (problem := _rule_problem(rule))}
+    broken = {r["rule"]: problem for r in by_rule if (problem := _rule_problem(r["rule"]))}
     if broken:
-        where = (*due, schedules.c.rule.in_(broken))
-        named = conn.execute(
-            select(schedules.c.id, schedules.c.rule).where(*where).order_by(schedules.c.id).limit(5)
-        ).all()
-        total = int(
-            conn.execute(select(func.count()).select_from(schedules).where(*where)).scalar_one()
-        )
+        rules, values = expand("rule", broken)
+        first_five, count = q.unreadable(rules)
+        named = q.AS_IS.read(db, first_five, {**on, **values})
+        total = int(q.AS_IS.read(db, count, {**on, **values})[0]["n"])
         listed = "; ".join(
-            f"schedule {r.id} {r.rule!r} ({_clip(broken[r.rule], 120)})" for r in named
+            f"schedule {r['id']} {r['rule']!r} ({_clip(broken[r['rule']], 120)})" for r in named
         )
         more = f"; and {total - 5} more" if total > 5 else ""
         found.append(
@@ -377,17 +280,13 @@ def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warnin
         )
     # Fires for dates after today: a jobs clock ahead fired them early and moved their
     # schedules past the dates this clock has yet to reach (ix_fires_fire_date).
-    early = conn.execute(
-        select(func.count(func.distinct(fires.c.schedule_id)), func.max(fires.c.fire_date)).where(
-            fires.c.fire_date > day
-        )
-    ).one()
-    if early[0]:
+    [early] = q.EARLY.read(db, q.FIRED_EARLY, on)
+    if early["n"]:
         found.append(
             Warning(
                 code="fired_early",
-                message=f"{early[0]} schedule(s) fired for dates after today "
-                f"({day.isoformat()} in {zone}), the latest {early[1].isoformat()}: a jobs "
+                message=f"{early['n']} schedule(s) fired for dates after today "
+                f"({day.isoformat()} in {zone}), the latest {early['latest'].isoformat()}: a jobs "
                 "clock ahead fired them early, and they fire again only after those dates",
             )
         )
@@ -395,7 +294,7 @@ def _schedule_warnings(conn: Connection, day: date, zone: tzinfo) -> list[Warnin
 
 
 def build_context(
-    conn: Connection,
+    conn: Db | Connection,
     now: datetime,
     project: str | None = None,
     budget: int = DEFAULT_BUDGET,
@@ -407,12 +306,14 @@ def build_context(
     brief: BriefRequest | None = None,
 ) -> Context:
     """The lists within `budget` items; fitting them to a size in characters is the
-    rendering's (`context_render.fit_markdown`)."""
+    rendering's (`context_render.fit_markdown`). `conn`: a SQLAlchemy connection (its
+    transaction) or a bare driver's (db/plain.py): the same statements run on either."""
+    db = as_db(conn)
     now = aware(now)
     day = today(now, zone)
     # The brief's handoff first: its drift is read in git while the statements below run.
-    started = begin_brief(conn, brief, day) if brief is not None else None
-    jobs = jobs_health(conn, now, tick_seconds=tick_seconds)
+    started = begin_brief(db, brief, day) if brief is not None else None
+    jobs = jobs_health(db, now, tick_seconds=tick_seconds)
     ctx = Context(
         date=day,
         timezone=str(zone),
@@ -421,7 +322,7 @@ def build_context(
         budget=budget,
         jobs=jobs,
         warnings=[
-            *_warnings(conn, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
+            *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
             *(Warning(code=code, message=message) for code, message in extra_warnings),
         ],
     )
@@ -430,56 +331,46 @@ def build_context(
     # are read together at the end, in one round trip.
     room = max(budget, 0)
     totals: dict[str, Any] = {}  # per part: how many there are, or the count to ask for
+    values = {
+        "project": project,
+        "day": date_in(db, day),
+        "day_start": instant_in(db, start_of_day(day, zone)),
+        "day_end": instant_in(db, start_of_day(day + timedelta(days=1), zone)),
+    }
 
-    def page(name: str, query: Select[Any], count: Any) -> Sequence[Row[Any]]:
+    def page(name: str, statements: tuple[str, str], columns: Any) -> list[dict[str, Any]]:
         nonlocal room
-        rows = conn.execute(query.limit(room)).all() if room > 0 else []
+        query, count = statements
+        rows = columns.read(db, f"{query} LIMIT {room}", values) if room > 0 else []
         totals[name] = count if len(rows) == room else len(rows)
         room -= len(rows)
-        return rows
+        return list(rows)
 
-    today_fires = _fires_of(day, zone)
-    fired = _fired_reminders(conn, today_fires, project)
+    fired = _fired_reminders(db, values, project)
     totals["fired"] = len(fired)
-    ctx.reminders = [_reminder(r, fire.fire_date, fire.fired_at) for r, fire in fired[:room]]
+    ctx.reminders = [_reminder(r, f["fire_date"], f["fired_at"]) for r, f in fired[:room]]
     room -= len(ctx.reminders)
-    pending_rows = page("pending", *_pending_reminders(today_fires, day, project))
+    pending_rows = page("pending", q.pending(project), q.REMINDERS)
     ctx.reminders += [_reminder(r, None, None) for r in pending_rows]
-
-    scope = () if project is None else (_scope(tasks.c.project, project),)
-    running_where = (status_is(TaskStatus.RUNNING),)
-    running_rows = page(
-        "running",
-        select(tasks).where(*running_where, *scope).order_by(tasks.c.lease_until, tasks.c.id),
-        _task_count(project, *running_where),
-    )
-    due_where = (status_is(TaskStatus.READY), tasks.c.due_on <= day)
-    due_rows = page(
-        "due",
-        select(tasks).where(*due_where, *scope).order_by(*READY_ORDER),
-        _task_count(project, *due_where),
-    )
-    backlog_where = (status_is(TaskStatus.READY), tasks.c.due_on.is_(None))
-    backlog_rows = page(
-        "backlog",
-        select(tasks).where(*backlog_where, *scope).order_by(tasks.c.priority, tasks.c.id),
-        _task_count(project, *backlog_where),
-    )
-    ctx.running = [lease_of(task_from_row(r), now, lease_grace, jobs) for r in running_rows]
-    ctx.due = [_due(task_from_row(r), day) for r in due_rows]
-    ctx.backlog = [task_from_row(r) for r in backlog_rows]
+    running_rows = page("running", q.running(project), q.TASKS)
+    due_rows = page("due", q.due(project), q.TASKS)
+    backlog_rows = page("backlog", q.backlog(project), q.TASKS)
+    ctx.running = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in running_rows]
+    ctx.due = [_due(Task.from_values(r), day) for r in due_rows]
+    ctx.backlog = [Task.from_values(r) for r in backlog_rows]
 
     asked = [name for name, total in totals.items() if not isinstance(total, int)]
     if asked:
-        counted = conn.execute(select(*(totals[name] for name in asked))).one()
-        totals.update(zip(asked, counted, strict=True))
+        counts = ", ".join(f"{totals[name]} AS {name}" for name in asked)
+        [counted] = q.AS_IS.read(db, f"SELECT {counts}", values)
+        totals.update((name, counted[name]) for name in asked)
     totals["reminders"] = totals.pop("fired") + totals.pop("pending")
     for name in ("reminders", "running", "due", "backlog"):
         left_out = int(totals[name]) - len(getattr(ctx, name))
         if left_out > 0:
             ctx.omitted[name] = left_out
     if brief is not None:
-        ctx.brief = build_brief(conn, now, brief, day, started)
+        ctx.brief = build_brief(db, now, brief, day, started)
     return ctx
 
 
@@ -498,7 +389,7 @@ class ContextSettings(Protocol):
 
 
 def context_for(
-    conn: Connection,
+    conn: Db | Connection,
     now: datetime,
     settings: ContextSettings,
     project: str | None = None,
@@ -509,17 +400,18 @@ def context_for(
     """`build_context` with the configured zone, lease grace and tick, and the session
     records' warnings (unclassified sessions, a stuck spool): what entry points call
     (through `entrypoints/store.py`, which also fits it to its size in characters)."""
-    from ondeck.services.sessions import context_warnings
+    from ondeck.services.session_warnings import context_warnings
 
+    db = as_db(conn)
     return build_context(
-        conn,
+        db,
         now,
         project,
         budget,
         zone=settings.zone,
         lease_grace=settings.lease_grace,
         tick_seconds=settings.tick_seconds,
-        extra_warnings=context_warnings(conn, now, settings),
+        extra_warnings=context_warnings(db, now, settings),
         brief=brief,
     )
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ondeck.core.clock import aware, iso, local
 from ondeck.core.humanize import relative, span
-from ondeck.services.backlog import Task
+from ondeck.core.models import Task
 from ondeck.services.workers import JobsHealth
 
 

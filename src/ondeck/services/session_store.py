@@ -7,7 +7,7 @@ through `Db`, which is either a SQLAlchemy connection (`exec_driver_sql`: the se
 CLI, the jobs tick's spool drain; same transaction as the caller's) or a connection of
 `sqlite3`/`psycopg` opened here (the hook). Both run exactly the same statements and the
 same Python below: one copy of every rule. Values are given to the driver the way ondeck's
-column types store them (db/types.py: instants as UTC text on SQLite, JSON as text, cast to
+column types store them (db/plain.py: instants as UTC text on SQLite, JSON as text, cast to
 JSONB on PostgreSQL), so either side reads what the other wrote.
 
 How a record changes a session (each hook is idempotent on what it received):
@@ -27,11 +27,12 @@ How a record changes a session (each hook is idempotent on what it received):
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
+
+from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
+from ondeck.db.plain import render as _for
 
 OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
 DISAGREEMENTS_MAX = 50
@@ -43,24 +44,7 @@ JSONS = frozenset({"classification", "disagreements", "commits", "files", "redac
 BOOLS = frozenset({"capture", "unclassified"})
 
 
-class Db(Protocol):
-    dialect: str  # "sqlite" or "postgresql"
-
-    def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
-
-
 # --- statements -----------------------------------------------------------------------------
-
-_NAME = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
-
-
-def _for(dialect: str, sql: str) -> str:
-    """`:name` parameters as the driver takes them; `JSON(:name)` as each store stores JSON."""
-    if dialect == "postgresql":
-        sql = re.sub(r"JSON\((:[a-z_]+)\)", r"CAST(\1 AS JSONB)", sql)
-        return _NAME.sub(r"%(\1)s", sql)
-    return re.sub(r"JSON\((:[a-z_]+)\)", r"\1", sql)
-
 
 _COLUMNS = (
     "agent",
@@ -152,33 +136,6 @@ def sql(db: Db, name: str) -> str:
 
 
 # --- values as the columns store them -----------------------------------------------------
-
-
-def instant_in(db: Db, value: datetime | None) -> Any:
-    if value is None:
-        return None
-    value = value.astimezone(UTC)
-    if db.dialect == "sqlite":
-        # Instant's SQLite form: fixed-width UTC text, so comparisons in SQL order correctly.
-        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
-    return value
-
-
-def instant_out(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-def json_in(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def json_out(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def row_out(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Session records: reading them, moving them between sides, marking the silent ones lost,
-the jobs tick's step and the context's warnings. Hook records are applied by
-`session_store` (plain SQL that also runs on the bare driver, for the hooks), wrapped for
-SQLAlchemy callers by `session_hooks`.
+the jobs tick's step (what the context warns about them: `session_warnings`). Hook records
+are applied by `session_store` (plain SQL that also runs on the bare driver, for the hooks),
+wrapped for SQLAlchemy callers by `session_hooks`.
 
 Statuses: `open` (heard from within ONDECK_SESSION_GRACE), `ended` (SessionEnd came),
 `lost` (silent past the grace: the record never claims a session still runs when nothing
@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, func, literal_column, or_, select, text, update
 
 from ondeck.core import logs
-from ondeck.core.clock import aware, iso, local
+from ondeck.core.clock import aware, iso
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Event
 from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db.engine import writing
+from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions, tasks
 from ondeck.services import events as event_log
 from ondeck.services import session_store
@@ -204,9 +205,8 @@ class SessionDetail:
 
 
 def _inbox() -> Any:
-    # Written as the partial index's own predicate (ix_sessions_inbox): SQLite renders a
-    # bound boolean as `unclassified = 1`, which its planner does not match to the index.
-    return text("sessions.unclassified")
+    # Written as the partial index's own predicate (ix_sessions_inbox): db/predicates.py.
+    return text(SESSIONS_INBOX)
 
 
 def _status_is(status: str) -> Any:
@@ -531,48 +531,3 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         "lost": len(lost),
         "ids": lost[:50],
     }
-
-
-# --- what the context warns about ----------------------------------------------------------
-
-
-def context_warnings(conn: Connection, now: datetime, settings: Any) -> list[tuple[str, str]]:
-    """(code, message) for the session context: the inbox and a stuck spool. Counts only:
-    nothing of an unclassified session is shown to another session."""
-    from ondeck.services import spool
-
-    found: list[tuple[str, str]] = []
-    inbox = count_unclassified(conn)
-    if inbox:
-        found.append(
-            (
-                "sessions_unclassified",
-                f"{inbox} session record(s) unclassified, waiting in the inbox for a person "
-                "(`ondeck session list --status unclassified`, then `ondeck session move`)",
-            )
-        )
-    found += spool_warnings(spool.status(settings.spool_dir), now, settings.zone)
-    return found
-
-
-def spool_warnings(status: Any, now: datetime, zone: tzinfo) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    if status.stuck(now):
-        since = local(status.oldest_at, zone).isoformat(timespec="seconds")
-        found.append(
-            (
-                "spool_stuck",
-                f"{status.waiting} hook event(s) waiting in the spool ({status.path}) since "
-                f"{since}: the database could not be reached; the next hook or jobs tick that "
-                "reaches it drains them",
-            )
-        )
-    if status.rejected:
-        found.append(
-            (
-                "spool_rejected",
-                f"{status.rejected} spooled hook event(s) could not be applied; they are kept "
-                f"with the reason in {status.path}/rejected.jsonl",
-            )
-        )
-    return found

@@ -11,6 +11,9 @@ dashboard's Today, Schedules and System pages, `schedule now`, the lease states 
 API's health. A heartbeat dated after `now` is no proof of life: it was written by a clock
 ahead of this one (or this one is behind), and it is reported as clock skew with both
 instants rather than hiding a loop that stopped.
+
+The health is read with plain SQL (db/plain.py), for the session hook's context; the
+writers import SQLAlchemy where they run (the jobs process has it loaded anyway).
 """
 
 from __future__ import annotations
@@ -24,14 +27,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import Connection, Select, delete, or_, select, update
-
 from ondeck.core.clock import aware, iso, local
 from ondeck.core.humanize import span
-from ondeck.db.dialect import insert_for
-from ondeck.db.tables import workers
+from ondeck.db.plain import Columns, Db, as_db, instant_in
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from ondeck.core.config import Settings
 
 # A loop silent for this many of its own intervals is not running (one late tick is load).
@@ -221,23 +223,33 @@ def _at(instant: datetime, zone: tzinfo) -> str:
     return local(instant, zone).isoformat(timespec="seconds")
 
 
-def jobs_health(conn: Connection, now: datetime, *, tick_seconds: float) -> JobsHealth:
+_WORKER = Columns(instants=("started_at", "last_tick_at", "stopped_at"), jsons=("summary",))
+# Plain SQL (db/plain.py): the session hook reads the loop's health without SQLAlchemy.
+_NEWEST = (
+    "SELECT name, started_at, last_tick_at, tick_ms, ticks, summary, stopped_at, tz,"
+    " tick_seconds, lease_grace_seconds FROM workers WHERE last_tick_at {} :edge"
+    " ORDER BY last_tick_at DESC LIMIT 1"
+)
+
+
+def jobs_health(conn: Db | Connection, now: datetime, *, tick_seconds: float) -> JobsHealth:
     """The loop's health from the latest heartbeat at or before `now` (plus the clock skew
     tolerance) and the latest one after it. Two reads of ix_workers_last_tick_at."""
+    db = as_db(conn)
     now = aware(now)
-    edge = now + CLOCK_SKEW_TOLERANCE
-    latest = conn.execute(_newest().where(workers.c.last_tick_at <= edge)).first()
-    ahead = conn.execute(_newest().where(workers.c.last_tick_at > edge)).first()
+    edge = {"edge": instant_in(db, now + CLOCK_SKEW_TOLERANCE)}
+    latest = _WORKER.read(db, _NEWEST.format("<="), edge)
+    ahead = _WORKER.read(db, _NEWEST.format(">"), edge)
     return JobsHealth(
         now=now,
-        latest=Worker(**latest._mapping) if latest else None,
-        ahead=Worker(**ahead._mapping) if ahead else None,
+        latest=Worker(**latest[0]) if latest else None,
+        ahead=Worker(**ahead[0]) if ahead else None,
         tick_seconds=tick_seconds,
     )
 
 
 def health_reader(
-    conn: Connection, now: datetime, *, tick_seconds: float
+    conn: Db | Connection, now: datetime, *, tick_seconds: float
 ) -> Callable[[], JobsHealth]:
     """`jobs_health` read on first call only: for callers that need it only when a lease
     turns out to be past its end (most lists hold none)."""
@@ -249,10 +261,6 @@ def health_reader(
         return found[0]
 
     return read
-
-
-def _newest() -> Select[Any]:
-    return select(workers).order_by(workers.c.last_tick_at.desc()).limit(1)
 
 
 def worker_name() -> str:
@@ -289,6 +297,11 @@ def beat(
 ) -> None:
     """Record a tick. `tz`, `tick_seconds` and `lease_grace` are the writing process's
     settings; a caller that leaves them out records them as unknown (NULL)."""
+    from sqlalchemy import delete, or_
+
+    from ondeck.db.dialect import insert_for
+    from ondeck.db.tables import workers
+
     grace = lease_grace.total_seconds() if lease_grace is not None else None
     settings = {"tz": tz, "tick_seconds": tick_seconds, "lease_grace_seconds": grace}
     stmt = insert_for(conn, workers).values(
@@ -326,12 +339,20 @@ def beat(
 
 
 def stopped(conn: Connection, now: datetime, name: str) -> None:
+    from sqlalchemy import update
+
+    from ondeck.db.tables import workers
+
     conn.execute(update(workers).where(workers.c.name == name).values(stopped_at=now))
 
 
 def last_tick_at(conn: Connection) -> datetime | None:
     """The most recent tick of any jobs process (ix_workers_last_tick_at). It may be dated
     in the future: whether the loop is alive is `jobs_health`'s to say."""
+    from sqlalchemy import select
+
+    from ondeck.db.tables import workers
+
     return conn.execute(
         select(workers.c.last_tick_at)
         .where(workers.c.last_tick_at.is_not(None))
@@ -341,6 +362,10 @@ def last_tick_at(conn: Connection) -> datetime | None:
 
 
 def list_workers(conn: Connection, limit: int = 20) -> list[Worker]:
+    from sqlalchemy import select
+
+    from ondeck.db.tables import workers
+
     query = (
         select(workers)
         .order_by(workers.c.last_tick_at.desc().nulls_last(), workers.c.name)

@@ -1,0 +1,110 @@
+"""The session context read through the bare driver (the session hook) is the one read
+through SQLAlchemy (the server, CLI and API): the same statements, and the same values out
+of them (instants, dates, JSON, booleans), on both stores."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Engine, insert
+
+from ondeck.db.bare import open_bare
+from ondeck.db.tables import backups
+from ondeck.services import backlog, schedules, workers
+from ondeck.services import notes as notes_svc
+from ondeck.services.brief import BriefRequest
+from ondeck.services.context import Context, build_context
+from ondeck.services.context_render import fit_context, to_json, to_markdown
+from ondeck.services.firing import fire_due
+from support.memory import make_session
+
+UTCZ = ZoneInfo("UTC")
+NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+SIDES = {"work": ["/w"]}
+REQUEST = BriefRequest(sides_on=True, side="work", project="api", source="startup", session="x")
+
+
+def _fill(engine: Engine) -> None:
+    """One of everything the context shows or warns about."""
+    earlier = NOW - timedelta(days=2)
+    for rule, title in (("daily", "Stand-up"), ("weekly:MON", "Invoices")):
+        with engine.begin() as conn:
+            schedules.create_schedule(
+                conn, earlier, UTCZ, actor="cli", title=title, rule=rule, kind="remind"
+            )
+    fire_due(engine, NOW - timedelta(minutes=30), UTCZ)
+    with engine.begin() as conn:
+        schedules.create_schedule(
+            conn, NOW, UTCZ, actor="cli", title="Later", rule="daily", kind="remind"
+        )
+        for i in range(4):
+            backlog.create_task(conn, earlier, title=f"undated {i}", project="api", actor="t")
+        backlog.create_task(conn, earlier, title="due", due_on=date(2026, 6, 14), actor="t")
+        held = backlog.create_task(conn, earlier, title="held", project="api", actor="t")
+        backlog.claim_task(
+            conn, earlier, held.id, owner="claude:s-old", duration=3600, actor="claude:s-old"
+        )
+        workers.beat(conn, NOW - timedelta(hours=1), name="jobs@t:1", started_at=earlier,
+                     tick_ms=1.0, summary={"fired": 1}, tz="UTC", tick_seconds=60.0)  # fmt: skip
+        conn.execute(
+            insert(backups).values(
+                started_at=earlier, finished_at=earlier, status="failed", error="disk full"
+            )
+        )
+        sid = make_session(
+            conn, earlier, external_id="s-old", side="work", project="api",
+            commits=[("abc1234", "wire it")], branch="main",
+        )  # fmt: skip
+        make_session(conn, earlier, external_id="s-inbox", unclassified=True)
+        notes_svc.write_handoff(
+            conn, earlier + timedelta(minutes=30), sid, "next: the bare path", actor="mcp",
+            branch="main", head="0" * 40,
+        )  # fmt: skip
+        notes_svc.add_note(
+            conn, earlier, text="use plain SQL", pinned=True, side="work", project="api",
+            sides=SIDES, zone=UTCZ, actor="t", expires_on=date(2026, 7, 1),
+        )  # fmt: skip
+        notes_svc.add_note(
+            conn, earlier, text="side-wide", pinned=True, side="work", project=None,
+            sides=SIDES, zone=UTCZ, actor="t",
+        )  # fmt: skip
+
+
+def _both(engine: Engine, db_url: str, **kw: object) -> tuple[Context, Context]:
+    with engine.connect() as conn:
+        through_sqlalchemy = build_context(conn, NOW, zone=UTCZ, **kw)  # type: ignore[arg-type]
+    bare = open_bare(db_url)
+    assert bare is not None
+    try:
+        with bare.reading() as db:
+            bare.check_revision()
+            through_bare = build_context(db, NOW, zone=UTCZ, **kw)  # type: ignore[arg-type]
+    finally:
+        bare.close()
+    return through_sqlalchemy, through_bare
+
+
+def test_the_bare_driver_reads_the_context_sqlalchemy_reads(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    _fill(engine)
+    for kw in ({}, {"project": "api", "budget": 3}, {"brief": REQUEST, "project": "api"}):
+        first, second = _both(engine, db_url, **kw)
+        assert first == second, kw
+        fit_context(first, UTCZ)
+        fit_context(second, UTCZ)
+        assert to_json(first, UTCZ) == to_json(second, UTCZ)
+        assert to_markdown(first, UTCZ) == to_markdown(second, UTCZ)
+    # The values are the Python ones, not the driver's text.
+    assert first.brief is not None and first.brief.handoff is not None
+    assert isinstance(first.brief.handoff.note.created_at, datetime)
+    assert first.brief.handoff.note.created_at.tzinfo is not None
+    assert first.brief.pinned[0].note.expires_on == date(2026, 7, 1)
+    assert first.brief.pinned[0].note.pinned is True
+    assert first.brief.recent[0].commits == 1
+    codes = {w.code for w in second.warnings}
+    assert {"backup_failed", "stale_leases"} <= codes, codes
+    assert second.due[0].task.due_on == date(2026, 6, 14)
+    assert second.reminders and second.reminders[0].fire_date == date(2026, 6, 15)

@@ -1,0 +1,54 @@
+"""Rules the context's plain SQL (services/context_sql.py, services/brief.py) shares with
+Core statements elsewhere have one meaning: each plain form is the text its Core form
+compiles to, on both dialects."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
+
+from ondeck.core.models import TaskStatus
+from ondeck.db import predicates
+from ondeck.db.tables import SCHEDULES_LIVE, notes, tasks
+from ondeck.services import brief, context_sql
+from ondeck.services.notes import true_today
+from ondeck.services.task_statements import READY_ORDER, status_is
+
+DIALECTS = [sqlite.dialect(), postgresql.dialect()]
+
+
+def _where(dialect: Dialect, *clauses: Any) -> str:
+    statement = select(tasks.c.id).where(*clauses)
+    compiled = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    return " ".join(compiled.split()).split(" WHERE ", 1)[1]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("status", list(TaskStatus))
+def test_status_is_is_the_same_text(dialect: Dialect, status: TaskStatus) -> None:
+    assert _where(dialect, status_is(status)) == predicates.status_is("tasks", status.value)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_ready_order_is_the_same_order(dialect: Dialect) -> None:
+    statement = select(tasks.c.id).order_by(*READY_ORDER)
+    compiled = str(statement.compile(dialect=dialect))
+    assert compiled.split("ORDER BY ", 1)[1].strip() == context_sql.READY_ORDER
+
+
+def test_schedules_live_is_the_text_of_the_table_module() -> None:
+    assert SCHEDULES_LIVE.text == predicates.SCHEDULES_LIVE
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_true_today_is_the_same_text(dialect: Dialect) -> None:
+    day = date(2026, 3, 14)
+    statement = select(notes.c.id).where(*true_today(day))
+    compiled = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    where = " ".join(compiled.split()).split(" WHERE ", 1)[1]
+    assert where == brief.TRUE_TODAY.replace(":day", "'2026-03-14'")
