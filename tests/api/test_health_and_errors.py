@@ -72,3 +72,29 @@ def test_bodies_over_one_mebibyte_are_refused(engine: Engine, settings: Settings
         response = client.post("/api/v1/health", content=b"x" * (1024 * 1024 + 1))
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "too_large"
+
+
+def test_the_api_description_says_every_body_may_be_refused_with_413(
+    engine: Engine, settings: Settings
+) -> None:
+    """The limit is the middleware's, not a route's: the description still names its answer
+    for every operation that takes a body, so a client (and the fuzz test) expects it."""
+    with TestClient(create_app(settings, engine)) as client:
+        document = client.get("/openapi.json").json()
+        refused = client.post(
+            "/api/v1/sessions/records",
+            content=b"x" * (1024 * 1024 + 1),
+            headers={"Content-Type": "application/json"},
+        )
+    with_body = [
+        (path, method, operation["responses"])
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if "requestBody" in operation
+    ]
+    assert len(with_body) >= 15
+    for path, method, responses in with_body:
+        assert responses["413"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorOut"
+        }, (method, path)
+    assert refused.status_code == 413 and refused.json()["error"]["code"] == "too_large"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from sqlalchemy import Engine
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ondeck import __version__
 from ondeck.core import logs
 from ondeck.core.config import Settings
-from ondeck.entrypoints.api import errors
+from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.store import Store
@@ -70,6 +71,15 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
     # An ASGI endpoint (not a function): Starlette hands it the request's scope as it is.
     app.router.routes.append(Route(PATH, mcp, methods=["GET", "POST", "DELETE"]))
+
+    describe_app = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = body_limit.describe(describe_app(), MAX_BODY_BYTES)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     # The dashboard (HTML pages, /static, /calendar.ics): its own login cookie and CSRF;
     # the bearer check above stays the API's and MCP's alone.

@@ -8,6 +8,8 @@ JSON parser.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ondeck.entrypoints.api.errors import error_response
@@ -44,8 +46,7 @@ class BodyLimit:
         await self.app(scope, _replay(bytes(body), receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        size = f"{self.limit // 2**20} MiB" if self.limit % 2**20 == 0 else f"{self.limit} bytes"
-        response = error_response(413, "too_large", f"request body over {size}")
+        response = error_response(413, "too_large", f"request body over {_size(self.limit)}")
         await response(scope, receive, send)
 
 
@@ -60,3 +61,21 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()  # after the body: the disconnect, when it comes
 
     return replay
+
+
+def describe(schema: dict[str, Any], limit: int) -> dict[str, Any]:
+    """The API's description says what the limit answers: every operation that takes a body
+    may be refused with 413 (the routes' own `responses` cannot: the limit is not theirs)."""
+    refused = {
+        "description": f"The request body is over {_size(limit)}; nothing was read or written.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+    }
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                operation.setdefault("responses", {}).setdefault("413", refused)
+    return schema
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
