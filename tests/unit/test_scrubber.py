@@ -18,7 +18,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ondeck.core import scrubber
@@ -589,11 +589,106 @@ FRAGMENTS = st.sampled_from([
 
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.text(), st.lists(FRAGMENTS, max_size=30).map("".join)))
+# Found by this test: a marker's `:` read as `user:password` after `://`; a random run cut
+# short by a replaced key, judged again by what is left of it.
+@example(f"{R('gitlab_token')}:AUTHORIZATION:?:======")
+@example("=://=--AIza" + "V1bqPZLL3fahXeh4FeshI7sHptJnPELju1Ywhsec_@rk_test_")
+@example("00000001112223456789ABCDEFGHIa/AK" + "IA2222222AAAAAAAAA")
+@example("OMfGdH.i-COYE5DT.2tAEYbW9xKZIPAoCDuvWglptt-GLDT-" + AWS_ID)
 def test_scrubbing_never_fails_and_a_second_pass_changes_nothing(text: str) -> None:
     once = scrub(text)
     assert once.redactions == sum(once.kinds.values())
     assert all(count > 0 for count in once.kinds.values())
     assert scrub(once.text) == Scrubbed(once.text, 0, {})
+
+
+KINDS = [pattern.kind for pattern in PATTERNS] + ["private"]
+SLACK_LEGACY = "xo" + "xs-1-2-3-abc"  # ends in hex: a word character glued to what follows
+GITHUB_PLAIN = "gh" + "p_" + "a1B2" * 9  # a GitHub token that is no random run by itself
+
+# `{m}` is a marker: what scrub writes, next to keys, separators and other markers.
+AROUND_MARKERS = [
+    "{m}:AUTHORIZATION:{m}",
+    "{m}=password={m}",
+    "{m}password: {m}",
+    "{m}_token={m}",
+    "{m}-api-key: {m}",
+    "{m}=secret\n{m}",
+    "Authorization: Bearer {m}",
+    "bearer {m}{m}{m}",
+    "--token {m} --password {m}",
+    "<password>{m}</password>",
+    '{{"password": "{m}", "token": "{m}{m}"}}',
+    "{m}{m}",
+    "{m}:{m}",
+    "://{m}:{m}@host",
+    "https://user{m}:{m}_@host",
+    "postgresql://ondeck:{m}@db.local/ondeck",
+    "{m}/{m}-{m}_{m}+{m}==",
+    "-----BEGIN PRIVATE KEY-----{m}\n{m}",
+]
+
+
+@pytest.mark.parametrize("template", AROUND_MARKERS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_markers_and_what_they_form_with_their_neighbours_pass_unchanged(
+    kind: str, template: str
+) -> None:
+    text = template.format(m=R(kind))
+    assert scrub(text) == Scrubbed(text, 0, {})
+
+
+# `{m}` is a marker, next to a secret or a value: a second pass changes nothing.
+BESIDE_MARKERS = [
+    "{m}:AUTHORIZATION:?:======",
+    "{m}=authorization=Bearer abcdef1234567890abcdef",
+    "{m}password=hunter2{m}",
+    "{m}" + GITHUB + "{m}",
+    "{m}" + RANDOM_40 + "/" + AWS_ID + "{m}",
+    "{m}://user:{m}hunter2@host",
+    "{m}" + SLACK_LEGACY + "token=abcd1234",
+    "xyz" + SLACK_LEGACY + "{m}",
+]
+
+
+@pytest.mark.parametrize("template", BESIDE_MARKERS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_secrets_beside_markers_are_replaced_once(kind: str, template: str) -> None:
+    once = scrub(template.format(m=R(kind)))
+    assert scrub(once.text) == Scrubbed(once.text, 0, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "kinds"),
+    [
+        (
+            SLACK_LEGACY + GITHUB_PLAIN,
+            R("slack_token") + R("github_token"),
+            ["slack_token", "github_token"],
+        ),
+        (
+            SLACK_LEGACY + "password=hunter2",
+            f"{R('slack_token')}password={R('password')}",
+            ["slack_token", "password"],
+        ),
+    ],
+)
+def test_a_secret_glued_to_a_replaced_one_is_replaced_too(
+    text: str, kept: str, kinds: list[str]
+) -> None:
+    """`abcghp_…` is no token (inside a word) until `…abc` is found to end a Slack token."""
+    result = scrub(text)
+    assert result.text == kept
+    assert result.kinds == dict.fromkeys(kinds, 1)
+
+
+def test_a_chain_of_glued_secrets_goes_from_where_the_passes_stop() -> None:
+    """Each secret hides the next; past a few passes the rest goes, as for <private>."""
+    result = scrub("keep " + SLACK_LEGACY * 50)
+    assert result.text.startswith("keep [redacted:slack_token]")
+    assert "xox" not in result.text
+    assert result.kinds == {"slack_token": result.redactions}
+    assert scrub(result.text) == Scrubbed(result.text, 0, {})
 
 
 @settings(max_examples=300, deadline=None)
@@ -649,6 +744,8 @@ HOSTILE = {
     "base64 of text": base64.b64encode(("hello world " * 7000).encode()).decode(),
     "bearer": "bearer " + "a" * 100_000,
     "flags": "--password " * 10000,
+    "glued secrets": ("xo" + "xs-1-2-3-a") * 8000,
+    "markers": "://a" + "[redacted:high_entropy]:" * 4000 + "@",
 }
 
 

@@ -11,7 +11,9 @@
    what is not secret around the value (`password=[redacted:password]` keeps the key
    name, separator and quotes) and may refuse a match that is only code or a placeholder
    (`password=None`, `token=${TOKEN}`). Spans found by several rows are merged into one
-   redaction named after the earliest row (the most specific).
+   redaction named after the earliest row (the most specific). Scrubbing is idempotent:
+   no row reads into a `[redacted:KIND]` marker, and what the replacements left is
+   scanned again until nothing more is found (`scrub`).
 
 The result carries the text and how many spans were removed or replaced, per kind; never
 the values. It uses the standard library only: it runs in the session hooks at every turn,
@@ -564,10 +566,28 @@ def _remove_private(text: str) -> tuple[str, int]:
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+# What a scan sees of a marker: its brackets, and inside them a character that ends every
+# value, run and user name of the table (whitespace to the regexes, yet neither a line
+# break nor the space or tab allowed around a key's separator). Seen as it is, the `:` of
+# `[redacted:high_entropy]` makes `://host[redacted` a user and `high_entropy]…@` its
+# password.
+_MARKER = re.compile(r"\[redacted:[a-z0-9_]+\]")
+_MARKER_INSIDE = "\x0b"
+# A replaced secret changes what its neighbours look like, so the text is scanned again
+# until a scan finds nothing. One more scan is rare (a secret glued to another); a chain
+# deeper than this is hostile text.
+_SECRET_PASSES = 4
+
+
+def _blank_marker(match: re.Match[str]) -> str:
+    return "[" + _MARKER_INSIDE * (len(match.group()) - 2) + "]"
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, int]]:
-    """Non-overlapping (start, end, row) spans to replace, in text order."""
+    """Non-overlapping (start, end, row) spans to replace, in text order; none inside a
+    `[redacted:KIND]` marker."""
+    if "[redacted:" in text:
+        text = _MARKER.sub(_blank_marker, text)  # same length: the offsets hold
     lowered = text.lower()
     if len(lowered) != len(text):  # a few letters lower to two characters (İ): keep offsets
         lowered = text.translate(_ASCII_LOWER)
@@ -585,21 +605,45 @@ def _secret_spans(text: str) -> list[tuple[int, int, int]]:
     return merged
 
 
-def scrub(text: str) -> Scrubbed:
-    """What of `text` may be stored: private spans removed, secrets replaced, counted."""
-    text, private = _remove_private(text)
-    counts: Counter[str] = Counter()
-    if private:
-        counts["private"] = private
+def _replace(text: str, spans: Iterable[tuple[int, int, int]], counts: Counter[str]) -> str:
     pieces: list[str] = []
     kept_from = 0
-    for start, end, row in _secret_spans(text):
+    for start, end, row in spans:
         kind = PATTERNS[row].kind
         pieces += (text[kept_from:start], marker(kind))
         counts[kind] += 1
         kept_from = end
     pieces.append(text[kept_from:])
-    return Scrubbed("".join(pieces), sum(counts.values()), dict(counts))
+    return "".join(pieces)
+
+
+def scrub(text: str) -> Scrubbed:
+    """What of `text` may be stored: private spans removed, secrets replaced, counted.
+
+    Scrubbing the result again changes nothing: the secrets are looked for again in what
+    the replacements left until none is found. `abc` + a GitHub token is no token (the
+    prefix is inside a word), but once `abc` ended a Slack token it is
+    `[redacted:slack_token]ghp_…`, which is one; a random run cut short by a replaced key
+    is judged again by what is left of it.
+    """
+    text, private = _remove_private(text)
+    counts: Counter[str] = Counter()
+    if private:
+        counts["private"] = private
+    for _ in range(_SECRET_PASSES):
+        spans = _secret_spans(text)
+        if not spans:
+            break
+        text = _replace(text, spans, counts)
+    else:
+        # Past the passes, the rest of the text goes from the first secret still found, as
+        # for an unclosed <private>. Markers are never scanned into, so what is found lies
+        # before the last cut: each cut is shorter.
+        cut = len(text)
+        while (spans := _secret_spans(text)) and spans[0][0] < cut:
+            cut, _, row = spans[0]
+            text = _replace(text, [(cut, len(text), row)], counts)
+    return Scrubbed(text, sum(counts.values()), dict(counts))
 
 
 def scrub_many(texts: Iterable[str]) -> tuple[list[str], int]:
