@@ -179,7 +179,10 @@ class SqlaDb:
         self.dialect = conn.dialect.name
 
     def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        result = self.conn.exec_driver_sql(sql, params)
-        if not result.returns_rows:
-            return []
-        return [dict(row._mapping) for row in result]
+        from ondeck.db.engine import on_driver
+
+        if not self.conn.in_transaction():
+            # As the first `conn.execute` would: SQLite's BEGIN is emitted there (db/engine.py).
+            self.conn.begin()
+        names, rows = on_driver(self.conn, sql, params)
+        return [dict(zip(names, row, strict=True)) for row in rows]

@@ -115,6 +115,35 @@ def is_unavailable(exc: BaseException) -> bool:
     return True
 
 
+def on_driver(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """Run `sql` (in the driver's own parameter style) on `conn`'s driver connection, in its
+    transaction: (column names, rows). Skips SQLAlchemy's per-call work (each parameter and
+    value through its type, a result object described column by column), which costs the
+    client more than the driver does for small statements; a driver error is handed back
+    as SQLAlchemy's, as `conn.execute` would (a lost connection invalidated), so
+    `translate_errors` and the pool see no difference."""
+    driver = conn.connection.driver_connection
+    cursor = driver.cursor()  # type: ignore[union-attr]  # set while checked out
+    try:
+        cursor.execute(sql, params)
+        names = [d[0] for d in cursor.description] if cursor.description else []
+        return names, cursor.fetchall() if names else []
+    except conn.dialect.loaded_dbapi.Error as exc:
+        lost = conn.dialect.is_disconnect(exc, driver, cursor)
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            sql,
+            params,
+            exc,
+            conn.dialect.loaded_dbapi.Error,
+            connection_invalidated=lost,
+            dialect=conn.dialect,
+        ) from exc
+    finally:
+        cursor.close()
+
+
 @contextmanager
 def translate_errors() -> Iterator[None]:
     """Turn "the store is unreachable or locked" into `Unavailable` (exit 5, HTTP 503)."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ondeck.core.memory import Note, Scope
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand
+from ondeck.services.hook_records import AGENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,8 +178,10 @@ def _handoff_sql(sides_on: bool, project_null: bool) -> str:
 
 
 @lru_cache(maxsize=16)
-def _pinned_sql(sides_on: bool, project_null: bool, count: bool) -> str:
-    """The pinned notes true today of the project (first) and the side-wide ones."""
+def _pinned_sql(sides_on: bool, project_null: bool) -> str:
+    """The pinned notes true today of the project (first) and the side-wide ones, each row
+    with how many there are in all (`total`: the page is sorted from all of them anyway, so
+    counting them costs no second statement)."""
     where = [
         "notes.pinned",
         TRUE_TODAY,
@@ -189,17 +192,20 @@ def _pinned_sql(sides_on: bool, project_null: bool, count: bool) -> str:
     ]
     if sides_on:
         where.append("notes.side = :side")
-    if count:
-        return f"SELECT count(*) AS n FROM notes WHERE {' AND '.join(where)}"
     # ix_notes_pinned (side, project, id) where pinned and active.
     return (
-        f"SELECT {_NOTE_COLUMNS} FROM notes WHERE {' AND '.join(where)}"
+        f"SELECT {_NOTE_COLUMNS}, count(*) OVER () AS total FROM notes"
+        f" WHERE {' AND '.join(where)}"
         f" ORDER BY notes.project IS NULL, notes.id DESC LIMIT {PINNED_MAX}"
     )
 
 
 _ONE_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE sessions.id = :id"
-_THIS_SESSION = "SELECT sessions.id FROM sessions WHERE sessions.external_id = :session"
+# By uq_sessions_agent_external_id: the agent first (without it, a scan of the sessions).
+_THIS_SESSION = (
+    "SELECT sessions.id FROM sessions"
+    " WHERE sessions.agent = :agent AND sessions.external_id = :session"
+)
 
 
 def _session_lines(
@@ -363,7 +369,7 @@ def build_brief(
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
-        found = SESSIONS.read(db, _THIS_SESSION, {"session": request.session})
+        found = SESSIONS.read(db, _THIS_SESSION, {"agent": AGENT, "session": request.session})
         brief.this_session = found[0]["id"] if found else None
     if scope_of(request) is None:
         brief.closed = (
@@ -399,10 +405,8 @@ def build_brief(
         last = found[0] if found else None
     recent: list[dict[str, Any]] = []
     if not brief.only_handoff:
-        rows = NOTES.read(db, _pinned_sql(*shape, False), values)
-        brief.pinned_total = len(rows)
-        if len(rows) == PINNED_MAX:
-            brief.pinned_total = int(NOTES.read(db, _pinned_sql(*shape, True), values)[0]["n"])
+        rows = NOTES.read(db, _pinned_sql(*shape), values)
+        brief.pinned_total = int(rows[0]["total"]) if rows else 0
         side_wide = "side-wide pin" if request.sides_on else "pinned for every project"
         brief.pinned = [
             Pinned(note=Note.from_values(r), why="project match" if r["project"] else side_wide)

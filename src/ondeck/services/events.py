@@ -26,12 +26,12 @@ from sqlalchemy import (
     select,
     union_all,
 )
-from sqlalchemy.exc import DBAPIError
 
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
 from ondeck.core.models import details_in_zone as details_in_zone  # its callers import it here
 from ondeck.db.dialect import is_postgres
+from ondeck.db.engine import on_driver
 from ondeck.db.tables import events
 from ondeck.db.types import Instant, Json
 
@@ -241,21 +241,7 @@ class _Precompiled:
         if self.compiled is None:
             self.compiled = self.statement.compile(dialect=conn.dialect)
         sql, values = self.compiled.string, {**self.compiled.params, **params}
-        driver = conn.connection.driver_connection
-        try:
-            rows = driver.execute(sql, values).fetchall()  # type: ignore[union-attr]  # set while checked out
-        except conn.dialect.loaded_dbapi.Error as exc:
-            lost = conn.dialect.is_disconnect(exc, driver, None)
-            if lost:
-                conn.invalidate(exc)
-            raise DBAPIError.instance(
-                sql,
-                values,
-                exc,
-                conn.dialect.loaded_dbapi.Error,
-                connection_invalidated=lost,
-                dialect=conn.dialect,
-            ) from exc
+        _, rows = on_driver(conn, sql, values)
         return [dict(zip(self.names, row, strict=True)) for row in rows]
 
 

@@ -226,25 +226,29 @@ def _at(instant: datetime, zone: tzinfo) -> str:
 _WORKER = Columns(instants=("started_at", "last_tick_at", "stopped_at"), jsons=("summary",))
 # Plain SQL (db/plain.py): the session hook reads the loop's health without SQLAlchemy.
 _NEWEST = (
-    "SELECT name, started_at, last_tick_at, tick_ms, ticks, summary, stopped_at, tz,"
-    " tick_seconds, lease_grace_seconds FROM workers WHERE last_tick_at {} :edge"
-    " ORDER BY last_tick_at DESC LIMIT 1"
+    "SELECT * FROM (SELECT {ahead} AS ahead, name, started_at, last_tick_at, tick_ms, ticks,"
+    " summary, stopped_at, tz, tick_seconds, lease_grace_seconds FROM workers"
+    " WHERE last_tick_at {op} :edge ORDER BY last_tick_at DESC LIMIT 1) AS {name}"
+)
+# Both heartbeats in one statement (one round trip, each an ix_workers_last_tick_at seek).
+_HEARTBEATS = (
+    _NEWEST.format(ahead=0, op="<=", name="latest")
+    + " UNION ALL "
+    + _NEWEST.format(ahead=1, op=">", name="later")
 )
 
 
 def jobs_health(conn: Db | Connection, now: datetime, *, tick_seconds: float) -> JobsHealth:
     """The loop's health from the latest heartbeat at or before `now` (plus the clock skew
-    tolerance) and the latest one after it. Two reads of ix_workers_last_tick_at."""
+    tolerance) and the latest one after it."""
     db = as_db(conn)
     now = aware(now)
-    edge = {"edge": instant_in(db, now + CLOCK_SKEW_TOLERANCE)}
-    latest = _WORKER.read(db, _NEWEST.format("<="), edge)
-    ahead = _WORKER.read(db, _NEWEST.format(">"), edge)
+    found: dict[bool, Worker] = {}
+    for row in _WORKER.read(db, _HEARTBEATS, {"edge": instant_in(db, now + CLOCK_SKEW_TOLERANCE)}):
+        ahead = bool(row.pop("ahead"))
+        found[ahead] = Worker(**row)
     return JobsHealth(
-        now=now,
-        latest=Worker(**latest[0]) if latest else None,
-        ahead=Worker(**ahead[0]) if ahead else None,
-        tick_seconds=tick_seconds,
+        now=now, latest=found.get(False), ahead=found.get(True), tick_seconds=tick_seconds
     )
 
 
