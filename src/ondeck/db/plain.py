@@ -1,6 +1,6 @@
 """Plain SQL run the same way on either kind of connection, without importing SQLAlchemy.
 
-`Db` is a SQLAlchemy connection (`bare.SqlaDb`: `exec_driver_sql`, in the caller's
+`Db` is a SQLAlchemy connection (`bare.SqlaDb`: its driver connection, in the caller's
 transaction: the server, the CLI, the API) or a connection of `sqlite3`/`psycopg`
 (`bare.BareDb`: the session hooks, which must not pay for importing SQLAlchemy). Both hand
 the driver the same text and get the driver's own values back, so what comes back is
@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 
@@ -42,6 +43,7 @@ _JSON_IN = re.compile(r"JSON\((:[a-z_]+)\)")
 _JSON_TEXT = re.compile(r"JSON_TEXT\(([a-z_.]+), '([a-z_]+)'\)")
 
 
+@lru_cache(maxsize=1024)  # the statements are a few texts run at every session start
 def render(dialect: str, sql: str) -> str:
     """`:name` parameters as the driver takes them; JSON values as each store keeps them."""
     if dialect == "postgresql":

@@ -3,7 +3,7 @@ database driver.
 
 Why the bare driver: a hook without a server pays for its whole process at every turn, and
 its target is the cost of `import sqlalchemy` alone. So these statements are plain SQL run
-through `Db`, which is either a SQLAlchemy connection (`exec_driver_sql`: the server, the
+through `Db`, which is either a SQLAlchemy connection (its driver connection: the server, the
 CLI, the jobs tick's spool drain; same transaction as the caller's) or a connection of
 `sqlite3`/`psycopg` opened here (the hook). Both run exactly the same statements and the
 same Python below: one copy of every rule. Values are given to the driver the way ondeck's
