@@ -94,7 +94,10 @@ def test_a_killed_holder_s_task_expires_is_reaped_after_the_grace_and_its_late_c
     reaped = dict(_history(engine, task.id))["task.reaped"]
     assert reaped["owner"] == owner
     assert reaped["lease_token"] == token
-    assert f"released 1 stale leases: ids [{task.id}]" in jobs.text()
+    # The jobs process logs the release after its transaction commits: the event can be read
+    # here a moment before the line is written (on a busy machine, by more than a moment).
+    logged = f"released 1 stale leases: ids [{task.id}]"
+    wait_for(lambda: logged in jobs.text(), timeout=15, what="the reaper's log line")
 
     # The holder comes back: its completion with its old token is refused.
     late = run_ondeck("task", "done", str(task.id), "--token", str(token), env=env)
