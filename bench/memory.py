@@ -411,6 +411,12 @@ def brief_times(engine: Engine, rounds: int, cwd: str | None = None) -> dict[str
     return percentiles(timed(engine, rounds, calls))
 
 
+# Unmeasured first runs: they fill the bytecode cache and, on the server path, the server's
+# own (psycopg prepares a statement the fifth time a connection runs it; a server in use has
+# run each of a session start's statements long before).
+WARM_UP = 6
+
+
 def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
     """session-start as a whole process on this data (a new session each run), interleaved
     with its yardstick: medians and their ratio.
@@ -450,7 +456,7 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
             _wait(port)
         try:
             hook, baseline, sizes = [], [], []
-            for i in range(runs + 2):
+            for i in range(runs + WARM_UP):
                 payload = json.dumps(
                     {
                         "session_id": f"bench-hook-{server}-{i}-{time.time_ns()}",
@@ -479,7 +485,7 @@ def hook_times(url: str, runs: int, server: bool) -> dict[str, float]:
                 began = time.perf_counter()
                 subprocess.run([sys.executable, "-c", yardstick], env=env, check=True)
                 base = time.perf_counter() - began
-                if i >= 2:  # the first runs fill caches
+                if i >= WARM_UP:
                     hook.append(elapsed * 1000)
                     baseline.append(base * 1000)
                     sizes.append(len(done.stdout))
