@@ -69,3 +69,56 @@ def test_a_schema_behind_is_told_apart_from_an_unreachable_store(
             db.run("SELECT missing FROM no_such_table", {})
     finally:
         found.close()
+
+
+def test_a_file_that_is_not_a_database_is_unavailable_on_both_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A foreign or broken file where the database should be: every command says so in one
+    line (exit 5, as for a store it cannot reach), and a hook keeps its event in the spool
+    with that reason, for when the file is restored."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ondeck.entrypoints.cli import run
+    from support.pg import free_port
+
+    path = tmp_path / "foreign.db"
+    path.write_bytes(b"not SQLite at all\n" * 400)
+    url = f"sqlite:///{path}"
+    assert run(["--db", url, "task", "list"]) == 5
+    err = capsys.readouterr().err.strip()
+    assert err == "ondeck: error: database unavailable: file is not a database"
+    with pytest.raises(bare.StoreUnavailable, match="not a database"):
+        bare.open_bare(url)
+
+    env = {
+        **os.environ,
+        "ONDECK_DATABASE_URL": url,
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_PORT": str(free_port()),
+    }
+    for event in (
+        {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "Stop",
+         "last_assistant_message": "done"},
+        {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "SessionEnd",
+         "reason": "exit"},
+    ):  # fmt: skip
+        verb = "stop" if event["hook_event_name"] == "Stop" else "session-end"
+        done = subprocess.run(
+            [sys.executable, "-m", "ondeck", "hook", verb],
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        said = json.loads(done.stdout)["systemMessage"]
+        # The second hook finds the first's event waiting: the reason is still the file's.
+        assert "file is not a database" in said and "kept in the spool" in said, said
+    spooled = (tmp_path / "data" / "spool" / "events.jsonl").read_text().splitlines()
+    assert len(spooled) == 2
+    assert path.read_bytes() == b"not SQLite at all\n" * 400  # left as it was

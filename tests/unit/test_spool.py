@@ -76,7 +76,9 @@ def test_an_unreachable_store_keeps_everything(tmp_path: Path) -> None:
     def gone(batch: list[dict[str, Any]]) -> list[str | None]:
         raise spool.Unreachable("down")
 
-    assert spool.drain(tmp_path, gone, parse) == spool.Drained(applied=0, rejected=0, left=1)
+    assert spool.drain(tmp_path, gone, parse) == spool.Drained(
+        applied=0, rejected=0, left=1, why="down"
+    )
     assert spool.status(tmp_path).waiting == 1
 
 

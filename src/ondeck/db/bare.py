@@ -21,7 +21,6 @@ from typing import Any
 SCHEMA_HEAD = "0006"
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # = db.engine.SQLITE_BUSY_TIMEOUT_MS
 PG_CONNECT_TIMEOUT_S = 5  # = db.engine.PG_CONNECT_TIMEOUT_S
-_SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
 
 
 class StoreUnavailable(Exception):
@@ -108,12 +107,14 @@ def _classify(dialect: str, exc: Exception) -> Exception | None:
     if dialect == "sqlite":
         import sqlite3
 
-        if not isinstance(exc, sqlite3.OperationalError):
+        from ondeck.db.sqlite_errors import unavailable
+
+        if not isinstance(exc, sqlite3.DatabaseError):  # OperationalError is one too
             return None
         lowered = message.lower()
         if "no such table" in lowered or "no such column" in lowered:
             return SchemaBehind(message)
-        if any(word in lowered for word in _SQLITE_UNAVAILABLE):
+        if unavailable(lowered):
             return StoreUnavailable(message)
         return None
     import psycopg

@@ -15,10 +15,17 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DBAPIError,
+    NoSuchModuleError,
+    OperationalError,
+)
 
 from ondeck.core.errors import ConfigError, Unavailable
 from ondeck.db import textpairs
+from ondeck.db.sqlite_errors import unavailable
 
 # How long a writer waits for another writer's lock before giving up with `Unavailable`
 # (HTTP 503, exit 5). Normal write transactions last milliseconds; a lock held for seconds
@@ -97,22 +104,17 @@ def _sqlite_engine(parsed: Any, **kwargs: Any) -> Engine:
     return engine
 
 
-_SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
-
-
 def is_unavailable(exc: BaseException) -> bool:
     """Whether a database error means "cannot reach or lock the store" rather than a bug."""
     if not isinstance(exc, DBAPIError):
         return False
     if exc.connection_invalidated:
         return True
-    if not isinstance(exc, OperationalError):
-        return False
     if type(exc.orig).__module__.startswith("sqlite3"):
-        # SQLite also reports "no such table" as OperationalError: that one is a bug.
-        message = str(exc.orig).lower()
-        return any(word in message for word in _SQLITE_UNAVAILABLE)
-    return True
+        # SQLite also reports "no such table" as OperationalError: that one is a bug. A file
+        # that is not a database comes as DatabaseError: the store is unusable until mended.
+        return isinstance(exc, DatabaseError) and unavailable(str(exc.orig))
+    return isinstance(exc, OperationalError)
 
 
 def on_driver(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[list[str], list[Any]]:

@@ -214,7 +214,7 @@ class Local:
         if drained.busy:
             raise Unreachable("another process is draining the spool")
         if drained.left:
-            raise Unreachable("the store went away while the spool drained")
+            raise Unreachable(drained.why or "the store went away while the spool drained")
 
     def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
         from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare

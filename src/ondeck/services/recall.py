@@ -240,8 +240,13 @@ _SOURCES = {
 }
 
 
+def _escaped(text: str) -> str:
+    """`text` matched as it is by LIKE (its `\\`, `%` and `_` escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _like(term: str) -> str:
-    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return "%" + _escaped(term) + "%"
 
 
 def _folded_like(term: str) -> str:
@@ -254,7 +259,7 @@ def _folded_like(term: str) -> str:
         if not ch.isascii() and (ch.lower() != ch or ch.upper() != ch):
             out.append("_")
         else:
-            out.append(ch.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
+            out.append(_escaped(ch.lower()))
     return "%" + "".join(out) + "%"
 
 

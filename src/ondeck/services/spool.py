@@ -57,6 +57,7 @@ class Drained(NamedTuple):
     rejected: int
     left: int  # still waiting: the store went away again, or another process is draining
     busy: bool = False
+    why: str = ""  # why the store took no more (the `Unreachable` that stopped the drain)
 
 
 class Unreachable(Exception):
@@ -145,6 +146,7 @@ def drain(
         if not held:
             return Drained(applied=0, rejected=0, left=status(spool_dir).waiting, busy=True)
         applied = rejected = 0
+        why = ""
         while True:
             draining = os.path.join(spool_dir, DRAINING)
             if not os.path.exists(draining) and not _take(spool_dir):
@@ -159,8 +161,8 @@ def drain(
                     rejected += 1
             try:
                 outcomes = apply([record for _, record in good]) if good else []
-            except Unreachable:
-                outcomes = []
+            except Unreachable as exc:
+                outcomes, why = [], str(exc)
             for (line, _), outcome in zip(good, outcomes, strict=False):
                 if outcome is None:
                     applied += 1
@@ -170,7 +172,8 @@ def drain(
             left = [line for line, _ in good[len(outcomes) :]]
             if left:
                 _rewrite(draining, left)
-                return Drained(applied=applied, rejected=rejected, left=status(spool_dir).waiting)
+                waiting = status(spool_dir).waiting
+                return Drained(applied=applied, rejected=rejected, left=waiting, why=why)
             os.unlink(draining)
         return Drained(applied=applied, rejected=rejected, left=0)
 
