@@ -165,6 +165,7 @@ def restore(
 def describe(engine: Engine) -> dict[str, Any]:
     """What the database holds now, in a few figures: what a restore would replace."""
     from ondeck.db.engine import is_unavailable
+    from ondeck.db.sqlite_errors import broken
 
     try:
         with engine.connect() as conn:
@@ -177,7 +178,7 @@ def describe(engine: Engine) -> dict[str, Any]:
     except Exception as exc:  # no schema (empty), or a database that cannot be read
         engine.dispose()  # nothing pooled keeps the file open: the user may move it away
         message = str(getattr(exc, "orig", None) or exc)
-        if is_unavailable(exc):
+        if is_unavailable(exc) and not broken(message):
             raise Unavailable(f"database unavailable: {message.strip()[:300]}") from None
         if "no such table" in message or "does not exist" in message:
             return {"empty": True}
