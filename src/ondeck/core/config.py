@@ -43,6 +43,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from ondeck.core import urls
 from ondeck.core.durations import parse_duration
 from ondeck.core.errors import ConfigError, InvalidInput
 from ondeck.core.hook_config import (
@@ -291,13 +292,11 @@ def _toml_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSe
 
 
 _SOURCE_FIELD = re.compile(r'field "([a-z_]+)"')
-# user:password@ in a URL: a refusal names the URL, never the password.
-_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
 
 
 def hide_password(url: str) -> str:
-    """The URL with its password (if any) written `***`."""
-    return _PASSWORD.sub(r"\1***@", url)
+    """The URL with its password and secret options (if any) written `***`."""
+    return urls.shown(url)
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -318,7 +317,7 @@ def load_settings(**overrides: Any) -> Settings:
         field = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
         reason = err["msg"].removeprefix("Value error, ")
-        if field == "database_url" and isinstance(value, str):
+        if isinstance(value, str):  # a refusal names the URL, never its password
             value = hide_password(value)
         if not field:  # a rule across settings (the classification rules): its own words
             raise ConfigError(reason) from None

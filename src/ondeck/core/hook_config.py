@@ -362,11 +362,15 @@ class HookConfig:
         return hash(self.url)
 
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{name}={'***' if name == 'token' and self.token else getattr(self, name)!r}"
-            for name in self.__slots__
-        )
-        return f"HookConfig({shown})"
+        from ondeck.core import urls
+
+        def value(name: str) -> str:
+            found = getattr(self, name)
+            if name == "token" and found:
+                return urls.HIDDEN
+            return repr(urls.shown(found) if isinstance(found, str) else found)
+
+        return f"HookConfig({', '.join(f'{name}={value(name)}' for name in self.__slots__)})"
 
     @property
     def url(self) -> str:

@@ -24,6 +24,7 @@ from sqlalchemy.exc import (
 )
 
 from ondeck.core.errors import ConfigError, Unavailable
+from ondeck.core.urls import shown
 from ondeck.db import textpairs
 from ondeck.db.sqlite_errors import unavailable
 
@@ -62,7 +63,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
                 f"ONDECK_DATABASE_URL: unsupported driver {parsed.drivername!r}"
             ) from None
     raise ConfigError(
-        f"ONDECK_DATABASE_URL={parsed.render_as_string(hide_password=True)!r}: "
+        f"ONDECK_DATABASE_URL={shown(parsed.render_as_string(hide_password=False))!r}: "
         "only sqlite:/// and postgresql+psycopg:// URLs are supported"
     )
 
@@ -191,4 +192,4 @@ def autocommitting(engine: Engine) -> Iterator[Connection]:
 
 
 def describe(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    return shown(engine.url.render_as_string(hide_password=False))

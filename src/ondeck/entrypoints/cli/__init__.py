@@ -149,5 +149,7 @@ def _run(app: object, args: list[str]) -> int:
 
 
 def _fail(message: str) -> None:
-    line = " ".join(str(message).split())
+    from ondeck.core.terminal import visible  # a message may quote what was stored or typed
+
+    line = visible(" ".join(str(message).split()))
     sys.stderr.write(f"ondeck: error: {line}\n")

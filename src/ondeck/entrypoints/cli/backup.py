@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
@@ -29,10 +28,10 @@ def register(app: typer.Typer) -> None:
         if result.status != BackupStatus.OK:
             raise OndeckError(f"backup {result.id} failed: {result.error}", code="backup_failed")
         if not as_json:
-            typer.echo(f"backup {result.id}: {result.file} ({result.bytes} bytes)")
+            echo(f"backup {result.id}: {result.file} ({result.bytes} bytes)")
         for warning in ran.warnings:
             # The backup is good (exit 0); what it could not tidy is said, one line each.
-            sys.stderr.write(f"ondeck: warning: {' '.join(warning.split())}\n")
+            echo(f"ondeck: warning: {' '.join(warning.split())}", err=True)
 
     @app.command("restore")
     def restore(
@@ -73,13 +72,13 @@ def register(app: typer.Typer) -> None:
             when = f"a backup whose last change was {iso(result.last_event_at, zone)}"
         else:
             when = "a backup with no recorded change"
-        typer.echo(f"restored {describe(engine)} from {result.file} ({when})")
+        echo(f"restored {describe(engine)} from {result.file} ({when})")
         replaced = result.replaced
         if result.safety_copy is None:
-            typer.echo("the database it replaced was empty: no safety copy was needed")
+            echo("the database it replaced was empty: no safety copy was needed")
         else:
             last = replaced.get("last_event_at")
-            typer.echo(
+            echo(
                 f"the database it replaced ({replaced['tasks']} tasks, {replaced['schedules']} "
                 f"schedules, {replaced['events']} events, last change "
                 f"{iso(last, zone) if last else 'none'}) is kept in {result.safety_copy}: "

@@ -24,6 +24,7 @@ import typer
 from ondeck.core import clock
 from ondeck.core.config import Settings, load_settings
 from ondeck.core.errors import InvalidInput
+from ondeck.core.terminal import json_visible, visible
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -158,17 +159,39 @@ def parse_instant(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+# Every line a command prints goes through these: what was stored came from outside, and a
+# terminal must show it, never obey it (core/terminal.py). tests/cli/test_terminal_text.py
+# holds the commands to them.
+
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """One human line (or lines) on stdout (stderr with `err`), control characters shown."""
+    typer.echo(visible(text), err=err, nl=nl)
+
+
+def write_json_lines(line: str) -> None:
+    """JSON as it is (a JSONL export's line), with no control character left raw."""
+    sys.stdout.write(json_visible(line))
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_json_lines(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def print_table(columns: list[str], rows: list[list[Any]], *, title: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, show_edge=False, header_style="bold")
+    # Cells are Text, not str: rich reads a str as markup, and a stored "[link=…]" or
+    # "[/]" would be obeyed or refused as markup instead of shown.
+    table = Table(
+        title=None if title is None else Text(visible(title)),
+        show_edge=False,
+        header_style="bold",
+    )
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+        table.add_row(*[Text("" if v is None else visible(str(v))) for v in row])
     Console().print(table)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of
+from ondeck.entrypoints.cli.common import cli_of, echo
 from ondeck.services.context_render import Format
 
 
@@ -62,14 +62,14 @@ def register(app: typer.Typer) -> None:
                     source=asked["source"],
                     session=asked["session"],
                 )
-            typer.echo(cli.remote.text("GET", "/context", params=params), nl=False)
+            echo(cli.remote.text("GET", "/context", params=params), nl=False)
             return
         request = None
         if asked is not None:
             from ondeck.services.brief import BriefRequest
 
             request = BriefRequest(**asked)
-        typer.echo(cli.call.context_text(fmt, project, budget, brief=request), nl=False)
+        echo(cli.call.context_text(fmt, project, budget, brief=request), nl=False)
 
 
 def _brief_of(

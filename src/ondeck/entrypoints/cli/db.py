@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json
 
 app = typer.Typer(help="The database schema.", no_args_is_help=True)
 
@@ -19,9 +19,9 @@ def upgrade(ctx: typer.Context) -> None:
     engine = make_engine(cli.database_url)
     before, after = run_upgrade(engine)
     if before == after:
-        typer.echo(f"{describe(engine)}: schema already at {after}")
+        echo(f"{describe(engine)}: schema already at {after}")
     else:
-        typer.echo(f"{describe(engine)}: schema {before or 'empty'} -> {after}")
+        echo(f"{describe(engine)}: schema {before or 'empty'} -> {after}")
 
 
 @app.command("status")
@@ -44,4 +44,4 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
         print_json(data)
     else:
         for key, value in data.items():
-            typer.echo(f"{key}: {value}")
+            echo(f"{key}: {value}")

@@ -3,7 +3,6 @@ a database. Thin: parse, call services/exchange.py, write or print."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -12,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json
+from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, write_json_lines
 
 
 class Format(StrEnum):
@@ -60,12 +59,12 @@ def register(app: typer.Typer) -> None:
             params = {"format": "markdown", "side": side}
             files = cli.fetch("GET", "/export", local, params=params)["files"]
             _write_files(out, {Path(name): text for name, text in files.items()})
-            typer.echo(f"exported {len(files)} file(s) to {out}")
+            echo(f"exported {len(files)} file(s) to {out}")
             return
         with _jsonl(cli, side) as lines:
             if out is None:
                 for line in lines:
-                    sys.stdout.write(line)
+                    write_json_lines(line)
                 return
             # Written beside, then renamed: a file under the name given is always whole.
             partial = out.with_name(out.name + ".partial")
@@ -79,7 +78,7 @@ def register(app: typer.Typer) -> None:
                 partial.replace(out)
             finally:
                 partial.unlink(missing_ok=True)
-        typer.echo(f"exported {written - 1} record(s) to {out}", err=True)
+        echo(f"exported {written - 1} record(s) to {out}", err=True)
 
     @app.command("import")
     def import_(
@@ -122,7 +121,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(counts)
             return
-        typer.echo(
+        echo(
             f"imported {counts['notes']} note(s) and {counts['sessions']} session record(s); "
             f"{counts['skipped']} already there"
         )

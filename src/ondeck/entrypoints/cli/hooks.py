@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of
+from ondeck.entrypoints.cli.common import cli_of, echo
 
 app = typer.Typer(
     help="Claude Code hooks: session context in, session records kept, leases released out.",
@@ -66,7 +66,7 @@ def install(project_dir: ProjectDir = None, user: User = False) -> None:
     path = settings_path(project_dir, user)
     changes = run(path)
     for line in changes or [f"{path}: ondeck's hooks are already there, nothing changed"]:
-        typer.echo(line if not changes else f"{path}: {line}")
+        echo(line if not changes else f"{path}: {line}")
 
 
 @app.command("uninstall")
@@ -78,7 +78,7 @@ def uninstall(project_dir: ProjectDir = None, user: User = False) -> None:
     path = settings_path(project_dir, user)
     changes = run(path)
     for line in changes or [f"{path}: no ondeck hooks found, nothing changed"]:
-        typer.echo(line if not changes else f"{path}: {line}")
+        echo(line if not changes else f"{path}: {line}")
 
 
 def register(root: typer.Typer) -> None:

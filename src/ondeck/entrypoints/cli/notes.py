@@ -18,6 +18,7 @@ from ondeck.core.memory import Note, NoteKind, Scope, check_kind, check_note_id
 from ondeck.entrypoints.cli.common import (
     Cli,
     cli_of,
+    echo,
     parse_instant,
     print_json,
     print_table,
@@ -97,7 +98,7 @@ def _show(note: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         print_json(note)
     else:
-        typer.echo(line)
+        echo(line)
 
 
 def _label(note: dict[str, Any]) -> str:
@@ -248,7 +249,7 @@ def list_(
         print_json(found)
         return
     if not found:
-        typer.echo(f"no notes in {scope.describe()}" + ("" if show_all else " (--all: any status)"))
+        echo(f"no notes in {scope.describe()}" + ("" if show_all else " (--all: any status)"))
         return
     now = cli.now()
     print_table(
@@ -295,32 +296,32 @@ def show(
         return
     now = cli.now()
     status = note["status"]
-    typer.echo(f"note {note['id']}: {_label(note)}")
-    typer.echo(f"  side {note['side'] or '-'}, project {note['project'] or '(side-wide)'}")
-    typer.echo(
+    echo(f"note {note['id']}: {_label(note)}")
+    echo(f"  side {note['side'] or '-'}, project {note['project'] or '(side-wide)'}")
+    echo(
         f"  origin {note['origin']}"
         + (f", session {note['session_id']}" if note["session_id"] else "")
     )
-    typer.echo(f"  written {_local(note['created_at'])} ({_age(now, note['created_at'])})")
+    echo(f"  written {_local(note['created_at'])} ({_age(now, note['created_at'])})")
     if note["updated_at"] != note["created_at"]:
-        typer.echo(f"  changed {_local(note['updated_at'])} ({_age(now, note['updated_at'])})")
+        echo(f"  changed {_local(note['updated_at'])} ({_age(now, note['updated_at'])})")
     if status != "active":
         reason = f": {note['status_reason']}" if note["status_reason"] else ""
         by = f" by note {note['superseded_by']}" if note["superseded_by"] else ""
-        typer.echo(f"  {status.upper()}{by}{reason}: not true any more")
+        echo(f"  {status.upper()}{by}{reason}: not true any more")
     if note["supersedes"]:
-        typer.echo(f"  replaces note {note['supersedes']}")
+        echo(f"  replaces note {note['supersedes']}")
     if note["expires_on"]:
-        typer.echo(f"  expires after {note['expires_on']}")
+        echo(f"  expires after {note['expires_on']}")
     if note["head"]:
-        typer.echo(f"  written at {note['branch'] or 'detached HEAD'} {note['head'][:12]}")
+        echo(f"  written at {note['branch'] or 'detached HEAD'} {note['head'][:12]}")
     if note["redactions"]:
-        typer.echo(f"  {note['redactions']} secret(s) or private span(s) taken out before storing")
-    typer.echo("")
-    typer.echo(note["text"])
-    typer.echo("")
+        echo(f"  {note['redactions']} secret(s) or private span(s) taken out before storing")
+    echo("")
+    echo(note["text"])
+    echo("")
     for event in note["history"]:
-        typer.echo(f"  {_local(event['at'])}  {event['kind']}  by {event['actor']}")
+        echo(f"  {_local(event['at'])}  {event['kind']}  by {event['actor']}")
 
 
 @app.command("edit")
@@ -492,7 +493,7 @@ def supersede(
         print_json(result)
     else:
         old, new = result["superseded"], result["note"]
-        typer.echo(f"note {new['id']} replaces note {old['id']} (kept as superseded)")
+        echo(f"note {new['id']} replaces note {old['id']} (kept as superseded)")
 
 
 @app.command("wrong")

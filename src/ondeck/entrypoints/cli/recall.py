@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -81,12 +81,12 @@ def register(app: typer.Typer) -> None:
             return
         if not result["results"]:
             hint = "" if show_all else " (--all also searches superseded, wrong and expired notes)"
-            typer.echo(f"nothing found for {result['query']!r} in {scope.describe()}{hint}")
+            echo(f"nothing found for {result['query']!r} in {scope.describe()}{hint}")
             return
         for line in lines_of(result):
-            typer.echo(line)
+            echo(line)
         if result["more"]:
-            typer.echo(f"(more results: --limit {min(limit * 2, 200)} shows more)")
+            echo(f"(more results: --limit {min(limit * 2, 200)} shows more)")
 
 
 NOTE_KINDS = frozenset({"note", "decision", "handoff"})

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json
 
 app = typer.Typer(help="Recurrence rules in readable words.", no_args_is_help=True)
 
@@ -31,9 +31,9 @@ def check(
     if as_json:
         print_json(result.to_json())
         return
-    typer.echo(f"{result.rule}: {result.description}")
+    echo(f"{result.rule}: {result.description}")
     for day in result.next:
-        typer.echo(f"  {day.isoformat()} {day.strftime('%a')}")
+        echo(f"  {day.isoformat()} {day.strftime('%a')}")
 
 
 def register(root: typer.Typer) -> None:

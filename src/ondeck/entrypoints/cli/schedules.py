@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ondeck.core.models import MissedPolicy, ScheduleKind
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
+from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
 
 if TYPE_CHECKING:
     from ondeck.core.models import Schedule
@@ -51,7 +51,7 @@ def _show(schedule: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         print_json(schedule)
     else:
-        typer.echo(line)
+        echo(line)
 
 
 @app.command("add")
@@ -115,7 +115,7 @@ def list_(
         print_json(found)
         return
     if not found:
-        typer.echo("no schedules")
+        echo("no schedules")
         return
     print_table(
         ["id", "title", "kind", "rule", "next due", "last fired", "state", "project"],
@@ -171,7 +171,7 @@ def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> No
         lines.append(f"  body       {s['body']}")
     lines.append(f"  last fired {s['last_fired_on'] or 'never'}")
     lines.append("  next dates " + (", ".join(detail["next"]) or "none"))
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
     if detail["fires"]:
         print_table(
             ["fire date", "fired at", "task", "skipped"],
@@ -282,7 +282,7 @@ def now(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> Non
     if as_json:
         print_json(s)
     else:
-        typer.echo(f"schedule {s['id']} (next due {s['next_due']}): {s['note']}")
+        echo(f"schedule {s['id']} (next due {s['next_due']}): {s['note']}")
 
 
 @app.command("rm")
@@ -302,4 +302,4 @@ def rm(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None
     if as_json:
         print_json({"deleted": s["id"]})
     else:
-        typer.echo(f"removed schedule {s['id']}: {s['title']}")
+        echo(f"removed schedule {s['id']}: {s['title']}")

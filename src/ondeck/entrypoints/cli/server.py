@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of
+from ondeck.entrypoints.cli.common import cli_of, echo
 
 HostOpt = Annotated[str | None, typer.Option("--host", help="Address to bind (ONDECK_HOST).")]
 PortOpt = Annotated[
@@ -52,15 +52,13 @@ def _serve(
     )
     check_bind(settings, host, port)
     if announce:
-        from sqlalchemy.engine import make_url
+        from ondeck.core.urls import shown
 
-        shown = f"[{host}]" if ":" in host else host
+        where = f"[{host}]" if ":" in host else host
         scheme = "http" if tls is None else "https"
-        typer.echo(
-            f"ondeck serving {scheme}://{shown}:{port}/  (API /api/v1, health /api/v1/health)"
-        )
-        typer.echo(f"database: {make_url(settings.url).render_as_string(hide_password=True)}")
-        typer.echo(
+        echo(f"ondeck serving {scheme}://{where}:{port}/  (API /api/v1, health /api/v1/health)")
+        echo(f"database: {shown(settings.url)}")
+        echo(
             "jobs loop: " + ("off (--no-jobs)" if no_jobs else f"every {settings.tick_seconds:g}s")
         )
     serve(settings, host=host, port=port, jobs=not no_jobs, tls=tls)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of
+from ondeck.entrypoints.cli.common import cli_of, echo
 
 if TYPE_CHECKING:
     from ondeck.entrypoints.systemd_unit import Scope
@@ -50,7 +50,7 @@ def install(
     from ondeck.entrypoints.service_install import plan
 
     scope = _scope(user, system, "install")
-    run(plan(cli_of(ctx).settings, scope, os.environ), dry_run=dry_run, echo=typer.echo)
+    run(plan(cli_of(ctx).settings, scope, os.environ), dry_run=dry_run, echo=echo)
 
 
 @app.command("uninstall")
@@ -58,7 +58,7 @@ def uninstall(user: UserOpt = False, system: SystemOpt = False, dry_run: DryRunO
     """Stop and disable the service, remove the unit and environment file `install` wrote."""
     from ondeck.entrypoints.service_install import uninstall as run
 
-    run(_scope(user, system, "uninstall"), dry_run=dry_run, echo=typer.echo)
+    run(_scope(user, system, "uninstall"), dry_run=dry_run, echo=echo)
 
 
 def register(root: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table, segment
+from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table, segment
 
 app = typer.Typer(
     help="Session records: every agent session, classified with its reason.",
@@ -69,7 +69,7 @@ def list_(
         print_json(found)
         return
     if not found:
-        typer.echo("no session records match")
+        echo("no session records match")
         return
     rows = [
         [
@@ -105,7 +105,7 @@ def show(ctx: typer.Context, ref: RefArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(detail)
         return
-    typer.echo("\n".join(_detail_lines(detail)))
+    echo("\n".join(_detail_lines(detail)))
 
 
 def _detail_lines(s: dict[str, Any]) -> list[str]:
@@ -225,4 +225,4 @@ def move(
     if as_json:
         print_json(moved)
         return
-    typer.echo(f"session {moved['id']} moved: {_place(done['before'])} -> {_place(moved)}")
+    echo(f"session {moved['id']} moved: {_place(done['before'])} -> {_place(moved)}")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ondeck.core.validation import TASKS_LISTED_MAX
-from ondeck.entrypoints.cli.common import Cli, cli_of, print_json, print_table
+from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
@@ -111,7 +111,7 @@ def _show_task(task: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         print_json(task)
     else:
-        typer.echo(line)
+        echo(line)
 
 
 @app.command("add")
@@ -180,7 +180,7 @@ def list_(
         print_json(found)
         return
     if not found:
-        typer.echo("no tasks")
+        echo("no tasks")
         return
     rows = [
         [t["id"], t["priority"], _status(t), t["due_on"], t["project"], t["title"], _holder(t)]
@@ -232,14 +232,14 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
         ("updated", _seconds(task["updated_at"])),
         ("done", _seconds(task["done_at"])),
     ]
-    typer.echo(f"task {task['id']}: {task['title']}")
+    echo(f"task {task['id']}: {task['title']}")
     for name, value in fields:
         if value is not None:
-            typer.echo(f"  {name + ':':<10}{value}")
+            echo(f"  {name + ':':<10}{value}")
     if task["body"]:
-        typer.echo("")
-        typer.echo(task["body"])
-    typer.echo("")
+        echo("")
+        echo(task["body"])
+    echo("")
     rows = [
         [_seconds(e["at"]), e["actor"], e["kind"], _details(e["details"])] for e in found["events"]
     ]
@@ -423,12 +423,12 @@ def done(
         print_json(found)
         return
     finished, taken = found["done"], found["next"]
-    print(f"task {finished['id']} done: {finished['title']}")
+    echo(f"task {finished['id']} done: {finished['title']}")
     if taken is None:
         where = f" in project {project}" if project else ""
-        print(f"no READY task to claim{where}")
+        echo(f"no READY task to claim{where}")
     else:
-        print(f"claimed task {taken['id']}: {taken['title']}; {_lease_line(taken)}")
+        echo(f"claimed task {taken['id']}: {taken['title']}; {_lease_line(taken)}")
 
 
 @app.command("release")

@@ -6,12 +6,11 @@ stdout alone (so `$(ondeck token create laptop)` captures it), and what it is on
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import cli_of, print_json, print_table
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json, print_table
 
 app = typer.Typer(help="Device tokens for the API: one per machine, revocable.")
 
@@ -43,14 +42,16 @@ def create(
         print_json({**made.token.to_json(cli.now(), cli.settings.zone), "token": made.secret})
     else:
         until = cli.local(made.token.expires_at) or "never"
-        sys.stderr.write(
+        echo(
             f"token {name!r} ({made.token.scope.value}, expires: {until}); shown only now, "
-            "give it to the device as ONDECK_TOKEN or as the bearer:\n"
+            "give it to the device as ONDECK_TOKEN or as the bearer:",
+            err=True,
         )
-        typer.echo(made.secret)
+        echo(made.secret)
     if cli.settings.token_value is None:
-        sys.stderr.write(
-            "note: ONDECK_TOKEN is not set here: a server without it asks for no token at all\n"
+        echo(
+            "note: ONDECK_TOKEN is not set here: a server without it asks for no token at all",
+            err=True,
         )
 
 
@@ -67,7 +68,7 @@ def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         print_json([t.to_json(now, zone) for t in found])
         return
     if not found:
-        typer.echo("no tokens (`ondeck token create NAME` makes one)")
+        echo("no tokens (`ondeck token create NAME` makes one)")
         return
     rows = [
         [
@@ -94,7 +95,7 @@ def revoke(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(gone.to_json(cli.now(), cli.settings.zone))
     else:
-        typer.echo(f"revoked token {name!r}")
+        echo(f"revoked token {name!r}")
 
 
 def register(root: typer.Typer) -> None:

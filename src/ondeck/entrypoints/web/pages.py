@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from sqlalchemy.engine import make_url
 from starlette.responses import Response
 
+from ondeck.core.urls import shown
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.store import Call
@@ -106,7 +106,7 @@ def system_page(request: Request) -> Response:
         )
         for w in found
     ]
-    url = make_url(settings.url).render_as_string(hide_password=True)
+    url = shown(settings.url)
     spooled = spool.status(settings.spool_dir)
     return render(
         request,
