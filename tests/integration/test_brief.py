@@ -243,6 +243,28 @@ def test_the_hook_output_stays_under_9000_characters_whatever_is_stored(engine: 
     assert data["pinned_total"] == 1_000 and len(data["recent_sessions"]) == 3
 
 
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@pytest.mark.parametrize("fill", ["🚀😀🎉", "𠀀𠀁𝄞", "배포🚀"])
+def test_the_cap_is_counted_in_the_client_s_units(engine: Engine, fill: str) -> None:
+    """Claude Code counts UTF-16 code units and cuts at 10,000: 25 pinned notes full of
+    emoji (two units each) must leave the whole brief, its "left out" line included, under
+    9,000 of them, not under 9,000 code points."""
+    with engine.begin() as conn:
+        for n in range(25):
+            notes_svc.add_note(
+                conn, NOW, text=f"{n} " + fill * 200, side="work", project="api",
+                sides=SIDES, zone=UTC, pinned=True, actor="t",
+            )  # fmt: skip
+    hook = render(context(engine, work()), UTC, "hook")
+    text = json.loads(hook)["hookSpecificOutput"]["additionalContext"]
+    assert _utf16(hook) <= 9_000, _utf16(hook)
+    left_out = text.index("more pinned note(s) left out")
+    assert _utf16(text[:left_out]) < 9_000
+
+
 @pytest.mark.parametrize("count", [0, 1, 5])
 def test_recent_sessions_left_out_are_counted_with_the_command(engine: Engine, count: int) -> None:
     from ondeck.services.brief_render import brief_lines, total

@@ -18,8 +18,8 @@ from typing import Any
 from ondeck.core.humanize import span
 from ondeck.services.brief import Brief, Handoff, SessionLine
 
-# The whole hook output (JSON), in characters, and what is kept of it for the hook's own
-# notes about this session (entrypoints/hooks.py: spooled, unclassified).
+# The whole hook output (JSON), in UTF-16 code units (see `cost`), and what is kept of it for
+# the hook's own notes about this session (entrypoints/hooks.py: spooled, unclassified).
 HOOK_OUTPUT_MAX = 9_000
 HOOK_NOTES_ROOM = 1_000
 # The JSON around the Markdown: {"hookSpecificOutput": {"hookEventName": …}}.
@@ -35,8 +35,12 @@ OPENING = (
 
 
 def cost(line: str) -> int:
-    """What a line and its line break cost in the hook's JSON string."""
-    return len(json.dumps(line, ensure_ascii=False)) - 2 + 2
+    """What a line and its line break cost in the hook's JSON string, in UTF-16 code units:
+    Claude Code measures (and cuts at 10,000) as JavaScript counts a string's length, so a
+    character beyond the Basic Multilingual Plane (an emoji, a rare Hanja) counts two. The
+    escaped form's quotes (2) pay for the line break's `\\n` (2)."""
+    escaped = json.dumps(line, ensure_ascii=False)
+    return len(escaped.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def total(lines: Sequence[str]) -> int:
