@@ -85,6 +85,18 @@ def test_a_note_s_life_from_the_command_line(ondeck: Any, tmp_path: Path) -> Non
     assert pinned["pinned"] is False
 
 
+def test_a_query_word_may_start_with_a_dash(ondeck: Any) -> None:
+    """`ondeck recall -minus` searches for "-minus" (recall has no short options), unquoted
+    words make one query, and recall's own options still work among them."""
+    note = ok_json(ondeck, "note", "add", "git log -minus 배포 option")
+    for words in (["-minus"], ["git", "-minus"], ["-minus", "--limit", "5"], ["--", "-minus"]):
+        code, out, err = ondeck("recall", "--json", *words)
+        assert code == 0, err
+        assert [r["id"] for r in json.loads(out)["results"]] == [note["id"]], words
+    code, _, err = ondeck("recall")
+    assert code == 2 and "Missing argument" in err
+
+
 def test_delete_asks_and_without_a_terminal_needs_yes(ondeck: Any, db_url: str) -> None:
     note = ok_json(ondeck, "note", "add", "temporary")
     before = count(db_url)

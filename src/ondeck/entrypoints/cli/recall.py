@@ -12,11 +12,17 @@ from ondeck.entrypoints.cli.common import cli_of, echo, print_json
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("recall")
+    # A word of the query may start with a dash (`-minus`, `-1`, `--dry-run` looked up in
+    # notes): recall has no short options, so whatever is not one of its options is a word.
+    @app.command("recall", context_settings={"ignore_unknown_options": True})
     def recall_(
         ctx: typer.Context,
-        query: Annotated[
-            str, typer.Argument(help='Words to find (each must match; "a phrase" as one).')
+        words: Annotated[
+            list[str],
+            typer.Argument(
+                help='Words to find (each must match; "a phrase" as one).',
+                metavar="QUERY",
+            ),
         ],
         project: Annotated[
             str | None, typer.Option("--project", help="Only this project (and side-wide notes).")
@@ -47,6 +53,7 @@ def register(app: typer.Typer) -> None:
 
         cli = cli_of(ctx)
         settings = cli.settings
+        query = " ".join(words)
         scope = scope_for(settings, side=side, project=check_project(project), inbox=unclassified)
         kinds = ",".join(kind or [])
 
