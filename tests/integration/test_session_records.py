@@ -341,7 +341,26 @@ def test_a_stop_heard_before_its_start_makes_the_record_the_start_completes(
     apply(engine, record("start", NOW))
     s = the_session(engine)
     assert (s.start_source, s.started_at, s.status) == ("startup", NOW, "open")
-    assert kinds_of(engine, s.id) == ["session.started", "session.last_word", "session.started"]
+    # One "started" (the record's), then the start itself, said to be late.
+    assert kinds_of(engine, s.id) == [
+        "session.started",
+        "session.last_word",
+        "session.start_heard_late",
+    ]
+    apply(engine, record("end", later(NOW, minutes=6)))
+    apply(engine, record("start", later(NOW, minutes=7), source="resume"))
+    assert kinds_of(engine, s.id).count("session.started") == 1
+
+
+def test_a_start_with_no_source_is_heard_once(engine: Engine) -> None:
+    """A start whose payload names no source still counts as the start: later starts of the
+    same session neither add start events nor move the start commit."""
+    for minutes, head in ((0, "a"), (1, "b"), (2, "c")):
+        facts = Facts(cwd="/srv/온덱", head=head * 40)
+        apply(engine, record("start", later(NOW, minutes=minutes), source=None, facts=facts))
+    s = the_session(engine)
+    assert s.start_source == "unknown" and s.start_head == "a" * 40
+    assert kinds_of(engine, s.id) == ["session.started"]
 
 
 def test_unclassified_sessions_are_counted_in_the_context_and_nothing_of_them_shown(

@@ -173,6 +173,12 @@ def _locked(db: Db, agent: str, external_id: str) -> dict[str, Any] | None:
     return row_out(found[0]) if found else None
 
 
+# What a start that names no source (startup, resume, clear, compact) is stored as: the row's
+# `start_source` must still say a start was heard, or every later start would be taken for
+# the first (one more start event each, and the start commit reset).
+UNKNOWN_SOURCE = "unknown"
+
+
 def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
     c = record["classification"]
     capture = record["capture"]
@@ -187,7 +193,7 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
         "status": "open",
         "started_at": record["at"],
         "last_seen_at": record["at"],
-        "start_source": record.get("source") if start else None,
+        "start_source": (record.get("source") or UNKNOWN_SOURCE) if start else None,
         "resumes": 0,
         "cwd": facts.get("cwd"),
         "git_root": facts.get("git_root"),
@@ -341,7 +347,7 @@ class _Change:
         if self.row["start_source"] is None:
             # The start arrives after a later event made the row (a spool drained out of
             # order, a hook installed mid-session): it is the session's start after all.
-            self.set("start_source", source)
+            self.set("start_source", source or UNKNOWN_SOURCE)
             self.set("started_at", min(self.row["started_at"], self.record["at"]))
             if self.capture:
                 facts = self.record["facts"]
@@ -351,7 +357,9 @@ class _Change:
                         self.set(key, facts.get(key))
             if self.row["side_rule"] != "moved":
                 self.adopt(self.record["classification"])
-            self.event("session.started", self.started_details(late=True))
+            # Not a second "started": the record began when its first event was heard; this
+            # says when the session itself did.
+            self.event("session.start_heard_late", self.started_details(late=True))
             return
         status = self.get("status")
         # A resume reopens; so does any start of a session thought lost (it was not). A new

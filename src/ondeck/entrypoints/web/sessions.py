@@ -193,6 +193,7 @@ def timeline(detail: sessions.SessionDetail) -> list[dict[str, Any]]:
 TIMELINE = frozenset(
     {
         "session.started",
+        "session.start_heard_late",
         "session.resumed",
         "session.reopened",
         "session.compacted",
