@@ -114,6 +114,21 @@ class Call:
 
         return side_to_write(self.settings.sides, self._limited(side), required=True)
 
+    def id_view(self) -> SideView:
+        """What a step on one item named by id may reach: any side for the owner (the id
+        names it), its own side only for a side-limited token."""
+        from ondeck.core.sides import EVERY_SIDE, SideView
+
+        if self.side_limit is None or not self.settings.sides:
+            return EVERY_SIDE
+        return SideView(sides_on=True, side=self.side_limit)
+
+    def side_to_move(self, side: str | None) -> str | None:
+        """The side an edit moves an item to: a side-limited token moves nothing out."""
+        from ondeck.core.sides import side_to_write
+
+        return side_to_write(self.settings.sides, self._limited(side), required=True)
+
     def _limited(self, side: str | None, *, inbox: bool = False) -> str | None:
         limit = self.side_limit
         if limit is None:
