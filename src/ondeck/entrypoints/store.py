@@ -99,7 +99,7 @@ class Call:
         from ondeck.core.sides import view_of
 
         sides = self.settings.sides
-        side = self._limited(side, inbox=inbox)
+        side = self.limited(side, inbox=inbox)
         if sides and side is None and not inbox:
             raise InvalidInput(
                 f"give side: one of {', '.join(sorted(sides))} (tasks and schedules are never "
@@ -112,7 +112,7 @@ class Call:
         with sides configured), or its token's."""
         from ondeck.core.sides import side_to_write
 
-        return side_to_write(self.settings.sides, self._limited(side), required=True)
+        return side_to_write(self.settings.sides, self.limited(side), required=True)
 
     def id_view(self) -> SideView:
         """What a step on one item named by id may reach: any side for the owner (the id
@@ -127,9 +127,10 @@ class Call:
         """The side an edit moves an item to: a side-limited token moves nothing out."""
         from ondeck.core.sides import side_to_write
 
-        return side_to_write(self.settings.sides, self._limited(side), required=True)
+        return side_to_write(self.settings.sides, self.limited(side), required=True)
 
-    def _limited(self, side: str | None, *, inbox: bool = False) -> str | None:
+    def limited(self, side: str | None, *, inbox: bool = False) -> str | None:
+        """`side`, or this call's token's side (naming another, or the inbox, is refused)."""
         limit = self.side_limit
         if limit is None:
             return side

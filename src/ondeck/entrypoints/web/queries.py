@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, func, select
 
 from ondeck.core.models import Schedule, Task, TaskStatus
+from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.core.validation import check_project
 from ondeck.db.tables import SCHEDULES_LIVE, schedules, tasks
 from ondeck.services.schedules import SCHEDULE_ORDER, schedule_from_row
@@ -108,7 +109,10 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
     return Page(items=[schedule_from_row(r) for r in rows], total=total, page=page, size=size)
 
 
-def enabled_schedules(conn: Connection) -> list[Schedule]:
-    """Every enabled live schedule, for the calendar feed (no page: a calendar wants all)."""
-    rows = conn.execute(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id))
-    return [schedule_from_row(r) for r in rows]
+def enabled_schedules(conn: Connection, view: SideView = EVERY_SIDE) -> list[Schedule]:
+    """Every enabled live schedule of the side `view` sees, for the calendar feed (no
+    page: a calendar wants all)."""
+    from ondeck.services.schedules import side_filter
+
+    query = side_filter(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id), view)
+    return [schedule_from_row(r) for r in conn.execute(query)]
