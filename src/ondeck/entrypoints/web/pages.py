@@ -45,14 +45,20 @@ KIND_HINTS = (
 def today_page(
     request: Request,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    side: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
+    from ondeck.entrypoints.web import sides
+
     store = store_of(request)
     now = store.now()
+    # One side at a time, as a session of that side sees it (the inbox is the Backlog's).
+    view, selected = sides.chosen(request, "" if side == sides.INBOX else side)
     with store.read() as conn:
-        ctx = store.context(project, TODAY_BUDGET, chars=TODAY_CHARS, conn=conn)
+        ctx = store.context(project, TODAY_BUDGET, chars=TODAY_CHARS, conn=conn, view=view)
         projects = queries.task_projects(conn)
     template = "_today.html" if is_htmx(request) else "today.html"
-    return render(request, template, {"ctx": ctx, "now": now, "projects": projects})
+    shown = {"ctx": ctx, "now": now, "projects": projects, **sides.values(request, selected)}
+    return render(request, template, shown)
 
 
 @router.get("/activity")

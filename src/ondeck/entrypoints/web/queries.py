@@ -61,6 +61,7 @@ def page_tasks(
     project: str | None,
     page: int,
     size: int,
+    view: SideView = EVERY_SIDE,
 ) -> Page[Task]:
     """Tasks in `backlog.list_tasks` order.
 
@@ -72,6 +73,8 @@ def page_tasks(
         where.append(tasks.c.status.in_([TaskStatus(s).value for s in statuses]))
     if project is not None:
         where.append(tasks.c.project == check_project(project))
+    if view.sides_on:
+        where.append(tasks.c.side == view.side if view.side else tasks.c.side.is_(None))
     total = int(conn.execute(select(func.count()).select_from(tasks).where(*where)).scalar_one())
     rows = conn.execute(
         select(tasks).where(*where).order_by(*TASK_ORDER).limit(size).offset(_offset(page, size))
