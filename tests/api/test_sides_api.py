@@ -51,7 +51,9 @@ def _seed(engine: Engine) -> dict[str, int]:
 
     with engine.begin() as conn:
         lawyer = backlog.create_task(conn, NOW, title=LAWYER, side="personal", actor="t")
-        work = backlog.create_task(conn, NOW, title="회의록 정리 work notes", side="work", actor="t")
+        work = backlog.create_task(
+            conn, NOW, title="회의록 정리 work notes", side="work", actor="t"
+        )
         inbox = backlog.create_task(conn, NOW, title="old task, no side yet", actor="t")
         for side in ("work", "personal"):
             schedules.create_schedule(
@@ -124,14 +126,15 @@ def test_a_token_limited_to_a_side_sees_and_writes_that_side_only(
         (f"/api/v1/tasks/{seeded['lawyer']}/cancel", {}),
     ):
         assert client.post(path, json=body, headers=work).status_code == 404, path
-    assert client.patch(
-        f"/api/v1/tasks/{seeded['work']}", json={"side": "personal"}, headers=work
-    ).status_code == 403
+    assert (
+        client.patch(
+            f"/api/v1/tasks/{seeded['work']}", json={"side": "personal"}, headers=work
+        ).status_code
+        == 403
+    )
     wrote = client.post("/api/v1/tasks", json={"title": "from work"}, headers=work)
     assert wrote.status_code == 201 and wrote.json()["side"] == "work"
-    other = client.post(
-        "/api/v1/tasks", json={"title": "sneak", "side": "personal"}, headers=work
-    )
+    other = client.post("/api/v1/tasks", json={"title": "sneak", "side": "personal"}, headers=work)
     assert other.status_code == 403
     taken = client.post("/api/v1/tasks/claim-next", json={"owner": "w"}, headers=work)
     assert taken.status_code == 200 and taken.json()["side"] == "work"

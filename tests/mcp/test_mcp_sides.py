@@ -128,9 +128,7 @@ def test_a_directory_of_no_side_sees_no_task_and_writes_to_the_inbox(
             got["list"] = await client.call_tool("list_tasks", {"status": "all"})
             got["context"] = await client.call_tool("get_context", {})
             got["add"] = await client.call_tool("add_task", {"title": "where does this go"})
-            got["claim_inbox"] = await client.call_tool(
-                "claim_task", {"task_id": seeded["inbox"]}
-            )
+            got["claim_inbox"] = await client.call_tool("claim_task", {"task_id": seeded["inbox"]})
             return got
 
     got = asyncio.run(main())

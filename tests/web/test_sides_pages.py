@@ -25,7 +25,9 @@ LAWYER = "call the divorce lawyer"
 def _seed(engine: Engine) -> dict[str, int]:
     with engine.begin() as conn:
         lawyer = backlog.create_task(conn, NOW, title=LAWYER, side="personal", actor="t")
-        work = backlog.create_task(conn, NOW, title="회의록 정리 work notes", side="work", actor="t")
+        work = backlog.create_task(
+            conn, NOW, title="회의록 정리 work notes", side="work", actor="t"
+        )
         inbox = backlog.create_task(conn, NOW, title="옛 할 일 old task", actor="t")
     return {"lawyer": lawyer.id, "work": work.id, "inbox": inbox.id}
 

@@ -4,7 +4,6 @@ agent running `ondeck task …` in a work repository sees and makes work items o
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -41,8 +40,9 @@ def view_params(view: SideView) -> dict[str, Any]:
 
 
 def write_side(settings: Settings, side: str | None) -> str | None:
-    """A new item's side: `--side`, else this directory's; a directory of no side puts it
-    in the inbox (shown to no session until a person gives it a side), and says so."""
+    """A new item's side: `--side`, else this directory's; in a directory of no side it is
+    refused with the reason (as `note add` is): a person names the side."""
+    from ondeck.core.errors import InvalidInput
     from ondeck.core.sides import side_to_write
 
     if side is not None or not settings.sides:
@@ -51,9 +51,8 @@ def write_side(settings: Settings, side: str | None) -> str | None:
 
     found = here(settings)
     if found.unclassified or found.side is None:
-        sys.stderr.write(
-            f"note: this directory belongs to no side ({found.reason}): the item waits in the "
-            "inbox, shown to no session, until it is given a side (--side, or the dashboard)\n"
+        raise InvalidInput(
+            f"this directory belongs to no side ({found.reason}): give --side "
+            f"({', '.join(sorted(settings.sides))})"
         )
-        return None
     return found.side
