@@ -5,7 +5,6 @@ writes that side only."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any

@@ -70,3 +70,40 @@ def _pages(client: TestClient, engine: Engine, seeded: dict[str, int]) -> None:
         sides = dict(conn.execute(select(tasks.c.title, tasks.c.side)).all())
     assert sides["개인 일"] == "personal" and sides["옛 할 일 old task"] == "work"
     assert "no side given" not in sides
+
+
+def test_the_schedules_page_lists_one_side_and_its_form_requires_one(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    from zoneinfo import ZoneInfo
+
+    from ondeck.db.tables import schedules as schedules_table
+    from ondeck.services import schedules
+
+    with engine.begin() as conn:
+        for side in ("work", "personal"):
+            schedules.create_schedule(
+                conn, NOW, ZoneInfo("UTC"), title=f"{side} 주간 weekly", rule="weekly:MON",
+                side=side, actor="t",
+            )  # fmt: skip
+    settings = load_settings(database_url=db_url, tz="UTC", data_dir=tmp_path, sides=SIDES)
+    with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as client:
+        page = client.get("/schedules?side=work").text
+        assert "work 주간" in page and "personal 주간" not in page
+        assert 'href="/calendar.ics?side=work"' in page
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert csrf
+        token = csrf.group(1)
+        refused = client.post(
+            "/schedules", data={"csrf_token": token, "title": "no side", "rule": "daily"}
+        )
+        assert refused.status_code == 422 and "give a side" in refused.text
+        added = client.post(
+            "/schedules",
+            data={"csrf_token": token, "title": "개인 daily", "rule": "daily", "side": "personal"},
+            follow_redirects=False,
+        )
+        assert added.status_code == 303, added.text
+    with engine.connect() as conn:
+        made = dict(conn.execute(select(schedules_table.c.title, schedules_table.c.side)).all())
+    assert made["개인 daily"] == "personal" and "no side" not in made

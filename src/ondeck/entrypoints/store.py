@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from ondeck.core.config import Settings
+    from ondeck.core.sides import SideView
     from ondeck.db.plain import Db
     from ondeck.services.brief import BriefRequest
-    from ondeck.core.sides import SideView
     from ondeck.services.context import Context, ContextSettings
 
 

@@ -42,8 +42,8 @@ from ondeck.core.clock import aware
 from ondeck.core.durations import TooLong, format_duration, parse_duration
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
 from ondeck.core.models import OPEN, TaskStatus
-from ondeck.core.sides import EVERY_SIDE, SideView, check_side
 from ondeck.core.models import Task as Task  # re-exported: its callers' old home
+from ondeck.core.sides import EVERY_SIDE, SideView, check_side
 from ondeck.core.validation import (
     NOTE_MAX,
     OWNER_MAX,

@@ -113,9 +113,7 @@ def _describe_rule(rule: str) -> str:
         return f"unreadable rule {rule!r}"
 
 
-def _fired_reminders(
-    db: Db, on: dict[str, Any], project: str | None, view: SideView
-) -> list[Any]:
+def _fired_reminders(db: Db, on: dict[str, Any], project: str | None, view: SideView) -> list[Any]:
     """(schedule, fire) for every reminder in scope that fired today, once each, in order of
     that fire. A schedule removed since is kept (and said to be removed): the reminder
     did fire today, and hiding it would be the lie this list exists to prevent."""

@@ -68,9 +68,8 @@ def get_context(
         ),
     ] = None,
 ) -> Response:
-    from ondeck.services.brief import BriefRequest
-
     from ondeck.core.sides import SideView
+    from ondeck.services.brief import BriefRequest
 
     settings = store.settings
     request = None

@@ -44,9 +44,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What is on deck today: reminders, running and due tasks, top of the backlog,
         warnings; then the brief (what a session should know that is not a task)."""
-        from ondeck.core.validation import check_project
-
         from ondeck.core.sides import SideView
+        from ondeck.core.validation import check_project
 
         cli = cli_of(ctx)
         project = check_project(project)

@@ -44,9 +44,7 @@ def create(
     lifetime = None if expires is None else parse_duration(expires, name="--expires")
     limited = side_to_write(cli.settings.sides, side)
     with cli.write() as conn:
-        made = tokens.create(
-            conn, cli.now(), name, scope, lifetime, actor=cli.actor, side=limited
-        )
+        made = tokens.create(conn, cli.now(), name, scope, lifetime, actor=cli.actor, side=limited)
     if as_json:
         print_json({**made.token.to_json(cli.now(), cli.settings.zone), "token": made.secret})
     else:

@@ -94,9 +94,18 @@ def task_projects(conn: Connection, limit: int = 200) -> list[str]:
     return [r.project for r in rows]
 
 
-def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) -> Page[Schedule]:
-    """Live schedules in `schedules.list_schedules` order."""
+def page_schedules(
+    conn: Connection,
+    *,
+    kind: str | None,
+    page: int,
+    size: int,
+    view: SideView = EVERY_SIDE,
+) -> Page[Schedule]:
+    """Live schedules of the side `view` sees, in `schedules.list_schedules` order."""
     where: list[Any] = [schedules.c.deleted_at.is_(None)]
+    if view.sides_on:
+        where.append(schedules.c.side == view.side if view.side else schedules.c.side.is_(None))
     if kind is not None:
         where.append(schedules.c.kind == kind)
     total = int(
