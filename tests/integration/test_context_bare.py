@@ -161,9 +161,13 @@ def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(
                     *first.backlog,
                 )
             ]
+            stale = [w.message for w in first.warnings if w.code == "stale_leases"]
             if side is None:
                 assert titles == [] and first.side_closed and not first.omitted
+                assert stale == []  # the warning names tasks and holders: no side's here
                 continue
+            # Only this side's lease past its end is named.
+            assert len(stale) == 1 and stale[0].startswith("1 lease(s)"), stale
             assert titles and all(title.endswith(side) or side in title for title in titles)
             others = {"work", "personal", "None"} - {side}
             assert not [t for t in titles if any(t.split()[-1] == o for o in others)], titles

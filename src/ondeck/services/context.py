@@ -156,6 +156,7 @@ def _warnings(
     *,
     tz: str,
     lease_grace: timedelta,
+    view: SideView,
 ) -> list[Warning]:
     found: list[Warning] = []
     if not jobs.alive:
@@ -178,22 +179,23 @@ def _warnings(
                 f"with other settings: {'; '.join(differences)}",
             )
         )
-    found += _lease_warnings(db, now, lease_grace, jobs)
+    found += _lease_warnings(db, now, lease_grace, jobs, view)
     found += _backup_warnings(db, now, zone)
     found += _schedule_warnings(db, day, zone)
     return found
 
 
 def _lease_warnings(
-    db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth
+    db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth, view: SideView
 ) -> list[Warning]:
-    at = {"now": instant_in(db, now)}
-    expired = q.TASKS.read(db, q.STALE, at)
+    at = {"now": instant_in(db, now), "side": view.side}
+    first_six, count = q.stale(view)
+    expired = q.TASKS.read(db, first_six, at)
     if not expired:
         return []
     total = len(expired)
     if total == 6:  # a full page: there may be more
-        total = int(q.AS_IS.read(db, q.STALE_COUNT, at)[0]["n"])
+        total = int(q.AS_IS.read(db, count, at)[0]["n"])
     leases = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in expired[:5]]
     named = ", ".join(f"task {x.task.id} ({x.task.lease_owner})" for x in leases)
     more = f" and {total - 5} more" if total > 5 else ""
@@ -332,7 +334,7 @@ def build_context(
         budget=budget,
         jobs=jobs,
         warnings=[
-            *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
+            *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace, view=view),
             *(Warning(code=code, message=message) for code, message in extra_warnings),
         ],
     )

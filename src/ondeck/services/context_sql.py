@@ -141,6 +141,19 @@ STALE_WHERE = f"{RUNNING} AND tasks.lease_until <= :now"
 STALE = f"SELECT * FROM tasks WHERE {STALE_WHERE} ORDER BY tasks.lease_until LIMIT 6"
 STALE_COUNT = f"SELECT {task_count(None, STALE_WHERE)} AS n"
 
+
+def stale(view: SideView) -> tuple[str, str]:
+    """(the first six, how many) leases past their end, of the side `view` sees: the
+    warning names tasks and holders, which another side's session is not shown."""
+    if not view.sides_on:
+        return STALE, STALE_COUNT
+    where = _in_side(STALE_WHERE, view)
+    return (
+        f"SELECT * FROM tasks WHERE {where} ORDER BY tasks.lease_until LIMIT 6",
+        f"SELECT {task_count(None, where)} AS n",
+    )
+
+
 LAST_BACKUP = (
     "SELECT * FROM backups WHERE backups.status != :running ORDER BY backups.id DESC LIMIT 1"
 )
