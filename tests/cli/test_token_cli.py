@@ -46,6 +46,7 @@ def test_create_prints_the_token_once_and_stores_its_hash(ondeck: Any, engine: E
         "last_used_at": None,
         "expires_at": "2026-09-13T09:00:00+00:00",
         "revoked_at": None,
+        "side": None,  # every side (issue 21: `token create --side` limits it to one)
     }
 
 
@@ -90,3 +91,19 @@ def test_a_name_in_use_is_a_conflict(ondeck: Any) -> None:
     assert ondeck("token", "create", "laptop")[0] == 0
     code, _, err = ondeck("token", "create", "laptop")
     assert code == 3 and "a token named 'laptop' exists: revoke it first" in err
+
+
+def test_a_token_may_be_limited_to_one_configured_side(
+    ondeck: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ONDECK_SIDES", json.dumps({"work": ["/w"], "personal": ["/p"]}))
+    code, out, err = ondeck("token", "create", "work-laptop", "--side", "work")
+    assert code == 0, err
+    assert "side work only" in err
+    [listed] = json.loads(ondeck("token", "list", "--json")[1])
+    assert listed["side"] == "work"
+    code, out, err = ondeck("token", "create", "other", "--side", "nope")
+    assert code == 2 and "'nope' is not configured" in err and out == ""
+    with engine.connect() as conn:
+        stored = dict(conn.execute(select(tokens.c.name, tokens.c.side)).all())
+    assert stored == {"work-laptop": "work"}

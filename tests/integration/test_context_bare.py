@@ -108,3 +108,70 @@ def test_the_bare_driver_reads_the_context_sqlalchemy_reads(
     assert {"backup_failed", "stale_leases"} <= codes, codes
     assert second.due[0].task.due_on == date(2026, 6, 14)
     assert second.reminders and second.reminders[0].fire_date == date(2026, 6, 15)
+
+
+def _fill_sides(engine: Engine) -> None:
+    """Tasks and reminders of the work side, the personal side, and none (the inbox)."""
+    earlier = NOW - timedelta(days=2)
+    for side in ("work", "personal", None):
+        with engine.begin() as conn:
+            schedules.create_schedule(
+                conn, earlier, UTCZ, actor="cli", title=f"remind {side} 알림", rule="daily",
+                kind="remind", side=side,
+            )  # fmt: skip
+    fire_due(engine, NOW - timedelta(minutes=30), UTCZ)
+    with engine.begin() as conn:
+        for side in ("work", "personal", None):
+            schedules.create_schedule(
+                conn, NOW, UTCZ, actor="cli", title=f"pending {side}", rule="daily",
+                kind="remind", side=side,
+            )  # fmt: skip
+            backlog.create_task(conn, earlier, title=f"undated {side}", side=side, actor="t")
+            backlog.create_task(
+                conn, earlier, title=f"due {side}", due_on=date(2026, 6, 14), side=side,
+                project="api", actor="t",
+            )  # fmt: skip
+            held = backlog.create_task(conn, earlier, title=f"held {side}", side=side, actor="t")
+            backlog.claim_task(conn, earlier, held.id, owner="o", duration=3600, actor="o")
+
+
+def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(
+    engine: Engine, db_url: str
+) -> None:
+    """Issue 21, item 4: a session of a side, with a project or none, sees that side's
+    tasks and reminders only; one with no side sees none; the same on both drivers."""
+    from ondeck.core.sides import SideView
+
+    _fill_sides(engine)
+    views = {
+        "work": SideView(sides_on=True, side="work"),
+        "personal": SideView(sides_on=True, side="personal"),
+        None: SideView(sides_on=True),
+    }
+    for side, view in views.items():
+        for kw in ({"view": view}, {"view": view, "project": "api", "budget": 4}):
+            first, second = _both(engine, db_url, **kw)
+            assert first == second, (side, kw)
+            assert to_markdown(first, UTCZ) == to_markdown(second, UTCZ)
+            titles = [r.title for r in first.reminders] + [
+                t.title
+                for t in (
+                    *(r.task for r in first.running),
+                    *(d.task for d in first.due),
+                    *first.backlog,
+                )
+            ]
+            stale = [w.message for w in first.warnings if w.code == "stale_leases"]
+            if side is None:
+                assert titles == [] and first.side_closed and not first.omitted
+                assert stale == []  # the warning names tasks and holders: no side's here
+                continue
+            # Only this side's lease past its end is named.
+            assert len(stale) == 1 and stale[0].startswith("1 lease(s)"), stale
+            assert titles and all(title.endswith(side) or side in title for title in titles)
+            others = {"work", "personal", "None"} - {side}
+            assert not [t for t in titles if any(t.split()[-1] == o for o in others)], titles
+            assert first.side == side
+    # One pool (no sides configured): everything, as before.
+    first, second = _both(engine, db_url)
+    assert first == second and len(first.backlog) == 3 and len(first.running) == 3

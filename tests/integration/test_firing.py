@@ -302,3 +302,30 @@ def test_due_dates_include_a_pulled_day_that_is_not_an_occurrence() -> None:
     rule = schedules.parse_rule("weekly:MON")
     found = firing.due_dates(rule, date(2026, 1, 1), date(2026, 6, 3), date(2026, 6, 17), limit=9)
     assert found == [date(2026, 6, 3), date(2026, 6, 8), date(2026, 6, 15)]
+
+
+def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None:
+    """Issue 21, item 4: what a schedule fires is of its side (or, without one, of none:
+    the inbox), so a session of another side never claims it."""
+    from ondeck.core.errors import NothingClaimable
+    from ondeck.core.sides import SideView
+    from ondeck.services import backlog
+
+    made = {
+        side: _create(engine, title=f"매일 {side}", side=side)
+        for side in ("work", "personal", None)
+    }
+    result = firing.fire_due(engine, WED, UTC_ZONE)
+    assert result.tasks == 3
+    for side, sid in made.items():
+        [task] = _tasks(engine, sid)
+        assert task.side == side, side
+    with engine.begin() as conn:
+        taken = backlog.claim_next(
+            conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
+        )
+        assert taken.source == f"sch:{made['work']}:2026-06-17" and taken.side == "work"
+        with pytest.raises(NothingClaimable):
+            backlog.claim_next(
+                conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
+            )

@@ -451,6 +451,16 @@ def _seed_0006() -> dict[str, list[dict[str, Any]]]:
     return _seed_0005()
 
 
+def _seed_0007() -> dict[str, list[dict[str, Any]]]:
+    """0007: tasks, schedules and device tokens with a side, and rows still without one
+    (the inbox, while sides are configured)."""
+    seed = _seed_0006()
+    for table in ("tasks", "schedules", "tokens"):
+        for number, row in enumerate(seed[table]):
+            row["side"] = ("work", "개인", None)[number % 3]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -458,6 +468,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0004": _seed_0004(),
     "0005": _seed_0005(),
     "0006": _seed_0006(),
+    "0007": _seed_0007(),
 }
 
 

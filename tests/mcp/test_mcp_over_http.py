@@ -44,9 +44,9 @@ class Served:
     db_url: str
     env: dict[str, str]
 
-    def token(self, name: str, scope: str) -> str:
+    def token(self, name: str, scope: str, *more: str) -> str:
         done = subprocess.run(
-            [ONDECK, "token", "create", name, "--scope", scope],
+            [ONDECK, "token", "create", name, "--scope", scope, *more],
             env=self.env,
             capture_output=True,
             text=True,
@@ -374,3 +374,41 @@ def test_without_a_token_mcp_answers_loopback_names_only(
         elsewhere = client.post("/mcp", json=body, headers={**accept, "Host": "evil.example"})
     assert opened.status_code == 200 and opened.headers["mcp-session-id"]
     assert elsewhere.status_code == 421
+
+
+def test_a_token_limited_to_a_side_holds_mcp_to_that_side(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """Issue 21, item 4: `token create --side work` sees and writes the work side only over
+    /mcp: naming another side is refused, claim_task {} never takes a personal task."""
+    sides = json.dumps({"work": ["/w"], "personal": ["/p"]})
+    with _serving(sqlite_template, tmp_path, ONDECK_SIDES=sides) as served:
+        owner = served.token("owner-laptop", "write")
+        work = served.token("work-laptop", "write", "--side", "work")
+
+        async def over_http() -> dict[str, Any]:
+            got: dict[str, Any] = {}
+            async with _client(f"{served.url}/mcp?side=personal", owner) as client:
+                got["lawyer"] = await client.call_tool(
+                    "add_task", {"title": "call the divorce lawyer"}
+                )
+            async with _client(f"{served.url}/mcp?side=personal", work) as client:
+                got["other_side"] = await client.call_tool("list_tasks", {})
+            async with _client(f"{served.url}/mcp", work) as client:
+                got["claim"] = await client.call_tool("claim_task", {})
+                got["claim_lawyer"] = await client.call_tool(
+                    "claim_task", {"task_id": got["lawyer"].structured_content["id"]}
+                )
+                got["list"] = await client.call_tool("list_tasks", {"status": "all"})
+                got["add"] = await client.call_tool("add_task", {"title": "업무 work item"})
+                got["context"] = await client.call_tool("get_context", {})
+            return got
+
+        got = asyncio.run(over_http())
+        assert got["lawyer"].structured_content["side"] == "personal"
+        assert got["other_side"].is_error and "side 'work' only" in _text(got["other_side"])
+        assert got["claim"].is_error and "nothing_claimable" in _text(got["claim"])
+        assert got["claim_lawyer"].is_error and "not_found" in _text(got["claim_lawyer"])
+        assert got["list"].structured_content["tasks"] == []
+        assert got["add"].structured_content["side"] == "work"
+        assert "divorce" not in json.dumps(got["context"].structured_content)

@@ -34,6 +34,8 @@ class Identity:
 
     token: str | None  # the device token's name; None for the admin
     scope: TokenScope
+    # The one side a device token sees and writes (`token create --side`); None: every side.
+    side: str | None = None
 
     @property
     def admin(self) -> bool:
@@ -59,6 +61,7 @@ class DeviceToken:
     last_used_at: datetime | None
     expires_at: datetime | None
     revoked_at: datetime | None
+    side: str | None = None  # the one side it sees and writes; None: every side
 
     def state(self, now: datetime) -> str:
         if self.revoked_at is not None:
@@ -76,4 +79,5 @@ class DeviceToken:
             "last_used_at": iso(self.last_used_at, zone),
             "expires_at": iso(self.expires_at, zone),
             "revoked_at": iso(self.revoked_at, zone),
+            "side": self.side,
         }

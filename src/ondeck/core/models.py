@@ -121,6 +121,7 @@ TASK_JSON_FIELDS = (
     "priority",
     "due_on",
     "project",
+    "side",
     "source",
     "lease_owner",
     "lease_until",
@@ -148,12 +149,15 @@ class Task:
     created_at: datetime
     updated_at: datetime
     done_at: datetime | None
+    # NULL: no sides configured, or (while they are) the inbox (revision 0007).
+    side: str | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[Any, Any]) -> Task:
         """The task in a row's values (columns besides the record's are left out)."""
         status = TaskStatus(values["status"])
-        return cls(**{name: values[name] for name in _TASK_COLUMNS}, status=status)
+        found = {name: values[name] for name in _TASK_COLUMNS}
+        return cls(**found, status=status, side=values.get("side"))
 
     def is_expired(self, now: datetime) -> bool:
         """RUNNING past its lease end: the holder went silent; the reaper will release it."""
@@ -173,6 +177,7 @@ class Task:
             "priority": self.priority,
             "due_on": _day(self.due_on),
             "project": self.project,
+            "side": self.side,
             "source": self.source,
             "lease_owner": self.lease_owner,
             "lease_until": iso(self.lease_until, zone),
@@ -184,7 +189,7 @@ class Task:
         }
 
 
-_TASK_COLUMNS = tuple(f.name for f in fields(Task) if f.name != "status")
+_TASK_COLUMNS = tuple(f.name for f in fields(Task) if f.name not in ("status", "side"))
 
 
 # --- schedules ----------------------------------------------------------------------------
@@ -208,11 +213,14 @@ class Schedule:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None
+    # Its tasks and reminders take it; NULL as a task's (revision 0007).
+    side: str | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[Any, Any]) -> Schedule:
         """The schedule in a row's values (every column of `schedules`)."""
-        found = {name: values[name] for name in _SCHEDULE_COLUMNS}
+        found: dict[str, Any] = {name: values[name] for name in _SCHEDULE_COLUMNS}
+        found["side"] = values.get("side")
         found["kind"] = ScheduleKind(values["kind"])
         found["missed"] = MissedPolicy(values["missed"])
         found["enabled"] = bool(values["enabled"])
@@ -244,6 +252,7 @@ class Schedule:
             "rule": self.rule,
             "rule_text": self.rule_text,
             "project": self.project,
+            "side": self.side,
             "start_on": _day(self.start_on),
             "next_due": _day(self.next_due),
             "missed": self.missed.value,
@@ -256,7 +265,7 @@ class Schedule:
         }
 
 
-_SCHEDULE_COLUMNS = tuple(f.name for f in fields(Schedule))
+_SCHEDULE_COLUMNS = tuple(f.name for f in fields(Schedule) if f.name != "side")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

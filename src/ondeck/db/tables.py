@@ -80,6 +80,9 @@ tasks = Table(
     Column("priority", Integer, nullable=False, server_default="2"),
     Column("due_on", Date),
     Column("project", String(64)),
+    # Sides are hard partitions (revision 0007). NULL: no sides are configured (one pool),
+    # or, while they are, the inbox: shown to no session until the owner gives it a side.
+    Column("side", String(64)),
     # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
     Column("source", String(200)),
     Column("lease_owner", String(200)),
@@ -133,6 +136,8 @@ tasks = Table(
         postgresql_where=text(_READY),
     ),
     Index("ix_tasks_project_status", "project", "status"),
+    # A side's lists and counts (revision 0007).
+    Index("ix_tasks_side_status", "side", "status"),
 )
 
 
@@ -145,6 +150,8 @@ schedules = Table(
     Column("kind", String(16), nullable=False, server_default=ScheduleKind.TASK.value),
     Column("rule", String(200), nullable=False),
     Column("project", String(64)),
+    # Its tasks and reminders take this side (revision 0007); NULL as for tasks.
+    Column("side", String(64)),
     Column("start_on", Date, nullable=False),
     Column("next_due", Date),
     Column("missed", String(16), nullable=False, server_default=MissedPolicy.LATEST.value),
@@ -475,6 +482,8 @@ tokens = Table(
     Column("expires_at", Instant),
     # Revoked tokens stay listed; their name may be given to a new token.
     Column("revoked_at", Instant),
+    # The one side it sees and writes (revision 0007); NULL: every side.
+    Column("side", String(64)),
     CheckConstraint(_in("scope", TokenScope), name="scope"),
     CheckConstraint("length(name) BETWEEN 1 AND 64", name="name_length"),
     # Every API request with a device token looks its hash up here.

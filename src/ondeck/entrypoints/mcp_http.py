@@ -110,6 +110,16 @@ def asker_of(settings: Settings, request: Request, identity: Identity) -> Asker:
     from ondeck.core.validation import check_project
 
     side = request.query_params.get("side") or request.headers.get(SIDE_HEADER) or None
+    if identity.side is not None:
+        # A token limited to a side reads and writes that side, whatever the request names.
+        from ondeck.core.errors import Forbidden
+
+        if side is not None and side != identity.side:
+            raise Forbidden(
+                f"token {identity.token!r} sees and writes side {identity.side!r} only, "
+                f"not {side[:64]!r}"
+            )
+        side = identity.side
     named = request.query_params.get("project") or request.headers.get(PROJECT_HEADER)
     project = check_project(named or None)
     sides = sorted(settings.sides)

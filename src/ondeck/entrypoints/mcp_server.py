@@ -20,8 +20,9 @@ from sqlalchemy import Engine
 
 from ondeck import __version__
 from ondeck.core.config import Settings
-from ondeck.core.errors import OndeckError
+from ondeck.core.errors import InvalidInput, OndeckError
 from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
+from ondeck.core.sides import EVERY_SIDE, SideView, side_to_write
 from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.mcp_asker import READ_ONLY, Asker
@@ -31,6 +32,12 @@ from ondeck.services.context_render import Format, render, to_json
 from ondeck.services.lease_state import task_json
 
 T = TypeVar("T")
+
+
+SideArg = Annotated[
+    str | None,
+    Field(description="This session's side (the default); another side is refused."),
+]
 
 
 class TaskList(BaseModel):
@@ -114,6 +121,31 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
     def actor(ctx: Context | None) -> str:
         return asker().actor or f"mcp:{_client_name(ctx)}"
 
+    def view() -> SideView:
+        """The side the caller's place is in: its tasks and schedules only; none at all
+        for a place of no side (sides are hard partitions, core/sides.py)."""
+        if not settings.sides:
+            return EVERY_SIDE
+        place = asker().place
+        if place.unclassified or not place.side:
+            return SideView(sides_on=True)
+        return SideView(sides_on=True, side=place.side)
+
+    def side_of_new(named: str | None) -> str | None:
+        """A new task's or schedule's side: the place's. Naming another is refused (a
+        session writes to its own side only); a place of no side puts it in the inbox."""
+        if not settings.sides:
+            return side_to_write(settings.sides, named)
+        place = asker().place
+        own = None if place.unclassified else place.side
+        if named is not None and named != own:
+            where = f"side {own}" if own else "no side (its items wait in the inbox)"
+            raise InvalidInput(
+                f"side {named[:64]!r} is not this session's: it is in {where}; a person "
+                "makes items of another side (ondeck task add --side, or the dashboard)"
+            )
+        return own
+
     @server.tool(annotations=READ_ONLY)
     def get_context(
         project: Annotated[
@@ -136,7 +168,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 unclassified=place.unclassified,
                 cwd=place.cwd,
             )
-            ctx = at.context(check_project(project), budget, brief=brief)
+            ctx = at.context(check_project(project), budget, brief=brief, view=view())
             return ContextOut(markdown=render(ctx, zone, Format.markdown), data=to_json(ctx, zone))
 
         return call(run)
@@ -154,7 +186,11 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         def run(at: Call) -> TaskList:
             with at.read() as conn:
                 found = backlog.list_tasks(
-                    conn, statuses=backlog.parse_statuses(status), project=project, limit=limit
+                    conn,
+                    statuses=backlog.parse_statuses(status),
+                    project=project,
+                    limit=limit,
+                    view=view(),
                 )
             jobs = jobs_of(at)
             return TaskList(tasks=[task_out(at, t, jobs) for t in found])
@@ -168,12 +204,14 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         due_on: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
         priority: Annotated[int, Field(ge=0, le=9, description="0 most urgent")] = 2,
         project: str | None = None,
+        side: SideArg = None,
         ctx: Context | None = None,
     ) -> TaskOut:
-        """Add a task to the backlog."""
+        """Add a task to the backlog, in this session's side."""
 
         def run(at: Call) -> TaskOut:
             due = parse_date(due_on, "due_on") if due_on else None
+            own = side_of_new(side)
             with at.write() as conn:
                 task = backlog.create_task(
                     conn,
@@ -183,6 +221,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                     priority=priority,
                     due_on=due,
                     project=project,
+                    side=own,
                     actor=actor(ctx),
                 )
             return task_out(at, task)
@@ -216,6 +255,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                         duration=duration,
                         project=project,
                         actor=actor(ctx),
+                        view=view(),
                     )
                 else:
                     task = backlog.claim_task(
@@ -225,6 +265,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                         owner=holder,
                         duration=duration,
                         actor=actor(ctx),
+                        view=view(),
                     )
             return task_out(at, task)
 
@@ -244,7 +285,13 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
                 task = backlog.renew_lease(
-                    conn, at.now(), task_id, token=token, duration=duration, actor=actor(ctx)
+                    conn,
+                    at.now(),
+                    task_id,
+                    token=token,
+                    duration=duration,
+                    actor=actor(ctx),
+                    view=view(),
                 )
             return task_out(at, task)
 
@@ -264,7 +311,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
                 task = backlog.complete_task(
-                    conn, at.now(), task_id, token=token, note=note, actor=actor(ctx)
+                    conn, at.now(), task_id, token=token, note=note, actor=actor(ctx), view=view()
                 )
             return task_out(at, task)
 
@@ -296,6 +343,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                     duration=duration,
                     project=project,
                     actor=actor(ctx),
+                    view=view(),
                 )
             return DoneAndNext(
                 done=task_out(at, done), next=None if taken is None else task_out(at, taken)
@@ -309,7 +357,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.release_task(conn, at.now(), task_id, token=token, actor=actor(ctx))
+                task = backlog.release_task(
+                    conn, at.now(), task_id, token=token, actor=actor(ctx), view=view()
+                )
             return task_out(at, task)
 
         return call(run)
@@ -320,7 +370,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> ScheduleList:
             with at.read() as conn:
-                found = schedules.list_schedules(conn)
+                found = schedules.list_schedules(conn, view=view())
             return ScheduleList(schedules=[schedule_out(at, s) for s in found])
 
         return call(run)
@@ -336,12 +386,15 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         start_on: Annotated[str | None, Field(description="YYYY-MM-DD (default today)")] = None,
         project: str | None = None,
         priority: Annotated[int, Field(ge=0, le=9)] = 2,
+        side: SideArg = None,
         ctx: Context | None = None,
     ) -> ScheduleOut:
-        """Add a recurring schedule; an invalid rule is refused with the reason."""
+        """Add a recurring schedule in this session's side; an invalid rule is refused with
+        the reason."""
 
         def run(at: Call) -> ScheduleOut:
             start = parse_date(start_on, "start_on") if start_on else None
+            own = side_of_new(side)
             with at.write() as conn:
                 schedule = schedules.create_schedule(
                     conn,
@@ -354,6 +407,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                     start_on=start,
                     project=project,
                     priority=priority,
+                    side=own,
                     actor=actor(ctx),
                 )
             return schedule_out(at, schedule)
@@ -368,7 +422,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> PulledNow:
             with at.write() as conn:
-                schedule = schedules.pull_now(conn, at.now(), zone, schedule_id, actor=actor(ctx))
+                schedule = schedules.pull_now(
+                    conn, at.now(), zone, schedule_id, actor=actor(ctx), view=view()
+                )
                 jobs = workers.jobs_health(conn, at.now(), tick_seconds=settings.tick_seconds)
             note = schedules.pulled_state(schedule, at.today(), jobs, zone)
             return PulledNow(schedule=schedule_out(at, schedule), note=note)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from ondeck.core.config import Settings
+    from ondeck.core.sides import SideView
     from ondeck.db.plain import Db
     from ondeck.services.brief import BriefRequest
     from ondeck.services.context import Context, ContextSettings
@@ -67,6 +68,8 @@ class Call:
     # Who makes the call, as its changes are recorded: for an HTTP request, the identity its
     # token proved (`api`, `api:<token name>`; set by the API's guard through `acting_as`).
     actor: str = "api"
+    # The one side its token sees and writes (`token create --side`); None: every side.
+    side_limit: str | None = None
 
     @property
     def settings(self) -> Settings:
@@ -84,9 +87,59 @@ class Call:
         """The instant of this call: the same however often it is asked."""
         return self.instant
 
-    def acting_as(self, actor: str) -> Call:
-        """This call (the same instant) made by `actor`."""
-        return replace(self, actor=actor)
+    def acting_as(self, actor: str, side_limit: str | None = None) -> Call:
+        """This call (the same instant) made by `actor`, seeing `side_limit` only if set."""
+        return replace(self, actor=actor, side_limit=side_limit)
+
+    def side_view(self, side: str | None, *, inbox: bool = False) -> SideView:
+        """The side a caller with no directory reads (the API, the dashboard): the one it
+        names, or its token's; with sides configured, naming none is refused (sides are
+        read one at a time), and a side-limited token reads its side only."""
+        from ondeck.core.errors import InvalidInput
+        from ondeck.core.sides import view_of
+
+        sides = self.settings.sides
+        side = self.limited(side, inbox=inbox)
+        if sides and side is None and not inbox:
+            raise InvalidInput(
+                f"give side: one of {', '.join(sorted(sides))} (tasks and schedules are never "
+                "read across sides), or unclassified=true for the inbox"
+            )
+        return view_of(sides, side, inbox=inbox)
+
+    def side_to_write(self, side: str | None) -> str | None:
+        """The side a new task or schedule made by this caller gets: the one named (required
+        with sides configured), or its token's."""
+        from ondeck.core.sides import side_to_write
+
+        return side_to_write(self.settings.sides, self.limited(side), required=True)
+
+    def id_view(self) -> SideView:
+        """What a step on one item named by id may reach: any side for the owner (the id
+        names it), its own side only for a side-limited token."""
+        from ondeck.core.sides import EVERY_SIDE, SideView
+
+        if self.side_limit is None or not self.settings.sides:
+            return EVERY_SIDE
+        return SideView(sides_on=True, side=self.side_limit)
+
+    def side_to_move(self, side: str | None) -> str | None:
+        """The side an edit moves an item to: a side-limited token moves nothing out."""
+        from ondeck.core.sides import side_to_write
+
+        return side_to_write(self.settings.sides, self.limited(side), required=True)
+
+    def limited(self, side: str | None, *, inbox: bool = False) -> str | None:
+        """`side`, or this call's token's side (naming another, or the inbox, is refused)."""
+        limit = self.side_limit
+        if limit is None:
+            return side
+        from ondeck.core.errors import Forbidden
+
+        if inbox or (side is not None and side != limit):
+            asked = "the inbox" if inbox else f"side {side!r}"
+            raise Forbidden(f"this token sees and writes side {limit!r} only, not {asked}")
+        return limit
 
     def today(self) -> date:
         return clock.today(self.instant, self.zone)
@@ -123,14 +176,17 @@ class Call:
         chars: int = DEFAULT_CHARS,
         conn: Connection | None = None,
         brief: BriefRequest | None = None,
+        view: SideView | None = None,
     ) -> Context:
         """The session context at this call's instant, within `budget` items (default the
         service's) and `chars` characters of Markdown, with the brief `brief` asks for, in
-        `conn`'s transaction or a read transaction of its own."""
+        `conn`'s transaction or a read transaction of its own. `view`: whose tasks and
+        reminders (None: the brief's side; services/context.py `context_for`)."""
+        args = (self.instant, self.settings, project, budget, chars, brief, view)
         if conn is None:
             with self.read() as own:
-                return _fitted(own, self.instant, self.settings, project, budget, chars, brief)
-        return _fitted(conn, self.instant, self.settings, project, budget, chars, brief)
+                return _fitted(own, *args)
+        return _fitted(conn, *args)
 
     def context_text(
         self,
@@ -139,9 +195,10 @@ class Call:
         budget: int | None = None,
         *,
         brief: BriefRequest | None = None,
+        view: SideView | None = None,
     ) -> str:
         """The session context rendered in `fmt` (markdown, json, hook)."""
-        return render(self.context(project, budget, brief=brief), self.zone, fmt)
+        return render(self.context(project, budget, brief=brief, view=view), self.zone, fmt)
 
 
 def _fitted(
@@ -152,11 +209,12 @@ def _fitted(
     budget: int | None,
     chars: int,
     brief: BriefRequest | None,
+    view: SideView | None = None,
 ) -> Context:
     from ondeck.services.context import DEFAULT_BUDGET, context_for
 
     items = DEFAULT_BUDGET if budget is None else budget
-    ctx = context_for(conn, instant, settings, project, items, brief=brief)
+    ctx = context_for(conn, instant, settings, project, items, brief=brief, view=view)
     fit_context(ctx, settings.zone, chars)
     return ctx
 
@@ -201,8 +259,9 @@ def call_of(request: Request) -> Call:
     return call
 
 
-def identify_as(request: Request, actor: str) -> Call:
-    """The request's Call, from now on made by `actor` (who its token proved to be)."""
-    call = call_of(request).acting_as(actor)
+def identify_as(request: Request, actor: str, side_limit: str | None = None) -> Call:
+    """The request's Call, from now on made by `actor` (who its token proved to be), seeing
+    `side_limit` only when its token is limited to a side."""
+    call = call_of(request).acting_as(actor, side_limit)
     request.state.ondeck_call = call
     return call

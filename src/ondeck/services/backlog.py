@@ -36,13 +36,14 @@ from datetime import date, datetime, timedelta
 from enum import Enum
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, false, insert, select, update
 
 from ondeck.core.clock import aware
 from ondeck.core.durations import TooLong, format_duration, parse_duration
 from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, NothingClaimable
 from ondeck.core.models import OPEN, TaskStatus
 from ondeck.core.models import Task as Task  # re-exported: its callers' old home
+from ondeck.core.sides import EVERY_SIDE, SideView, check_side
 from ondeck.core.validation import (
     NOTE_MAX,
     OWNER_MAX,
@@ -134,12 +135,35 @@ def _note(note: str | None) -> str | None:
 # --- reading ------------------------------------------------------------------------------
 
 
-def get_task(conn: Connection, task_id: int) -> Task:
+def get_task(conn: Connection, task_id: int, view: SideView = EVERY_SIDE) -> Task:
+    """The task, if `view` sees its side: another side's task is "not found", as if it
+    were not there (sides are hard partitions)."""
     check_id(task_id)
     task = get_task_row(conn, task_id)
-    if task is None:
-        raise NotFound(f"no task {task_id}")
+    if task is None or not view.sees(task.side):
+        raise NotFound(f"no task {task_id}{_in(view)}")
     return task
+
+
+def check_visible(conn: Connection, task_id: int, view: SideView) -> None:
+    """Refuse (NotFound) a task of a side `view` does not see, before any change to it."""
+    if view.sides_on:
+        get_task(conn, task_id, view)
+
+
+def _in(view: SideView) -> str:
+    return f" in {view.describe()}" if view.sides_on else ""
+
+
+def side_filter(query: Any, view: SideView) -> Any:
+    """`query` (a select over tasks) narrowed to the rows `view` sees."""
+    if not view.sides_on:
+        return query
+    if view.inbox:
+        return query.where(tasks.c.side.is_(None))
+    if not view.side:
+        return query.where(false())
+    return query.where(tasks.c.side == view.side)
 
 
 def list_tasks(
@@ -149,9 +173,10 @@ def list_tasks(
     project: str | None = None,
     due_before: date | None = None,
     limit: int | None = None,
+    view: SideView = EVERY_SIDE,
 ) -> list[Task]:
-    """Tasks by due date (undated last), then priority, then age."""
-    query = select(tasks).order_by(*TASK_ORDER)
+    """Tasks by due date (undated last), then priority, then age; those `view` sees."""
+    query = side_filter(select(tasks).order_by(*TASK_ORDER), view)
     if statuses is not None:
         query = query.where(tasks.c.status.in_([TaskStatus(s).value for s in statuses]))
     if project is not None:
@@ -175,14 +200,18 @@ def create_task(
     priority: int = PRIORITY_DEFAULT,
     due_on: date | None = None,
     project: str | None = None,
+    side: str | None = None,
     actor: str,
 ) -> Task:
+    """A READY task. `side`: the one the caller decided (core/sides.py `side_to_write`);
+    None with sides configured puts it in the inbox."""
     values = {
         "title": check_title(title),
         "body": check_body(body),
         "priority": check_priority(priority),
         "due_on": _check_date(due_on),
         "project": check_project(project),
+        "side": _check_side(side),
     }
     now = aware(now)
     row = conn.execute(
@@ -201,6 +230,7 @@ def create_task(
         priority=task.priority,
         due_on=_day(task.due_on),
         project=task.project,
+        side=task.side,
     )
     return task
 
@@ -216,10 +246,14 @@ def edit_task(
     priority: int | _Unset = UNSET,
     due_on: date | _Unset | None = UNSET,
     project: str | _Unset | None = UNSET,
+    side: str | _Unset = UNSET,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
-    """Change an open task's title, body, priority, due date or project.
+    """Change an open task's title, body, priority, due date, project or side.
 
     None clears the due date or the project; UNSET (the default) leaves a field as it is.
+    A side, once given, is moved to another but never taken away (no way back to the
+    inbox); the caller checks the side is configured. `view`: the task must be one it sees.
     """
     check_id(task_id)
     changes: dict[str, Any] = {}
@@ -233,9 +267,15 @@ def edit_task(
         changes["due_on"] = _check_date(due_on)
     if project is not UNSET:
         changes["project"] = check_project(project)
+    if side is not UNSET:
+        changes["side"] = _check_side(side)
+        if changes["side"] is None:
+            raise InvalidInput("a task's side is moved, never taken away: name a side")
     if not changes:
-        raise InvalidInput("nothing to change: give a title, body, priority, due date or project")
-    before = _locked(conn, task_id)
+        raise InvalidInput(
+            "nothing to change: give a title, body, priority, due date, project or side"
+        )
+    before = _locked(conn, task_id, view)
     if before.status not in OPEN:
         raise Conflict(f"task {task_id} is {before.status}: a closed task is not edited")
     task = _guarded_update(conn, now, before, changes)
@@ -252,10 +292,13 @@ def claim_task(
     owner: str,
     duration: str | int | timedelta | None = None,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
-    """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token."""
+    """Take a READY task: RUNNING, held by `owner` until now + duration, with a new token.
+    `view`: the task must be of a side it sees."""
     check_id(task_id)
     owner, length = _owner(owner), lease_duration(duration)
+    check_visible(conn, task_id, view)
     task = _take(conn, now, sql.CLAIM, owner, length, actor, task_id=task_id)
     if task is None:
         before = get_task(conn, task_id)
@@ -273,18 +316,35 @@ def claim_next(
     duration: str | int | timedelta | None = None,
     project: str | None = None,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
-    """Take the next READY task (due date first, undated last, then priority, then age)."""
+    """Take the next READY task (due date first, undated last, then priority, then age)
+    of the side `view` sees: never one of another side, nor one waiting in the inbox."""
     owner, length = _owner(owner), lease_duration(duration)
     project = check_project(project)
-    if project is None:
-        task = _take(conn, now, sql.CLAIM_NEXT, owner, length, actor)
-    else:
-        task = _take(conn, now, sql.CLAIM_NEXT_IN, owner, length, actor, in_project=project)
+    claim, _chain, params = _next_in(project, view)
+    task = None if view.closed else _take(conn, now, claim, owner, length, actor, **params)
     if task is None:
         where = f" in project {project}" if project else ""
-        raise NothingClaimable(f"no READY task to claim{where}")
+        raise NothingClaimable(f"no READY task to claim{where}{_in(view)}")
     return task
+
+
+def _next_in(
+    project: str | None, view: SideView
+) -> tuple[events.Recorded, events.Chain, dict[str, Any]]:
+    """The claim of the next task, and done-then-next, within `project` and `view`."""
+    in_side = view.sides_on
+    if view.inbox:
+        # A person works the inbox on the dashboard; nothing claims from it.
+        raise InvalidInput("the inbox is not claimed from: give its tasks a side first")
+    params: dict[str, Any] = {}
+    if project is not None:
+        params["in_project"] = project
+    if in_side:
+        params["in_side"] = view.side or ""
+    claim, chain = sql.NEXT[(project is not None, in_side)]
+    return claim, chain, params
 
 
 def renew_lease(
@@ -295,10 +355,13 @@ def renew_lease(
     token: int,
     duration: str | int | timedelta | None = None,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
     """Extend the lease to now + duration; the token stays (it still names the same lease)."""
     check_id(task_id)
     check_token(token)
+    # Lease tokens are small numbers: the side is checked, not left to the token.
+    check_visible(conn, task_id, view)
     until = aware(now) + lease_duration(duration)
     row = sql.RENEW.run(
         conn,
@@ -320,12 +383,14 @@ def complete_task(
     token: int | None,
     note: str | None = None,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
     """Mark a task DONE: a RUNNING one by its holder (with the token), a READY one by hand."""
     check_id(task_id)
     if token is not None:
         check_token(token)
     note = _note(note)
+    check_visible(conn, task_id, view)
     if token is not None:
         row = sql.COMPLETE.run(
             conn,
@@ -364,22 +429,23 @@ def complete_and_claim_next(
     duration: str | int | timedelta | None = None,
     project: str | None = None,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> tuple[Task, Task | None]:
     """A worker's "done, and the next one please": complete the task held with `token`, then
-    take the next READY task (as `claim_next`; None when there is none). On PostgreSQL one
-    statement, both events included. Nothing is taken when the completion is refused."""
+    take the next READY task (as `claim_next`, within `view`; None when there is none). On
+    PostgreSQL one statement, both events included. Nothing is taken when the completion is
+    refused."""
     check_id(task_id)
     check_token(token)
     note = _note(note)
     owner, length = _owner(owner), lease_duration(duration)
     project = check_project(project)
+    check_visible(conn, task_id, view)
     until = aware(now) + length
     params = {"task_id": task_id, "token": token, "now": aware(now), "owner": owner}
     params["until"] = until
-    if project is None:
-        chain = sql.DONE_THEN_NEXT
-    else:
-        chain, params["in_project"] = sql.DONE_THEN_NEXT_IN, project
+    _claim, chain, more = _next_in(project, view)
+    params.update(more)
     done, taken = chain.run(
         conn,
         now,
@@ -400,6 +466,7 @@ def release_task(
     token: int | None = None,
     force: bool = False,
     actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
     """Give a RUNNING task back (READY): by its holder with the token, or by a person with force."""
     check_id(task_id)
@@ -409,7 +476,7 @@ def release_task(
         raise InvalidInput("give the lease token, or force to release someone else's lease")
     if token is not None:
         check_token(token)
-    before = _locked(conn, task_id)
+    before = _locked(conn, task_id, view)
     if token is not None:
         _check_lease(before, token, now)
     elif before.status is not TaskStatus.RUNNING:
@@ -465,12 +532,18 @@ def release_held_by(
 
 
 def cancel_task(
-    conn: Connection, now: datetime, task_id: int, *, note: str | None = None, actor: str
+    conn: Connection,
+    now: datetime,
+    task_id: int,
+    *,
+    note: str | None = None,
+    actor: str,
+    view: SideView = EVERY_SIDE,
 ) -> Task:
     """Drop a READY task. A RUNNING one has a holder: release it first."""
     check_id(task_id)
     note = _note(note)
-    before = _locked(conn, task_id)
+    before = _locked(conn, task_id, view)
     if before.status is TaskStatus.RUNNING:
         raise Conflict(f"{_state(before, now)}: release it first (with its token, or forced)")
     if before.status is not TaskStatus.READY:
@@ -486,7 +559,8 @@ def insert_many_from_schedule(
     """The one way a schedule makes tasks, many in one statement (the jobs tick fires
     thousands): `source` is UNIQUE, so a second run for the same fire makes nothing.
 
-    Each item gives source, title, body, priority, project, due_on and schedule_id.
+    Each item gives source, title, body, priority, project, side (the schedule's), due_on
+    and schedule_id.
     Returns {source: new task id} for the tasks created; a source that already had its
     task is absent.
     """
@@ -507,6 +581,7 @@ def insert_many_from_schedule(
             "priority": item["priority"],
             "due_on": item["due_on"],
             "project": item["project"],
+            "side": item.get("side"),
             "source": item["source"],
             "created_at": now,
             "updated_at": now,
@@ -538,12 +613,17 @@ def insert_many_from_schedule(
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _locked(conn: Connection, task_id: int) -> Task:
-    """The task's row, locked until the transaction ends (PostgreSQL; SQLite already is)."""
+def _locked(conn: Connection, task_id: int, view: SideView = EVERY_SIDE) -> Task:
+    """The task's row, locked until the transaction ends (PostgreSQL; SQLite already is);
+    "not found" if `view` does not see its side."""
     row = conn.execute(select(tasks).where(tasks.c.id == task_id).with_for_update()).first()
-    if row is None:
-        raise NotFound(f"no task {task_id}")
+    if row is None or not view.sees(row.side):
+        raise NotFound(f"no task {task_id}{_in(view)}")
     return task_from_row(row)
+
+
+def _check_side(value: str | None) -> str | None:
+    return check_side(value)
 
 
 def _guarded_update(conn: Connection, now: datetime, before: Task, values: dict[str, Any]) -> Task:

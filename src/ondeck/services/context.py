@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ondeck.core.clock import aware, iso, start_of_day, today
 from ondeck.core.models import BackupStatus, Task
+from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.db.plain import Db, as_db, date_in, expand, instant_in
 from ondeck.services import context_sql as q
 from ondeck.services.brief import Brief, BriefRequest, begin_brief, build_brief
@@ -72,6 +73,11 @@ class Context:
     timezone: str
     generated_at: datetime
     project: str | None
+    # The side whose tasks and reminders are listed (None: one pool, or none at all);
+    # `side_closed`: sides are configured and the reader has none (unclassified), so
+    # nothing is listed (core/sides.py).
+    side: str | None = None
+    side_closed: bool = False
     warnings: list[Warning] = field(default_factory=list)
     jobs: JobsHealth | None = None
     reminders: list[Reminder] = field(default_factory=list)
@@ -107,7 +113,7 @@ def _describe_rule(rule: str) -> str:
         return f"unreadable rule {rule!r}"
 
 
-def _fired_reminders(db: Db, on: dict[str, Any], project: str | None) -> list[Any]:
+def _fired_reminders(db: Db, on: dict[str, Any], project: str | None, view: SideView) -> list[Any]:
     """(schedule, fire) for every reminder in scope that fired today, once each, in order of
     that fire. A schedule removed since is kept (and said to be removed): the reminder
     did fire today, and hiding it would be the lie this list exists to prevent."""
@@ -119,7 +125,7 @@ def _fired_reminders(db: Db, on: dict[str, Any], project: str | None) -> list[An
     first: dict[int, Any] = {}
     for fire in sorted(found, key=lambda f: (f["fired_at"], f["id"])):
         first.setdefault(fire["schedule_id"], fire)
-    shown = {row["id"]: row for row in q.REMINDERS.read(db, q.fired_schedules(project), on)}
+    shown = {row["id"]: row for row in q.REMINDERS.read(db, q.fired_schedules(project, view), on)}
     kept = sorted(
         (fire for fire in first.values() if fire["schedule_id"] in shown),
         key=lambda f: (f["fired_at"], f["schedule_id"]),
@@ -150,6 +156,7 @@ def _warnings(
     *,
     tz: str,
     lease_grace: timedelta,
+    view: SideView,
 ) -> list[Warning]:
     found: list[Warning] = []
     if not jobs.alive:
@@ -172,22 +179,23 @@ def _warnings(
                 f"with other settings: {'; '.join(differences)}",
             )
         )
-    found += _lease_warnings(db, now, lease_grace, jobs)
+    found += _lease_warnings(db, now, lease_grace, jobs, view)
     found += _backup_warnings(db, now, zone)
     found += _schedule_warnings(db, day, zone)
     return found
 
 
 def _lease_warnings(
-    db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth
+    db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth, view: SideView
 ) -> list[Warning]:
-    at = {"now": instant_in(db, now)}
-    expired = q.TASKS.read(db, q.STALE, at)
+    at = {"now": instant_in(db, now), "side": view.side}
+    first_six, count = q.stale(view)
+    expired = q.TASKS.read(db, first_six, at)
     if not expired:
         return []
     total = len(expired)
     if total == 6:  # a full page: there may be more
-        total = int(q.AS_IS.read(db, q.STALE_COUNT, at)[0]["n"])
+        total = int(q.AS_IS.read(db, count, at)[0]["n"])
     leases = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in expired[:5]]
     named = ", ".join(f"task {x.task.id} ({x.task.lease_owner})" for x in leases)
     more = f" and {total - 5} more" if total > 5 else ""
@@ -304,10 +312,12 @@ def build_context(
     tick_seconds: float = 60.0,
     extra_warnings: Sequence[tuple[str, str]] = (),
     brief: BriefRequest | None = None,
+    view: SideView = EVERY_SIDE,
 ) -> Context:
     """The lists within `budget` items; fitting them to a size in characters is the
     rendering's (`context_render.fit_markdown`). `conn`: a SQLAlchemy connection (its
-    transaction) or a bare driver's (db/plain.py): the same statements run on either."""
+    transaction) or a bare driver's (db/plain.py): the same statements run on either.
+    `view`: the side whose tasks and reminders are listed (core/sides.py)."""
     db = as_db(conn)
     now = aware(now)
     day = today(now, zone)
@@ -319,10 +329,12 @@ def build_context(
         timezone=str(zone),
         generated_at=now,
         project=project,
+        side=view.side if view.sides_on else None,
+        side_closed=view.closed,
         budget=budget,
         jobs=jobs,
         warnings=[
-            *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace),
+            *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace, view=view),
             *(Warning(code=code, message=message) for code, message in extra_warnings),
         ],
     )
@@ -333,6 +345,7 @@ def build_context(
     totals: dict[str, Any] = {}  # per part: how many there are, or the count to ask for
     values = {
         "project": project,
+        "side": view.side,
         "day": date_in(db, day),
         "day_start": instant_in(db, start_of_day(day, zone)),
         "day_end": instant_in(db, start_of_day(day + timedelta(days=1), zone)),
@@ -346,15 +359,15 @@ def build_context(
         room -= len(rows)
         return list(rows)
 
-    fired = _fired_reminders(db, values, project)
+    fired = _fired_reminders(db, values, project, view)
     totals["fired"] = len(fired)
     ctx.reminders = [_reminder(r, f["fire_date"], f["fired_at"]) for r, f in fired[:room]]
     room -= len(ctx.reminders)
-    pending_rows = page("pending", q.pending(project), q.REMINDERS)
+    pending_rows = page("pending", q.pending(project, view), q.REMINDERS)
     ctx.reminders += [_reminder(r, None, None) for r in pending_rows]
-    running_rows = page("running", q.running(project), q.TASKS)
-    due_rows = page("due", q.due(project), q.TASKS)
-    backlog_rows = page("backlog", q.backlog(project), q.TASKS)
+    running_rows = page("running", q.running(project, view), q.TASKS)
+    due_rows = page("due", q.due(project, view), q.TASKS)
+    backlog_rows = page("backlog", q.backlog(project, view), q.TASKS)
     ctx.running = [lease_of(Task.from_values(r), now, lease_grace, jobs) for r in running_rows]
     ctx.due = [_due(Task.from_values(r), day) for r in due_rows]
     ctx.backlog = [Task.from_values(r) for r in backlog_rows]
@@ -386,6 +399,8 @@ class ContextSettings(Protocol):
     def tick_seconds(self) -> float: ...
     @property
     def spool_dir(self) -> str | PathLike[str]: ...
+    @property
+    def sides(self) -> Any: ...
 
 
 def context_for(
@@ -396,13 +411,19 @@ def context_for(
     budget: int = DEFAULT_BUDGET,
     *,
     brief: BriefRequest | None = None,
+    view: SideView | None = None,
 ) -> Context:
     """`build_context` with the configured zone, lease grace and tick, and the session
     records' warnings (unclassified sessions, a stuck spool): what entry points call
-    (through `entrypoints/store.py`, which also fits it to its size in characters)."""
+    (through `entrypoints/store.py`, which also fits it to its size in characters).
+
+    `view`: whose tasks and reminders; None takes the brief's side (the session's), and
+    with sides configured and neither given, none at all (fail closed)."""
     from ondeck.services.session_warnings import context_warnings
 
     db = as_db(conn)
+    if view is None:
+        view = side_view_of(settings, brief)
     return build_context(
         db,
         now,
@@ -413,7 +434,18 @@ def context_for(
         tick_seconds=settings.tick_seconds,
         extra_warnings=context_warnings(db, now, settings),
         brief=brief,
+        view=view,
     )
+
+
+def side_view_of(settings: ContextSettings, brief: BriefRequest | None) -> SideView:
+    """The side a session's context lists: its own, as classified; none when it is
+    unclassified (its items wait in no side) or says no side while sides are configured."""
+    if not settings.sides:
+        return EVERY_SIDE
+    if brief is None or brief.unclassified or not brief.side:
+        return SideView(sides_on=True)
+    return SideView(sides_on=True, side=brief.side)
 
 
 def _clip(text: str, limit: int) -> str:

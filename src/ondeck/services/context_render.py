@@ -87,7 +87,8 @@ def _item_lines(ctx: Context, zone: tzinfo) -> dict[str, list[str]]:
 
 def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
     """The whole document's lines around the item lines of `_item_lines`."""
-    scope = f", project {ctx.project}" if ctx.project else ""
+    scope = f", side {ctx.side}" if ctx.side else ""
+    scope += f", project {ctx.project}" if ctx.project else ""
     lines = [f"# On deck {ctx.date.isoformat()} ({ctx.timezone}{scope})"]
     if ctx.warnings:
         lines += ["", "## Warnings"]
@@ -95,12 +96,21 @@ def _lines(ctx: Context, items: dict[str, list[str]]) -> list[str]:
     for name, heading in _HEADINGS.items():
         if items[name]:
             lines += ["", heading, *items[name]]
-    if not any(items.values()):
+    if ctx.side_closed:
+        lines += ["", CLOSED]
+    elif not any(items.values()):
         lines += ["", "Nothing on deck."]
     if ctx.omitted:
         left = ", ".join(f"{n} {name} ({_shows_all(name, ctx)})" for name, n in ctx.omitted.items())
         lines += ["", f"Left out to fit the budget: {left}."]
     return lines
+
+
+# Sides are configured and this reader has none: its tasks and reminders are no side's.
+CLOSED = (
+    "No tasks or reminders shown: this place belongs to no side, and every task and "
+    "reminder belongs to one (the dashboard's inbox holds those without a side)."
+)
 
 
 def _shows_all(name: str, ctx: Context) -> str:
@@ -197,6 +207,8 @@ def to_json(ctx: Context, zone: tzinfo) -> dict[str, Any]:
         "timezone": ctx.timezone,
         "generated_at": iso(now, zone),
         "project": ctx.project,
+        "side": ctx.side,
+        "side_closed": ctx.side_closed,
         "warnings": [{"code": w.code, "message": w.message} for w in ctx.warnings],
         "jobs": ctx.jobs.to_json(zone) if ctx.jobs else None,
         "reminders": [reminder(r) for r in ctx.reminders],

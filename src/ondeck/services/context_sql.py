@@ -12,6 +12,7 @@ task_statements has them (tests/unit/test_predicates.py compares the two forms).
 from __future__ import annotations
 
 from ondeck.core.models import ScheduleKind, TaskStatus
+from ondeck.core.sides import SideView
 from ondeck.db.plain import Columns
 from ondeck.db.predicates import SCHEDULES_LIVE, status_is
 
@@ -73,25 +74,29 @@ _SHOWN = (
 )
 
 
-def fired_schedules(project: str | None) -> str:
+def fired_schedules(project: str | None, view: SideView) -> str:
+    """The reminders of the side `view` sees (:side) that fired today: a fire is of its
+    schedule's side."""
     return (
         f"SELECT {_SHOWN} FROM schedules WHERE schedules.id IN"
         f" (SELECT fires.schedule_id FROM fires WHERE {TODAY_FIRES})"
         f" AND {REMIND} AND {scope('schedules.project', project)}"
+        f" AND {view.where('schedules.side')}"
     )
 
 
-def _pending_where(project: str | None) -> str:
+def _pending_where(project: str | None, view: SideView) -> str:
     return (
         f"{REMIND} AND {scope('schedules.project', project)} AND {SCHEDULES_LIVE}"
+        f" AND {view.where('schedules.side')}"
         " AND schedules.next_due <= :day AND schedules.id NOT IN"
         f" (SELECT fires.schedule_id FROM fires WHERE {TODAY_FIRES})"
     )
 
 
-def pending(project: str | None) -> tuple[str, str]:
+def pending(project: str | None, view: SideView) -> tuple[str, str]:
     """(query, count) of the reminders due and not processed yet, in order."""
-    where = _pending_where(project)
+    where = _pending_where(project, view)
     order = "schedules.next_due, schedules.id"
     query = f"SELECT {_SHOWN} FROM schedules WHERE {where} ORDER BY {order}"
     return query, f"(SELECT count(*) FROM schedules WHERE {where})"
@@ -105,20 +110,27 @@ def _tasks(where: str, project: str | None, order: str) -> str:
     return f"SELECT * FROM tasks WHERE {where} AND {in_scope} ORDER BY {order}"
 
 
-def running(project: str | None) -> tuple[str, str]:
+def _in_side(where: str, view: SideView) -> str:
+    """`where` within the side `view` sees (:side); unchanged without sides, so one pool
+    reads its indexes as before."""
+    return where if not view.sides_on else f"{where} AND {view.where('tasks.side')}"
+
+
+def running(project: str | None, view: SideView) -> tuple[str, str]:
+    where = _in_side(RUNNING, view)
     return (
-        _tasks(RUNNING, project, "tasks.lease_until, tasks.id"),
-        task_count(project, RUNNING),
+        _tasks(where, project, "tasks.lease_until, tasks.id"),
+        task_count(project, where),
     )
 
 
-def due(project: str | None) -> tuple[str, str]:
-    where = f"{READY} AND tasks.due_on <= :day"
+def due(project: str | None, view: SideView) -> tuple[str, str]:
+    where = _in_side(f"{READY} AND tasks.due_on <= :day", view)
     return _tasks(where, project, READY_ORDER), task_count(project, where)
 
 
-def backlog(project: str | None) -> tuple[str, str]:
-    where = f"{READY} AND tasks.due_on IS NULL"
+def backlog(project: str | None, view: SideView) -> tuple[str, str]:
+    where = _in_side(f"{READY} AND tasks.due_on IS NULL", view)
     return _tasks(where, project, "tasks.priority, tasks.id"), task_count(project, where)
 
 
@@ -128,6 +140,19 @@ STALE_WHERE = f"{RUNNING} AND tasks.lease_until <= :now"
 # ix_tasks_running (lease_until) where RUNNING.
 STALE = f"SELECT * FROM tasks WHERE {STALE_WHERE} ORDER BY tasks.lease_until LIMIT 6"
 STALE_COUNT = f"SELECT {task_count(None, STALE_WHERE)} AS n"
+
+
+def stale(view: SideView) -> tuple[str, str]:
+    """(the first six, how many) leases past their end, of the side `view` sees: the
+    warning names tasks and holders, which another side's session is not shown."""
+    if not view.sides_on:
+        return STALE, STALE_COUNT
+    where = _in_side(STALE_WHERE, view)
+    return (
+        f"SELECT * FROM tasks WHERE {where} ORDER BY tasks.lease_until LIMIT 6",
+        f"SELECT {task_count(None, where)} AS n",
+    )
+
 
 LAST_BACKUP = (
     "SELECT * FROM backups WHERE backups.status != :running ORDER BY backups.id DESC LIMIT 1"

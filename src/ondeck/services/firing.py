@@ -94,6 +94,8 @@ class DueRow(Protocol):
     @property
     def project(self) -> str | None: ...
     @property
+    def side(self) -> str | None: ...
+    @property
     def last_fired_on(self) -> date | None: ...
     @property
     def last_fired_at(self) -> datetime | None: ...
@@ -164,6 +166,7 @@ def _select_due(conn: Connection, day: date, batch: int, exclude: set[int]) -> l
             schedules.c.kind,
             schedules.c.rule,
             schedules.c.project,
+            schedules.c.side,
             schedules.c.start_on,
             schedules.c.next_due,
             schedules.c.missed,
@@ -251,6 +254,8 @@ def _record(conn: Connection, now: datetime, plans: list[_Plan], actor: str) -> 
                     "body": row.body,
                     "priority": row.priority,
                     "project": row.project,
+                    # What a schedule fires is of its side (sides are hard partitions).
+                    "side": row.side,
                     "due_on": fire_date,
                     "schedule_id": row.id,
                 }

@@ -16,13 +16,14 @@ from __future__ import annotations
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, text, update
+from sqlalchemy import Connection, Row, false, insert, select, text, update
 
 from ondeck.core.clock import aware, iso, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice
 from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
 from ondeck.core.rules import parse as parse_rule
+from ondeck.core.sides import EVERY_SIDE, SideView, check_side
 from ondeck.core.validation import (
     check_body,
     check_date,
@@ -86,14 +87,27 @@ def _subject(schedule_id: int) -> str:
 # --- reading --------------------------------------------------------------------------
 
 
-def get_schedule(conn: Connection, schedule_id: int) -> Schedule:
-    """A live schedule, or `NotFound` (a removed one is gone for every reader)."""
+def get_schedule(conn: Connection, schedule_id: int, view: SideView = EVERY_SIDE) -> Schedule:
+    """A live schedule, or `NotFound` (a removed one is gone for every reader, and one of a
+    side `view` does not see is not there for it)."""
     row = conn.execute(
         select(schedules).where(schedules.c.id == schedule_id, schedules.c.deleted_at.is_(None))
     ).first()
-    if row is None:
-        raise NotFound(f"no schedule {schedule_id}")
+    if row is None or not view.sees(row.side):
+        where = f" in {view.describe()}" if view.sides_on else ""
+        raise NotFound(f"no schedule {schedule_id}{where}")
     return schedule_from_row(row)
+
+
+def side_filter(query: Any, view: SideView) -> Any:
+    """`query` (a select over schedules) narrowed to the rows `view` sees."""
+    if not view.sides_on:
+        return query
+    if view.inbox:
+        return query.where(schedules.c.side.is_(None))
+    if not view.side:
+        return query.where(false())
+    return query.where(schedules.c.side == view.side)
 
 
 def list_schedules(
@@ -102,12 +116,14 @@ def list_schedules(
     kind: str | None = None,
     project: str | None = None,
     limit: int = MAX_LIST,
+    view: SideView = EVERY_SIDE,
 ) -> list[Schedule]:
-    query = (
+    query = side_filter(
         select(schedules)
         .where(schedules.c.deleted_at.is_(None))
         .order_by(*SCHEDULE_ORDER)
-        .limit(max(1, min(limit, MAX_LIST)))
+        .limit(max(1, min(limit, MAX_LIST))),
+        view,
     )
     if kind is not None:
         query = query.where(schedules.c.kind == _check_kind(kind))
@@ -235,9 +251,11 @@ def create_schedule(
     project: str | None = None,
     priority: int = 2,
     missed: str = MissedPolicy.LATEST,
+    side: str | None = None,
     actor: str = "cli",
 ) -> Schedule:
-    """Validate everything first, so a refused schedule writes nothing."""
+    """Validate everything first, so a refused schedule writes nothing. `side`: the one the
+    caller decided (core/sides.py), which its tasks and reminders take."""
     now = aware(now)
     day = today(now, zone)
     canonical = str(parse_rule(rule))
@@ -247,6 +265,7 @@ def create_schedule(
         "kind": _check_kind(kind),
         "rule": canonical,
         "project": check_project(project),
+        "side": check_side(side),
         "priority": check_priority(priority),
         "missed": _check_missed(missed),
         "enabled": True,
@@ -264,7 +283,12 @@ def create_schedule(
         actor=actor,
         kind="schedule.created",
         subject=_subject(schedule_id),
-        details={"title": values["title"], "kind": kind, "rule": canonical},
+        details={
+            "title": values["title"],
+            "kind": kind,
+            "rule": canonical,
+            "side": values["side"],
+        },
     )
     return get_schedule(conn, schedule_id)
 
@@ -282,12 +306,15 @@ def edit_schedule(
     project: str | None = UNSET,
     priority: int = UNSET,
     missed: str = UNSET,
+    side: str = UNSET,
     actor: str = "cli",
+    view: SideView = EVERY_SIDE,
 ) -> Schedule:
     """Change what is given. A new rule or start recomputes `next_due`; other edits keep it,
-    so renaming an overdue schedule does not lose the fire it owes."""
+    so renaming an overdue schedule does not lose the fire it owes. A side is moved, never
+    taken away (the caller checks it is configured); tasks it made keep theirs."""
     now = aware(now)
-    current = get_schedule(conn, schedule_id)
+    current = get_schedule(conn, schedule_id, view)
     changes: dict[str, Any] = {}
     if title is not UNSET:
         changes["title"] = check_title(title)
@@ -305,6 +332,10 @@ def edit_schedule(
         changes["priority"] = check_priority(priority)
     if missed is not UNSET:
         changes["missed"] = _check_missed(missed)
+    if side is not UNSET:
+        changes["side"] = check_side(side)
+        if changes["side"] is None:
+            raise InvalidInput("a schedule's side is moved, never taken away: name a side")
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if not changes:
         return current
@@ -331,11 +362,16 @@ def edit_schedule(
 
 
 def pause_schedule(
-    conn: Connection, now: datetime, schedule_id: int, *, actor: str = "cli"
+    conn: Connection,
+    now: datetime,
+    schedule_id: int,
+    *,
+    actor: str = "cli",
+    view: SideView = EVERY_SIDE,
 ) -> Schedule:
     """Stop firing. Pausing a paused schedule changes nothing and records nothing. The
     event keeps the date it was due next, the first the pause may skip."""
-    current = get_schedule(conn, schedule_id)
+    current = get_schedule(conn, schedule_id, view)
     if not current.enabled:
         return current
     conn.execute(
@@ -355,11 +391,17 @@ def pause_schedule(
 
 
 def resume_schedule(
-    conn: Connection, now: datetime, zone: tzinfo, schedule_id: int, *, actor: str = "cli"
+    conn: Connection,
+    now: datetime,
+    zone: tzinfo,
+    schedule_id: int,
+    *,
+    actor: str = "cli",
+    view: SideView = EVERY_SIDE,
 ) -> Schedule:
     """Fire again from today on: the paused time is not backfilled, and the event counts
     the dates it skipped (from the one due when paused up to the new next date)."""
-    current = get_schedule(conn, schedule_id)
+    current = get_schedule(conn, schedule_id, view)
     if current.enabled:
         return current
     next_due = first_due(current.rule, current.start_on, today(now, zone), current.last_fired_on)
@@ -399,7 +441,13 @@ def _dropped(schedule: Schedule, until: date) -> dict[str, Any]:
 
 
 def pull_now(
-    conn: Connection, now: datetime, zone: tzinfo, schedule_id: int, *, actor: str = "cli"
+    conn: Connection,
+    now: datetime,
+    zone: tzinfo,
+    schedule_id: int,
+    *,
+    actor: str = "cli",
+    view: SideView = EVERY_SIDE,
 ) -> Schedule:
     """ "now": make the schedule due today at the latest, nothing else. The next jobs tick
     does the firing (on PostgreSQL it is woken at commit); pressing it twice a day still
@@ -413,7 +461,7 @@ def pull_now(
     - Today already processed (a fire for today's date exists): nothing can fire today
       again, so nothing changes and nothing is recorded.
     """
-    current = get_schedule(conn, schedule_id)
+    current = get_schedule(conn, schedule_id, view)
     if not current.enabled:
         raise Conflict(f"schedule {schedule_id} is paused: resume it first")
     day = today(now, zone)
@@ -452,10 +500,15 @@ def _fired_for(conn: Connection, schedule_id: int, day: date) -> bool:
 
 
 def delete_schedule(
-    conn: Connection, now: datetime, schedule_id: int, *, actor: str = "cli"
+    conn: Connection,
+    now: datetime,
+    schedule_id: int,
+    *,
+    actor: str = "cli",
+    view: SideView = EVERY_SIDE,
 ) -> Schedule:
     """Soft delete: fires and events keep naming the row; every reader treats it as gone."""
-    current = get_schedule(conn, schedule_id)
+    current = get_schedule(conn, schedule_id, view)
     conn.execute(
         update(schedules)
         .where(schedules.c.id == schedule_id)

@@ -44,7 +44,7 @@ def status_is(status: TaskStatus) -> Any:
     return tasks.c.status == literal_column(f"'{status.value}'")
 
 
-def next_ready(*, in_project: bool) -> Any:
+def next_ready(*, in_project: bool, in_side: bool = False) -> Any:
     """The next READY task: dated ones by due date, then undated ones; each by priority, age.
 
     Two picks, the undated one only if no dated task is left, rather than one ORDER BY due
@@ -60,6 +60,8 @@ def next_ready(*, in_project: bool) -> Any:
         )
         if in_project:
             query = query.where(tasks.c.project == bindparam("in_project"))
+        if in_side:
+            query = query.where(tasks.c.side == bindparam("in_side"))
         # Both in the index's own order (due_on is all NULL in the second, but PostgreSQL only
         # takes equalities as fixing a column, so it would sort by priority, id otherwise).
         # SKIP LOCKED: a row another claimer holds is passed over rather than waited for
@@ -131,3 +133,15 @@ COMPLETE = events.Recorded(
 )
 DONE_THEN_NEXT = events.Chain(COMPLETE, CLAIM_NEXT)
 DONE_THEN_NEXT_IN = events.Chain(COMPLETE, CLAIM_NEXT_IN)
+# The same within one side (:in_side), for a claimer that sees one side (core/sides.py).
+CLAIM_NEXT_SIDE = claim(next_ready(in_project=False, in_side=True))
+CLAIM_NEXT_SIDE_IN = claim(next_ready(in_project=True, in_side=True))
+DONE_THEN_NEXT_SIDE = events.Chain(COMPLETE, CLAIM_NEXT_SIDE)
+DONE_THEN_NEXT_SIDE_IN = events.Chain(COMPLETE, CLAIM_NEXT_SIDE_IN)
+# (in a project, in a side) → the claim of the next READY task, and done-then-next.
+NEXT = {
+    (False, False): (CLAIM_NEXT, DONE_THEN_NEXT),
+    (True, False): (CLAIM_NEXT_IN, DONE_THEN_NEXT_IN),
+    (False, True): (CLAIM_NEXT_SIDE, DONE_THEN_NEXT_SIDE),
+    (True, True): (CLAIM_NEXT_SIDE_IN, DONE_THEN_NEXT_SIDE_IN),
+}

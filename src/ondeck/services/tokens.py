@@ -28,6 +28,7 @@ from ondeck.core.access import DeviceToken, Identity, TokenScope
 from ondeck.core.clock import aware
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import choice
+from ondeck.core.sides import check_side
 from ondeck.db.tables import tokens
 from ondeck.services import events
 
@@ -88,6 +89,7 @@ def _from_row(row: Any) -> DeviceToken:
         last_used_at=row.last_used_at,
         expires_at=row.expires_at,
         revoked_at=row.revoked_at,
+        side=row.side,
     )
 
 
@@ -98,6 +100,7 @@ _COLUMNS = (
     tokens.c.last_used_at,
     tokens.c.expires_at,
     tokens.c.revoked_at,
+    tokens.c.side,
 )
 
 
@@ -109,14 +112,18 @@ def create(
     expires_in: timedelta | None = None,
     *,
     actor: str,
+    side: str | None = None,
 ) -> Created:
-    """A new token named `name`; refused while another live token has that name."""
+    """A new token named `name`; refused while another live token has that name. `side`:
+    the one side it sees and writes (the caller checks it is configured); None: every side."""
     now = aware(now)
     name, given = check_name(name), check_scope(scope)
+    side = check_side(side)
     lifetime = check_expires(expires_in)
     expires_at = None if lifetime is None else now + lifetime
     secret = PREFIX + secrets.token_urlsafe(32)
-    values = {"name": name, "scope": given.value, "hash": digest(secret), "created_at": now}
+    values: dict[str, Any] = {"name": name, "scope": given.value, "hash": digest(secret)}
+    values.update(created_at=now, side=side)
     try:
         with conn.begin_nested():  # uq_tokens_name_live: the database decides
             conn.execute(insert(tokens).values(**values, expires_at=expires_at))
@@ -133,6 +140,7 @@ def create(
         details={
             "scope": given.value,
             "expires_at": None if expires_at is None else expires_at.isoformat(),
+            "side": side,
         },
     )
     made = DeviceToken(
@@ -142,6 +150,7 @@ def create(
         last_used_at=None,
         expires_at=expires_at,
         revoked_at=None,
+        side=side,
     )
     return Created(token=made, secret=secret)
 
@@ -172,7 +181,7 @@ def verify(conn: Connection, now: datetime, presented: str) -> Verified | None:
     if not presented.startswith(PREFIX) or len(presented) > _PRESENTED_MAX:
         return None
     row = conn.execute(
-        select(tokens.c.name, tokens.c.scope, tokens.c.last_used_at).where(
+        select(tokens.c.name, tokens.c.scope, tokens.c.side, tokens.c.last_used_at).where(
             tokens.c.hash == digest(presented),
             tokens.c.revoked_at.is_(None),
             or_(tokens.c.expires_at.is_(None), tokens.c.expires_at > aware(now)),
@@ -180,7 +189,7 @@ def verify(conn: Connection, now: datetime, presented: str) -> Verified | None:
     ).first()
     if row is None:
         return None
-    identity = Identity(token=row.name, scope=TokenScope(row.scope))
+    identity = Identity(token=row.name, scope=TokenScope(row.scope), side=row.side)
     due = row.last_used_at is None or row.last_used_at <= now - TOUCH_EVERY
     return Verified(identity=identity, touch_due=due)
 

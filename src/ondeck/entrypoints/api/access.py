@@ -62,7 +62,7 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     except OndeckError as exc:
         return errors.error_response(exc.http_status, exc.code, exc.message)
     request.state.ondeck_identity = identity
-    identify_as(request, identity.actor(surface))
+    identify_as(request, identity.actor(surface), identity.side)
     return None
 
 

@@ -68,14 +68,18 @@ def get_context(
         ),
     ] = None,
 ) -> Response:
+    from ondeck.core.sides import SideView
     from ondeck.services.brief import BriefRequest
 
     settings = store.settings
     request = None
+    side = store.limited(side)
     if side is not None and side not in settings.sides:
         from ondeck.core.errors import InvalidInput
 
         raise InvalidInput(f"side {side!r} is not configured")
+    # The lists' side is the session's: none named (or an unclassified session) lists none.
+    view = SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
     if brief:
         request = BriefRequest(
             sides_on=bool(settings.sides),
@@ -89,6 +93,6 @@ def get_context(
             cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,
         )
     return Response(
-        store.context_text(format, project, budget, brief=request),
+        store.context_text(format, project, budget, brief=request, view=view),
         media_type=MEDIA_TYPES[format],
     )

@@ -68,6 +68,8 @@ def export(
 ) -> Response:
     import json
 
+    # A side-limited token exports its side only (naming another is refused).
+    side = store.limited(side)
     if side is not None and side not in store.settings.sides:
         raise InvalidInput(f"side {side[:64]!r} is not configured")
     now = store.now()
@@ -82,6 +84,14 @@ def export(
 
 @router.post("/import", response_model=ImportOut, responses=errors(e422="Nothing was written."))
 def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
+    if store.side_limit is not None:
+        from ondeck.core.errors import Forbidden
+
+        # The lines name their own sides: a token of one side imports nothing.
+        raise Forbidden(
+            f"this token sees and writes side {store.side_limit!r} only: import with the "
+            "owner's token"
+        )
     with store.write() as conn:
         result = exchange.import_jsonl(
             conn, store.now(), body.lines, sides=store.settings.sides, actor=store.actor

@@ -102,6 +102,9 @@ class TaskOut(BaseModel):
     priority: int
     due_on: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
     project: str | None
+    side: str | None = Field(
+        None, description="Null: no sides configured, or the inbox (shown to no session)."
+    )
     source: str | None
     lease_owner: str | None
     lease_until: str | None = Field(description="ISO-8601 with the configured zone's offset.")
@@ -132,6 +135,7 @@ class ScheduleOut(BaseModel):
     rule: str = Field(description="The canonical rule.")
     rule_text: str = Field(description="The rule in words, such as 'every Monday'.")
     project: str | None
+    side: str | None = Field(None, description="Its tasks and reminders take it; null as a task's.")
     start_on: str = Field(description="YYYY-MM-DD.")
     next_due: str | None = Field(description="YYYY-MM-DD, a date in the configured zone.")
     missed: Missed = Field(description="What a missed day becomes after downtime.")

@@ -79,6 +79,9 @@ class ScheduleDetail(BaseModel):
     )
 
 
+SideName = Annotated[str, Field(min_length=1, max_length=64)]
+
+
 class ScheduleIn(StrictBody):
     title: Title
     rule: Rule
@@ -88,6 +91,11 @@ class ScheduleIn(StrictBody):
     project: Project | None = None
     priority: Priority = PRIORITY_DEFAULT
     missed: Missed = MissedPolicy.LATEST
+    side: SideName | None = Field(
+        None,
+        description="Its tasks and reminders take it. Required when sides are configured "
+        "(a side-limited token: its own).",
+    )
 
 
 class SchedulePatch(StrictBody):
@@ -100,6 +108,7 @@ class SchedulePatch(StrictBody):
     project: Project | None = None
     priority: Priority | None = None
     missed: Missed | None = None
+    side: SideName | None = Field(None, description="Move it to this side (out of the inbox).")
 
 
 def _out(store: Call, schedule: Schedule) -> dict[str, Any]:
@@ -111,17 +120,27 @@ def list_schedules(
     store: StoreDep,
     kind: Annotated[Kind | None, Query()] = None,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    side: Annotated[
+        str | None,
+        Query(min_length=1, max_length=64, description="Required when sides are configured."),
+    ] = None,
+    unclassified: Annotated[
+        bool, Query(description="The inbox: schedules given no side yet, seen by no side.")
+    ] = False,
 ) -> list[dict[str, Any]]:
+    view = store.side_view(side, inbox=unclassified)
     with store.read() as conn:
-        found = schedules.list_schedules(conn, kind=kind, project=project)
+        found = schedules.list_schedules(conn, kind=kind, project=project, view=view)
     return [_out(store, s) for s in found]
 
 
 @router.post("/schedules", response_model=ScheduleOut, status_code=201, responses=ERRORS)
 def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
+    fields = body.model_dump()
+    fields["side"] = store.side_to_write(body.side)
     with store.write() as conn:
         schedule = schedules.create_schedule(
-            conn, store.now(), store.settings.zone, actor=store.actor, **body.model_dump()
+            conn, store.now(), store.settings.zone, actor=store.actor, **fields
         )
     return _out(store, schedule)
 
@@ -129,6 +148,7 @@ def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
 @router.get("/schedules/{schedule_id}", response_model=ScheduleDetail, responses=ERRORS)
 def show_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.read() as conn:
+        schedules.get_schedule(conn, schedule_id, store.id_view())
         return schedules.show_schedule(conn, store.now(), store.settings.zone, schedule_id)
 
 
@@ -138,9 +158,17 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
     for name, value in changes.items():
         if value is None and name != "project":
             raise InvalidInput(f"{name} cannot be null (only project can be cleared)")
+    if "side" in changes:
+        changes["side"] = store.side_to_move(changes["side"])
     with store.write() as conn:
         schedule = schedules.edit_schedule(
-            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor, **changes
+            conn,
+            store.now(),
+            store.settings.zone,
+            schedule_id,
+            actor=store.actor,
+            view=store.id_view(),
+            **changes,
         )
     return _out(store, schedule)
 
@@ -150,7 +178,9 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
 )
 def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
     with store.write() as conn:
-        schedules.delete_schedule(conn, store.now(), schedule_id, actor=store.actor)
+        schedules.delete_schedule(
+            conn, store.now(), schedule_id, actor=store.actor, view=store.id_view()
+        )
     return Response(status_code=204)
 
 
@@ -168,7 +198,9 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     was already processed is left as it is: nothing fires twice."""
     zone = store.settings.zone
     with store.write() as conn:
-        schedule = schedules.pull_now(conn, store.now(), zone, schedule_id, actor=store.actor)
+        schedule = schedules.pull_now(
+            conn, store.now(), zone, schedule_id, actor=store.actor, view=store.id_view()
+        )
         jobs = workers.jobs_health(conn, store.now(), tick_seconds=store.settings.tick_seconds)
     note = schedules.pulled_state(schedule, store.today(), jobs, zone)
     return {**_out(store, schedule), "note": note}
@@ -177,7 +209,9 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
 @router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)
 def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
-        schedule = schedules.pause_schedule(conn, store.now(), schedule_id, actor=store.actor)
+        schedule = schedules.pause_schedule(
+            conn, store.now(), schedule_id, actor=store.actor, view=store.id_view()
+        )
     return _out(store, schedule)
 
 
@@ -185,7 +219,12 @@ def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
 def resume_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
         schedule = schedules.resume_schedule(
-            conn, store.now(), store.settings.zone, schedule_id, actor=store.actor
+            conn,
+            store.now(),
+            store.settings.zone,
+            schedule_id,
+            actor=store.actor,
+            view=store.id_view(),
         )
     return _out(store, schedule)
 
@@ -198,5 +237,5 @@ def list_fires(
 ) -> list[dict[str, Any]]:
     zone = store.settings.zone
     with store.read() as conn:
-        schedules.get_schedule(conn, schedule_id)
+        schedules.get_schedule(conn, schedule_id, store.id_view())
         return [f.to_json(zone) for f in schedules.list_fires(conn, schedule_id, limit=limit)]

@@ -67,6 +67,14 @@ Seconds = Annotated[
     int | None, Field(ge=1, le=MAX_LEASE_SECONDS, description="Lease length in seconds.")
 ]
 Note = Annotated[str, Field(max_length=NOTE_MAX)]
+SideName = Annotated[str, Field(min_length=1, max_length=64)]
+SideQuery = Annotated[
+    str | None,
+    Query(min_length=1, max_length=64, description="Required when sides are configured."),
+]
+InboxQuery = Annotated[
+    bool, Query(description="The inbox: tasks given no side yet, seen by no side.")
+]
 
 
 ERRORS = errors(
@@ -82,6 +90,9 @@ class TaskIn(StrictBody):
     priority: Priority = PRIORITY_DEFAULT
     due_on: Day | None = None
     project: Project | None = None
+    side: SideName | None = Field(
+        None, description="Required when sides are configured (a side-limited token: its own)."
+    )
 
 
 class TaskPatch(StrictBody):
@@ -92,12 +103,16 @@ class TaskPatch(StrictBody):
     priority: Priority | None = None
     due_on: Day | None = None
     project: Project | None = None
+    side: SideName | None = Field(None, description="Move it to this side (out of the inbox).")
 
 
 class ClaimIn(StrictBody):
     owner: Owner
     for_: For = None
     seconds: Seconds = None
+    side: SideName | None = Field(
+        None, description="Ignored for a task named by id; the next task's side otherwise."
+    )
 
 
 class ClaimNextIn(ClaimIn):
@@ -127,6 +142,12 @@ class ReleaseIn(StrictBody):
 
 class CancelIn(StrictBody):
     note: Note | None = None
+
+
+def _claim_view(store: Call, side: str | None) -> Any:
+    """A claim of a task by id: within the side named (a session's), else as any step by
+    id (`Call.id_view`)."""
+    return store.id_view() if side is None else store.side_view(side)
 
 
 def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | timedelta | None:
@@ -168,12 +189,20 @@ def list_tasks(
         Day | None, Query(description="Only tasks due before this date, YYYY-MM-DD.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=TASKS_LISTED_MAX)] = 200,
+    side: SideQuery = None,
+    unclassified: InboxQuery = False,
 ) -> list[dict[str, Any]]:
     statuses = backlog.parse_statuses(status) if status else OPEN
+    view = store.side_view(side, inbox=unclassified)
     now = store.now()
     with store.read() as conn:
         found = backlog.list_tasks(
-            conn, statuses=statuses, project=project, due_before=due_before, limit=limit
+            conn,
+            statuses=statuses,
+            project=project,
+            due_before=due_before,
+            limit=limit,
+            view=view,
         )
     jobs = _jobs(store, now)
     return [_out(store, t, now, jobs) for t in found]
@@ -181,9 +210,11 @@ def list_tasks(
 
 @router.post("/tasks", response_model=TaskOut, status_code=201, responses=ERRORS)
 def create_task(store: StoreDep, body: TaskIn) -> dict[str, Any]:
+    fields = body.model_dump()
+    fields["side"] = store.side_to_write(body.side)
     now = store.now()
     with store.write() as conn:
-        task = backlog.create_task(conn, now, actor=store.actor, **body.model_dump())
+        task = backlog.create_task(conn, now, actor=store.actor, **fields)
     return _out(store, task, now)
 
 
@@ -191,7 +222,7 @@ def create_task(store: StoreDep, body: TaskIn) -> dict[str, Any]:
 def get_task(store: StoreDep, task_id: TaskId) -> dict[str, Any]:
     now = store.now()
     with store.read() as conn:
-        task = backlog.get_task(conn, task_id)
+        task = backlog.get_task(conn, task_id, store.id_view())
     return _out(store, task, now)
 
 
@@ -201,14 +232,19 @@ def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, An
     for name in ("title", "body", "priority"):
         if name in changes and changes[name] is None:
             raise InvalidInput(f"{name} cannot be null (only due_on and project can be cleared)")
+    if "side" in changes:
+        changes["side"] = store.side_to_move(changes["side"])
     now = store.now()
     with store.write() as conn:
-        task = backlog.edit_task(conn, now, task_id, actor=store.actor, **changes)
+        task = backlog.edit_task(
+            conn, now, task_id, actor=store.actor, view=store.id_view(), **changes
+        )
     return _out(store, task, now)
 
 
 @router.post("/tasks/claim-next", response_model=TaskOut, responses=ERRORS)
 def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
+    view = store.side_view(body.side)
     now = store.now()
     with store.write() as conn:
         task = backlog.claim_next(
@@ -218,6 +254,7 @@ def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
             duration=_duration(body),
             project=body.project,
             actor=store.actor,
+            view=view,
         )
     return _out(store, task, now)
 
@@ -227,7 +264,13 @@ def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any
     now = store.now()
     with store.write() as conn:
         task = backlog.claim_task(
-            conn, now, task_id, owner=body.owner, duration=_duration(body), actor=store.actor
+            conn,
+            now,
+            task_id,
+            owner=body.owner,
+            duration=_duration(body),
+            actor=store.actor,
+            view=_claim_view(store, body.side),
         )
     return _out(store, task, now)
 
@@ -237,7 +280,13 @@ def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, An
     now = store.now()
     with store.write() as conn:
         task = backlog.renew_lease(
-            conn, now, task_id, token=body.token, duration=_duration(body), actor=store.actor
+            conn,
+            now,
+            task_id,
+            token=body.token,
+            duration=_duration(body),
+            actor=store.actor,
+            view=store.id_view(),
         )
     return _out(store, task, now)
 
@@ -247,7 +296,13 @@ def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[st
     now = store.now()
     with store.write() as conn:
         task = backlog.complete_task(
-            conn, now, task_id, token=body.token, note=body.note, actor=store.actor
+            conn,
+            now,
+            task_id,
+            token=body.token,
+            note=body.note,
+            actor=store.actor,
+            view=store.id_view(),
         )
     return _out(store, task, now)
 
@@ -259,6 +314,7 @@ def complete_and_claim_next(
     store: StoreDep, task_id: TaskId, body: CompleteAndClaimNextIn
 ) -> dict[str, Any]:
     """Complete the task held with `token`, then claim the next READY one, in one step."""
+    view = store.side_view(body.side)
     now = store.now()
     with store.write() as conn:
         done, taken = backlog.complete_and_claim_next(
@@ -271,6 +327,7 @@ def complete_and_claim_next(
             duration=_duration(body),
             project=body.project,
             actor=store.actor,
+            view=view,
         )
     return {"done": _out(store, done, now), "next": taken and _out(store, taken, now)}
 
@@ -280,7 +337,13 @@ def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str,
     now = store.now()
     with store.write() as conn:
         task = backlog.release_task(
-            conn, now, task_id, token=body.token, force=body.force, actor=store.actor
+            conn,
+            now,
+            task_id,
+            token=body.token,
+            force=body.force,
+            actor=store.actor,
+            view=store.id_view(),
         )
     return _out(store, task, now)
 
@@ -290,6 +353,11 @@ def cancel_task(store: StoreDep, task_id: TaskId, body: CancelIn | None = None) 
     now = store.now()
     with store.write() as conn:
         task = backlog.cancel_task(
-            conn, now, task_id, note=body.note if body else None, actor=store.actor
+            conn,
+            now,
+            task_id,
+            note=body.note if body else None,
+            actor=store.actor,
+            view=store.id_view(),
         )
     return _out(store, task, now)

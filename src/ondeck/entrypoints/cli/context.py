@@ -44,32 +44,38 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What is on deck today: reminders, running and due tasks, top of the backlog,
         warnings; then the brief (what a session should know that is not a task)."""
+        from ondeck.core.sides import SideView
         from ondeck.core.validation import check_project
 
         cli = cli_of(ctx)
         project = check_project(project)
-        asked = _brief_of(cli.settings, project, side, session, source) if brief else None
+        # The side (the directory's, or --side) decides the lists too, with or without the
+        # brief: a work session sees work tasks and reminders only.
+        asked = _brief_of(cli.settings, project, side, session, source)
+        place = {"side": asked["side"], "unclassified": asked["unclassified"]}
         if cli.client_mode:
             # The server's directory is not this one: it is given the brief's side and
             # project as this machine classifies them, and reads no git here.
             params: dict[str, Any] = {"format": fmt.value, "project": project, "budget": budget}
-            if asked is not None:
+            params.update(place)
+            if brief:
                 params.update(
                     brief=True,
                     brief_project=asked["project"],
-                    side=asked["side"],
-                    unclassified=asked["unclassified"],
                     source=asked["source"],
                     session=asked["session"],
                 )
             echo(cli.remote.text("GET", "/context", params=params), nl=False)
             return
         request = None
-        if asked is not None:
+        if brief:
             from ondeck.services.brief import BriefRequest
 
             request = BriefRequest(**asked)
-        echo(cli.call.context_text(fmt, project, budget, brief=request), nl=False)
+        shown = None if place["unclassified"] else place["side"]
+        view = SideView(sides_on=asked["sides_on"], side=shown)
+        text = cli.call.context_text(fmt, project, budget, brief=request, view=view)
+        echo(text, nl=False)
 
 
 def _brief_of(

@@ -14,6 +14,7 @@ import typer
 
 from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
+from ondeck.entrypoints.cli.sides import InboxOpt, SideOpt, read_view, view_params, write_side
 
 if TYPE_CHECKING:
     from ondeck.core.models import Schedule
@@ -67,13 +68,16 @@ def add(
     project: Annotated[str | None, typer.Option("--project", help="Project name.")] = None,
     priority: Annotated[int, typer.Option("--priority", help="0 (most urgent) to 9.")] = 2,
     missed: Annotated[str, typer.Option("--missed", help=MissedHelp)] = MissedPolicy.LATEST.value,
+    side: SideOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add a schedule; it first comes due on the first matching day from today (or --start)."""
+    """Add a schedule; it first comes due on the first matching day from today (or --start).
+    Its side (this directory's, or --side) goes to the tasks and reminders it fires."""
     cli = cli_of(ctx)
     start_on = _day(start)
     fields: dict[str, Any] = {"title": title, "rule": rule, "kind": kind, "body": body}
     fields.update(project=project, priority=priority, missed=missed)
+    fields["side"] = write_side(cli.settings, side)
 
     def create(conn: Any, now: datetime) -> Schedule:
         from ondeck.services import schedules
@@ -97,20 +101,25 @@ def list_(
     ctx: typer.Context,
     kind: Annotated[str | None, typer.Option("--kind", help="Only task, remind or backup.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    side: SideOpt = None,
+    unclassified: InboxOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List schedules by next due date."""
+    """List schedules by next due date: this directory's side (or --side, or
+    --unclassified for the inbox)."""
     cli = cli_of(ctx)
+    view = read_view(cli.settings, side, unclassified)
 
     def local() -> Any:
         from ondeck.services import schedules
 
         now = cli.now()
         with cli.read() as conn:
-            found = schedules.list_schedules(conn, kind=kind, project=project)
+            found = schedules.list_schedules(conn, kind=kind, project=project, view=view)
         return [s.to_json(now, cli.settings.zone) for s in found]
 
-    found = cli.fetch("GET", "/schedules", local, params={"kind": kind, "project": project})
+    params = {"kind": kind, "project": project, **view_params(view)}
+    found = cli.fetch("GET", "/schedules", local, params=params)
     if as_json:
         print_json(found)
         return

@@ -14,6 +14,7 @@ import typer
 
 from ondeck.core.validation import TASKS_LISTED_MAX
 from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
+from ondeck.entrypoints.cli.sides import InboxOpt, SideOpt, read_view, view_params, write_side
 
 if TYPE_CHECKING:
     from ondeck.core.models import Task
@@ -122,13 +123,15 @@ def add(
     due: Annotated[str | None, typer.Option("--due", help="Due date, YYYY-MM-DD.")] = None,
     priority: Annotated[int, typer.Option("--priority", help="0 (most urgent) to 9.")] = 2,
     project: Annotated[str | None, typer.Option("--project", help="Project name.")] = None,
+    side: SideOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add a READY task to the backlog."""
+    """Add a READY task to the backlog, in this directory's side (or --side)."""
     cli = cli_of(ctx)
     fields: dict[str, Any] = {"title": title, "body": body, "priority": priority}
     fields["project"] = project
     due_on = _day(due)
+    fields["side"] = write_side(cli.settings, side)
 
     def create(conn: Any, now: datetime) -> Task:
         from ondeck.services import backlog
@@ -153,11 +156,15 @@ def list_(
         str | None, typer.Option("--due-before", help="Only tasks due before YYYY-MM-DD.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=TASKS_LISTED_MAX)] = 200,
+    side: SideOpt = None,
+    unclassified: InboxOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List tasks by due date (undated last), then priority, then age."""
+    """List tasks by due date (undated last), then priority, then age: this directory's
+    side (or --side, or --unclassified for the inbox)."""
     cli = cli_of(ctx)
     before = _day(due_before, "--due-before date")
+    view = read_view(cli.settings, side, unclassified)
 
     def local() -> Any:
         from ondeck.core.models import OPEN
@@ -168,13 +175,19 @@ def list_(
         now = cli.now()
         with cli.read() as conn:
             found = backlog.list_tasks(
-                conn, statuses=statuses, project=project, due_before=before, limit=limit
+                conn,
+                statuses=statuses,
+                project=project,
+                due_before=before,
+                limit=limit,
+                view=view,
             )
             # The jobs heartbeat read once, and only if a lease is past its end.
             jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
             return [_json(cli, t, now, jobs) for t in found]
 
     params = {"status": status, "project": project, "due_before": _iso(before), "limit": limit}
+    params.update(view_params(view))
     found = cli.fetch("GET", "/tasks", local, params=params)
     if as_json:
         print_json(found)
@@ -261,9 +274,12 @@ def edit(
     no_due: Annotated[bool, typer.Option("--no-due", help="Clear the due date.")] = False,
     project: Annotated[str | None, typer.Option("--project")] = None,
     no_project: Annotated[bool, typer.Option("--no-project", help="Clear the project.")] = False,
+    side: Annotated[
+        str | None, typer.Option("--side", help="Move it to this side (out of the inbox).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a task's title, body, priority, due date or project."""
+    """Change a task's title, body, priority, due date, project or side."""
     from ondeck.core.errors import InvalidInput
 
     if due is not None and no_due:
@@ -279,6 +295,10 @@ def edit(
     if project is not None or no_project:
         changes["project"] = project
     cli = cli_of(ctx)
+    if side is not None:
+        from ondeck.core.sides import side_to_write
+
+        changes["side"] = side_to_write(cli.settings.sides, side)
 
     def change(conn: Any, now: datetime) -> Task:
         from ondeck.services import backlog
@@ -301,30 +321,41 @@ def claim(
     project: Annotated[
         str | None, typer.Option("--project", help="Without ID: the next task of this project.")
     ] = None,
+    side: SideOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Claim a task (or the next READY one): RUNNING, with a lease and its token."""
+    """Claim a task (or the next READY one) of this directory's side (or --side): RUNNING,
+    with a lease and its token."""
     from ondeck.core.errors import InvalidInput
 
     cli = cli_of(ctx)
     if task_id is not None and project is not None:
         raise InvalidInput("--project picks the next task: give it without a task id")
+    view = read_view(cli.settings, side)
 
     def take(conn: Any, now: datetime) -> Task:
         from ondeck.services import backlog
 
         if task_id is None:
             return backlog.claim_next(
-                conn, now, owner=owner, duration=lease_for, project=project, actor=cli.actor
+                conn,
+                now,
+                owner=owner,
+                duration=lease_for,
+                project=project,
+                actor=cli.actor,
+                view=view,
             )
         return backlog.claim_task(
-            conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor
+            conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor, view=view
         )
 
     if task_id is None:
         path, sent = "/tasks/claim-next", {"owner": owner, "for": lease_for, "project": project}
     else:
         path, sent = f"/tasks/{task_id}/claim", {"owner": owner, "for": lease_for}
+    if view.sides_on:
+        sent["side"] = view.side
     task = cli.fetch("POST", path, _written(cli, take), body=sent)
     _show_task(task, as_json, f"claimed task {task['id']}: {task['title']}; {_lease_line(task)}")
 
@@ -398,6 +429,7 @@ def done(
         return
     if token is None or owner is None:
         raise InvalidInput("--next is for the lease holder: give --token and --owner")
+    view = read_view(cli.settings, None)
 
     def local() -> Any:
         from ondeck.services import backlog
@@ -414,10 +446,12 @@ def done(
                 duration=lease_for,
                 project=project,
                 actor=cli.actor,
+                view=view,
             )
         return {"done": _json(cli, done, now), "next": taken and _json(cli, taken, now)}
 
     sent = {"token": token, "note": note, "owner": owner, "for": lease_for, "project": project}
+    sent.update(view_params(view))
     found = cli.fetch("POST", f"/tasks/{task_id}/complete-and-claim-next", local, body=sent)
     if as_json:
         print_json(found)

@@ -28,22 +28,29 @@ def create(
     expires: Annotated[
         str | None, typer.Option("--expires", help="Expires after this long, such as 90d.")
     ] = None,
+    side: Annotated[
+        str | None,
+        typer.Option("--side", help="The one side it sees and writes (default: every side)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Make a token; it is printed once and stored only as a hash."""
     from ondeck.core.durations import parse_duration
+    from ondeck.core.sides import side_to_write
     from ondeck.services import tokens
 
     cli = cli_of(ctx)
     lifetime = None if expires is None else parse_duration(expires, name="--expires")
+    limited = side_to_write(cli.settings.sides, side)
     with cli.write() as conn:
-        made = tokens.create(conn, cli.now(), name, scope, lifetime, actor=cli.actor)
+        made = tokens.create(conn, cli.now(), name, scope, lifetime, actor=cli.actor, side=limited)
     if as_json:
         print_json({**made.token.to_json(cli.now(), cli.settings.zone), "token": made.secret})
     else:
         until = cli.local(made.token.expires_at) or "never"
+        sees = f", side {limited} only" if limited else ""
         echo(
-            f"token {name!r} ({made.token.scope.value}, expires: {until}); shown only now, "
+            f"token {name!r} ({made.token.scope.value}{sees}, expires: {until}); shown only now, "
             "give it to the device as ONDECK_TOKEN or as the bearer:",
             err=True,
         )
@@ -78,10 +85,11 @@ def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             cli.local(t.created_at),
             cli.local(t.last_used_at) or "never",
             cli.local(t.expires_at) or "never",
+            t.side or "every",
         ]
         for t in found
     ]
-    print_table(["name", "scope", "state", "created", "last used", "expires"], rows)
+    print_table(["name", "scope", "state", "created", "last used", "expires", "side"], rows)
 
 
 @app.command("revoke")

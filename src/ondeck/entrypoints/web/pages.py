@@ -45,14 +45,20 @@ KIND_HINTS = (
 def today_page(
     request: Request,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    side: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
+    from ondeck.entrypoints.web import sides
+
     store = store_of(request)
     now = store.now()
+    # One side at a time, as a session of that side sees it (the inbox is the Backlog's).
+    view, selected = sides.chosen(request, "" if side == sides.INBOX else side)
     with store.read() as conn:
-        ctx = store.context(project, TODAY_BUDGET, chars=TODAY_CHARS, conn=conn)
+        ctx = store.context(project, TODAY_BUDGET, chars=TODAY_CHARS, conn=conn, view=view)
         projects = queries.task_projects(conn)
     template = "_today.html" if is_htmx(request) else "today.html"
-    return render(request, template, {"ctx": ctx, "now": now, "projects": projects})
+    shown = {"ctx": ctx, "now": now, "projects": projects, **sides.values(request, selected)}
+    return render(request, template, shown)
 
 
 @router.get("/activity")
@@ -127,7 +133,9 @@ def system_page(request: Request) -> Response:
     )
 
 
-def _feed_refusal(request: Request, store: Call, token: str) -> Response | None:
+def _feed_refusal(
+    request: Request, store: Call, token: str, limit: list[str | None]
+) -> Response | None:
     guard = auth.guard_of(request)
     wait = guard.retry_after(request, store.now())
     if wait is not None:
@@ -137,7 +145,9 @@ def _feed_refusal(request: Request, store: Call, token: str) -> Response | None:
             media_type="text/plain",
             headers={"Retry-After": str(wait)},
         )
-    if token and guard.identify(store, token) is not None:
+    found = guard.identify(store, token) if token else None
+    if found is not None:
+        limit.append(found.side)
         return None
     if token:
         guard.wrong_token(request, store.now())
@@ -149,18 +159,30 @@ def _feed_refusal(request: Request, store: Call, token: str) -> Response | None:
 
 
 @public.get("/calendar.ics")
-def calendar_feed(request: Request, token: Annotated[str, Query(max_length=500)] = "") -> Response:
+def calendar_feed(
+    request: Request,
+    token: Annotated[str, Query(max_length=500)] = "",
+    side: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+) -> Response:
     """Calendar apps cannot log in: with a token configured, `?token=` (the admin token or
-    a device token, `read` is enough), or a session."""
+    a device token, `read` is enough), or a session. With sides configured the feed is of
+    one side: `&side=`, or a side-limited token's own."""
+    from ondeck.core.errors import OndeckError
+
     guard = auth.guard_of(request)
     store = store_of(request)
     now = store.now()
+    limit: list[str | None] = []
     if guard.login_enabled and not guard.has_session(request):
-        refused = _feed_refusal(request, store, token)
+        refused = _feed_refusal(request, store, token, limit)
         if refused is not None:
             return refused
+    try:
+        view = store.acting_as(store.actor, limit[0] if limit else None).side_view(side)
+    except OndeckError as exc:
+        return Response(f"{exc.message}\n", status_code=exc.http_status, media_type="text/plain")
     with store.read() as conn:
-        items = queries.enabled_schedules(conn)
+        items = queries.enabled_schedules(conn, view)
     return Response(
         build_calendar(items, now, store.settings.zone),
         media_type="text/calendar; charset=utf-8",

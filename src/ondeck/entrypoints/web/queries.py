@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, func, select
 
 from ondeck.core.models import Schedule, Task, TaskStatus
+from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.core.validation import check_project
 from ondeck.db.tables import SCHEDULES_LIVE, schedules, tasks
 from ondeck.services.schedules import SCHEDULE_ORDER, schedule_from_row
@@ -60,6 +61,7 @@ def page_tasks(
     project: str | None,
     page: int,
     size: int,
+    view: SideView = EVERY_SIDE,
 ) -> Page[Task]:
     """Tasks in `backlog.list_tasks` order.
 
@@ -71,6 +73,8 @@ def page_tasks(
         where.append(tasks.c.status.in_([TaskStatus(s).value for s in statuses]))
     if project is not None:
         where.append(tasks.c.project == check_project(project))
+    if view.sides_on:
+        where.append(tasks.c.side == view.side if view.side else tasks.c.side.is_(None))
     total = int(conn.execute(select(func.count()).select_from(tasks).where(*where)).scalar_one())
     rows = conn.execute(
         select(tasks).where(*where).order_by(*TASK_ORDER).limit(size).offset(_offset(page, size))
@@ -90,9 +94,18 @@ def task_projects(conn: Connection, limit: int = 200) -> list[str]:
     return [r.project for r in rows]
 
 
-def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) -> Page[Schedule]:
-    """Live schedules in `schedules.list_schedules` order."""
+def page_schedules(
+    conn: Connection,
+    *,
+    kind: str | None,
+    page: int,
+    size: int,
+    view: SideView = EVERY_SIDE,
+) -> Page[Schedule]:
+    """Live schedules of the side `view` sees, in `schedules.list_schedules` order."""
     where: list[Any] = [schedules.c.deleted_at.is_(None)]
+    if view.sides_on:
+        where.append(schedules.c.side == view.side if view.side else schedules.c.side.is_(None))
     if kind is not None:
         where.append(schedules.c.kind == kind)
     total = int(
@@ -108,7 +121,10 @@ def page_schedules(conn: Connection, *, kind: str | None, page: int, size: int) 
     return Page(items=[schedule_from_row(r) for r in rows], total=total, page=page, size=size)
 
 
-def enabled_schedules(conn: Connection) -> list[Schedule]:
-    """Every enabled live schedule, for the calendar feed (no page: a calendar wants all)."""
-    rows = conn.execute(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id))
-    return [schedule_from_row(r) for r in rows]
+def enabled_schedules(conn: Connection, view: SideView = EVERY_SIDE) -> list[Schedule]:
+    """Every enabled live schedule of the side `view` sees, for the calendar feed (no
+    page: a calendar wants all)."""
+    from ondeck.services.schedules import side_filter
+
+    query = side_filter(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id), view)
+    return [schedule_from_row(r) for r in conn.execute(query)]

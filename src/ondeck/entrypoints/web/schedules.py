@@ -23,7 +23,7 @@ from ondeck.core.models import MissedPolicy, Schedule, ScheduleKind
 from ondeck.core.rulecheck import check_rule
 from ondeck.core.rules import MAX_LENGTH
 from ondeck.core.validation import PRIORITY_DEFAULT, parse_date, parse_priority
-from ondeck.entrypoints.web import auth, queries
+from ondeck.entrypoints.web import auth, queries, sides
 from ondeck.entrypoints.web.render import (
     FormError,
     Id,
@@ -79,6 +79,7 @@ def _empty_form() -> dict[str, str]:
         "priority": str(PRIORITY_DEFAULT),
         "missed": MissedPolicy.LATEST.value,
         "body": "",
+        "side": "",
     }
 
 
@@ -92,6 +93,7 @@ def _schedule_form(s: Schedule) -> dict[str, str]:
         "priority": str(s.priority),
         "missed": s.missed.value,
         "body": s.body,
+        "side": s.side or "",
     }
 
 
@@ -118,6 +120,7 @@ def _list_page(
     *,
     kind: str,
     page: int,
+    side: str = "",
     form: dict[str, str] | None = None,
     error: FormError | None = None,
 ) -> Response:
@@ -125,8 +128,11 @@ def _list_page(
     settings = store.settings
     now = store.now()
     day = today(now, settings.zone)
+    view, selected = sides.chosen(request, side)
     with store.read() as conn:
-        found = queries.page_schedules(conn, kind=kind or None, page=page, size=PAGE_SIZE)
+        found = queries.page_schedules(
+            conn, kind=kind or None, page=page, size=PAGE_SIZE, view=view
+        )
         jobs = _jobs(conn, now, settings.tick_seconds)
     extra: dict[str, Any] = {}
     if error is not None:
@@ -141,6 +147,7 @@ def _list_page(
             "kind": kind,
             "jobs": jobs,
             **_form_context(form or _empty_form(), day),
+            **sides.values(request, selected),
             **extra,
         },
         status=error.status if error else 200,
@@ -152,10 +159,11 @@ def schedules_page(
     request: Request,
     kind: Annotated[str, Query(max_length=16)] = "",
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    side: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
     if kind not in KINDS:
         kind = ""
-    return _list_page(request, kind=kind, page=page)
+    return _list_page(request, kind=kind, page=page, side=side)
 
 
 def _preview(rule: str, start: str, day: date) -> dict[str, Any]:
@@ -219,6 +227,7 @@ def _schedule_page(
             "events": history,
             "upcoming": upcoming,
             **_form_context(form or _schedule_form(schedule), day),
+            **sides.values(request, schedule.side or ""),
             **extra,
         },
         status=error.status if error else 200,
@@ -244,11 +253,14 @@ def add_schedule(
     priority: Text = "",
     missed: Text = MissedPolicy.LATEST.value,
     body: Text = "",
+    side: Text = "",
     next: Next = "/schedules",
 ) -> Response:
     store = store_of(request)
     now = store.now()
     try:
+        with refused():
+            chosen_side = sides.to_write(request, side)
         with refused(), store.write() as conn:
             created = schedules.create_schedule(
                 conn,
@@ -262,10 +274,12 @@ def add_schedule(
                 project=project.strip() or None,
                 priority=parse_priority(priority),
                 missed=missed,
+                side=chosen_side,
                 actor=ACTOR,
             )
     except FormError as exc:
         form = {
+            "side": side,
             "title": title,
             "kind": kind,
             "rule": rule,
@@ -295,11 +309,15 @@ def edit_schedule(
     priority: Text = "",
     missed: Text = MissedPolicy.LATEST.value,
     body: Text = "",
+    side: Text = "",
 ) -> Response:
     store = store_of(request)
     now = store.now()
     try:
         with refused(), store.write() as conn:
+            if store.settings.sides:
+                # The inbox is left by choosing a side here; a side is never taken away.
+                side_wanted = sides.to_write(request, side)
             changes: dict[str, Any] = {
                 "title": title,
                 "rule": rule,
@@ -311,6 +329,8 @@ def edit_schedule(
             start = _start(start_on)
             if start is not None:  # an empty start keeps the stored one
                 changes["start_on"] = start
+            if store.settings.sides:
+                changes["side"] = side_wanted
             edited = schedules.edit_schedule(
                 conn, now, store.settings.zone, schedule_id, actor=ACTOR, **changes
             )
@@ -324,6 +344,7 @@ def edit_schedule(
             "priority": priority,
             "missed": missed,
             "body": body,
+            "side": side,
         }
         return or_error_page(request, _schedule_page, schedule_id, form=form, error=exc)
     due = edited.next_due.isoformat() if edited.next_due else "none"

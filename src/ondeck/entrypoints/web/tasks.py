@@ -16,7 +16,7 @@ from starlette.responses import Response
 from ondeck.core.errors import InvalidInput
 from ondeck.core.models import OPEN, Task, TaskStatus
 from ondeck.core.validation import PRIORITY_DEFAULT, parse_date, parse_priority
-from ondeck.entrypoints.web import auth, queries
+from ondeck.entrypoints.web import auth, queries, sides
 from ondeck.entrypoints.web.render import (
     FormError,
     Id,
@@ -55,13 +55,16 @@ def _project(text: str) -> str | None:
     return text.strip() or None
 
 
-def _form(title: str, body: str, priority: str, due_on: str, project: str) -> dict[str, str]:
+def _form(
+    title: str, body: str, priority: str, due_on: str, project: str, side: str = ""
+) -> dict[str, str]:
     return {
         "title": title,
         "body": body,
         "priority": priority,
         "due_on": due_on,
         "project": project,
+        "side": side,
     }
 
 
@@ -71,7 +74,9 @@ def _empty_form() -> dict[str, str]:
 
 def _task_form(task: Task) -> dict[str, str]:
     due = task.due_on.isoformat() if task.due_on else ""
-    return _form(task.title, task.body, str(task.priority), due, task.project or "")
+    return _form(
+        task.title, task.body, str(task.priority), due, task.project or "", task.side or ""
+    )
 
 
 # --- pages ----------------------------------------------------------------------------
@@ -83,10 +88,12 @@ def _list_page(
     status: str,
     project: str,
     page: int,
+    side: str = "",
     form: dict[str, str] | None = None,
     error: FormError | None = None,
 ) -> Response:
     store = store_of(request)
+    view, selected = sides.chosen(request, side)
     with store.read() as conn:
         found = queries.page_tasks(
             conn,
@@ -94,6 +101,7 @@ def _list_page(
             project=project or None,
             page=page,
             size=PAGE_SIZE,
+            view=view,
         )
         projects = queries.task_projects(conn)
     extra: dict[str, Any] = {}
@@ -109,6 +117,7 @@ def _list_page(
             "projects": projects,
             "status_choices": STATUS_CHOICES,
             "form": form or _empty_form(),
+            **sides.values(request, selected),
             **extra,
         },
         status=error.status if error else 200,
@@ -121,13 +130,16 @@ def tasks_page(
     status: Annotated[str, Query(max_length=20)] = "open",
     project: Annotated[str, Query(max_length=64)] = "",
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    side: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
     if status not in STATUS_CHOICES:
         status = "open"
     try:
-        return _list_page(request, status=status, project=project.strip(), page=page)
+        return _list_page(request, status=status, project=project.strip(), page=page, side=side)
     except InvalidInput as exc:  # a project that is not a project name
-        return _list_page(request, status=status, project="", page=1, error=FormError(exc))
+        return _list_page(
+            request, status=status, project="", page=1, side=side, error=FormError(exc)
+        )
 
 
 def _task_page(
@@ -144,10 +156,11 @@ def _task_page(
     extra: dict[str, Any] = {}
     if error is not None:
         extra = {"flash": str(error), "flash_kind": "error"}
+    shown = {"task": task, "events": history, "form": form or _task_form(task)}
     return render(
         request,
         "task.html",
-        {"task": task, "events": history, "form": form or _task_form(task), **extra},
+        {**shown, **sides.values(request, task.side or ""), **extra},
         status=error.status if error else 200,
     )
 
@@ -168,11 +181,14 @@ def add_task(
     priority: Text = "",
     due_on: Text = "",
     project: Text = "",
+    side: Text = "",
     next: Next = "/tasks",
 ) -> Response:
     store = store_of(request)
     now = store.now()
     try:
+        with refused():
+            chosen_side = sides.to_write(request, side)
         with refused(), store.write() as conn:
             task = backlog.create_task(
                 conn,
@@ -182,10 +198,11 @@ def add_task(
                 priority=parse_priority(priority),
                 due_on=_due(due_on),
                 project=_project(project),
+                side=chosen_side,
                 actor=ACTOR,
             )
     except FormError as exc:
-        form = _form(title, body, priority, due_on, project)
+        form = _form(title, body, priority, due_on, project, side)
         return _list_page(request, status="open", project="", page=1, form=form, error=exc)
     return action_response(
         request,
@@ -203,6 +220,7 @@ def edit_task(
     priority: Text = "",
     due_on: Text = "",
     project: Text = "",
+    side: Text = "",
 ) -> Response:
     store = store_of(request)
     now = store.now()
@@ -217,12 +235,15 @@ def edit_task(
                 "due_on": _due(due_on),
                 "project": _project(project),
             }
+            if store.settings.sides:
+                # The inbox is left by choosing a side here; a side is never taken away.
+                wanted["side"] = sides.to_write(request, side)
             # Only what changed: the event then says what the person actually edited.
             changes = {k: v for k, v in wanted.items() if getattr(current, k) != v}
             if changes:
                 backlog.edit_task(conn, now, task_id, actor=ACTOR, **changes)
     except FormError as exc:
-        form = _form(title, body, priority, due_on, project)
+        form = _form(title, body, priority, due_on, project, side)
         return or_error_page(request, _task_page, task_id, form=form, error=exc)
     message = f"saved task {task_id}" if changes else "nothing changed"
     return action_response(request, ok_message=message, next_url=f"/tasks/{task_id}")
