@@ -377,7 +377,7 @@ def changes_of(
         return None
     elif not start.get("start_head") or not facts.get("head"):
         note = "not read: no git HEAD at the session's start or end"
-    elif start.get("git_root") != facts.get("git_root"):
+    elif start.get("git_root") not in _same_place(facts.get("git_root")):
         note = "not read: the session ended in another repository than it started in"
     else:
         root, deadline = facts["git_root"], Deadline()
@@ -402,6 +402,12 @@ def changes_of(
         files_private=private,
         note=note,
     )
+
+
+def _same_place(root: str | None) -> tuple[str | None, ...]:
+    """A git root as the hook reads it, and as the store keeps it (scrubbed: a folder may be
+    named like a token), for telling whether a session ended where it started."""
+    return (root,) if root is None else (root, _scrub(root).text)
 
 
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:
