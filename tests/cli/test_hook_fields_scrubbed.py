@@ -22,7 +22,7 @@ from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
 from ondeck.services.classify import Facts, Rules, classify
 from ondeck.services.hook_records import new_record
-from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 from support.scrub_walk import leaks, markers, password, text_for, token
 

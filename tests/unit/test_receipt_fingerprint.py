@@ -25,7 +25,9 @@ def _stop(message: str, **more: str) -> dict[str, str]:
 
 
 def test_what_was_removed_changes_nothing_of_the_fingerprint() -> None:
-    codes = {fingerprint("stop", _stop(f"ok <private>door code {n:04}</private>")) for n in range(50)}
+    codes = {
+        fingerprint("stop", _stop(f"ok <private>door code {n:04}</private>")) for n in range(50)
+    }
     assert len(codes) == 1
     assert fingerprint("stop", _stop(f"key {GITHUB}")) == fingerprint("stop", _stop(f"key {OTHER}"))
     assert fingerprint("stop", _stop("x", cwd=f"/home/{GITHUB}")) == fingerprint(

@@ -62,7 +62,11 @@ def test_a_bound_text_is_scrubbed_and_fits_its_column() -> None:
     assert column.process_bind_param("plain 한국어", None) == "plain 한국어"  # type: ignore[arg-type]
     value = {"title": [f"old {SECRET}", "new"], SECRET: 1, "n": 3}
     kept = ScrubbedJson().process_bind_param(value, None)  # type: ignore[arg-type]
-    assert kept == {"title": ["old [redacted:github_token]", "new"], "[redacted:github_token]": 1, "n": 3}
+    assert kept == {
+        "title": ["old [redacted:github_token]", "new"],
+        "[redacted:github_token]": 1,
+        "n": 3,
+    }
     same = {"a": ["b", 1, None]}
     assert ScrubbedJson().process_bind_param(same, None) is same  # type: ignore[arg-type]
 

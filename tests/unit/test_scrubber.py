@@ -318,7 +318,10 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
                 "machine github.com\n  login octocat\n  password hunter2\n",
                 f"machine github.com\n  login octocat\n  password {R('netrc')}\n",
             ),
-            ("default login anonymous password me1", f"default login anonymous password {R('netrc')}"),
+            (
+                "default login anonymous password me1",
+                f"default login anonymous password {R('netrc')}",
+            ),
         ],
         [
             "the machine asks for a password every time",

@@ -1,6 +1,8 @@
 """Privacy at the door: what may be stored of a text, and which files are never listed.
 
-`scrub(text)` runs before anything a session produced is stored:
+`scrub(text)` runs before any text is stored, at one gate (db/gate.py: the column types
+of db/tables.py and the plain statements' parameters), and where a session's texts are
+captured (services/hook_records.py, which counts what it removed):
 
 1. `<private>…</private>` spans are removed, tags included. Tags are case-insensitive, may
    carry spaces or attributes and span lines. Nested tags are counted, so the span ends
@@ -23,6 +25,21 @@ same characters) and each scan from a start is bounded by a delimiter, so a host
 costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
 ones).
 
+Hex (`hex_secret`, before the last row): a run of 32 or more hex digits (one case, digits
+and letters, 8 distinct or more) is a secret (`openssl rand -hex 32`, Datadog's keys, many
+API keys) unless where it stands names it: a digest word before it on its line (`sha256`,
+`md5`, `checksum`, `integrity`…), or, for 40 or 64 digits (git's SHA-1 and SHA-256 object
+names), a git word before it on its line (`commit`, `sha`, `HEAD`, `tree`, `checkout`,
+`git`…, so also `/commit/<sha>` and `/blob/<sha>/` in URLs), the start of a line of git's
+output that goes on (`git log --oneline`, `rev-list`, `ls-remote`), a range (`a..b`), or
+the whole text (`git rev-parse HEAD`, a session's head). A Notion page's id in its URL
+stays too. Alone on its own line of a longer text, a 64-digit run is what `openssl rand
+-hex 32` prints, and is redacted; a whole text of 64 digits stays (a SHA-256 repository's
+head): that is the one case the two cannot be told apart.
+
+Tokens that are small numbers (`--token 1042`, `"token": 7`, `토큰: 4096`) are counters,
+ondeck's own lease tokens among them, not secrets.
+
 High entropy (the last row) is a run of the base64 alphabets (A–Z a–z 0–9 + / _ -, `=`
 padding), at least 30 characters from a letter or digit to a letter or digit, that
 - mixes upper case, lower case and digits: hex (git SHAs, digests, UUIDs) has no upper
@@ -36,6 +53,9 @@ padding), at least 30 characters from a letter or digit to a letter or digit, th
   judged by what it says (redacted only if that text holds a secret).
 A run split by `/`, `_` or `-` into two or more word-like parts (a path such as
 `com/python/cpython/blob/…`, `Cryptography_HAS_TLSv1_3`) is judged part by part.
+Not high entropy: an SSH public key's blob (base64 that spells its own key type), a
+package's integrity (`sha512-…` of the digest's size), a document's id after `/d/` or
+`/folders/` in its URL (Google Docs, Drive).
 Random tokens of 32 to 40 characters miss these bounds about 1 time in 100 (64: 1 in 400);
 secrets with a known shape or a key name are caught by the rows above it.
 """
@@ -294,9 +314,9 @@ def _hex_check(match: re.Match[str], text: str) -> Sequence[Span]:
             return ()
         if _GIT_WORDS.search(before):
             return ()
-        if not text[line_start:start].strip(" \t*|/\\") and after[:1] in (" ", "\t"):
-            if after.strip():
-                return ()
+        at_line_start = not text[line_start:start].strip(" \t*|/\\")
+        if at_line_start and after[:1] in (" ", "\t") and after.strip():
+            return ()
         if before.endswith("..") or after.startswith(".."):
             return ()
     token_start = max(text.rfind(" ", line_start, start), text.rfind("\t", line_start, start))

@@ -65,7 +65,7 @@ class ScrubbedText(TypeDecorator[str]):
     """A text column whose every value passes the scrubber as it is bound (db/gate.py): a
     `String(length)`, or `Text` without one."""
 
-    impl = Text
+    impl: Any = Text
     cache_ok = True
 
     def __init__(self, length: int | None = None) -> None:

@@ -30,10 +30,10 @@ from sqlalchemy import (
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
 from ondeck.core.models import details_in_zone as details_in_zone  # its callers import it here
+from ondeck.db import gate
 from ondeck.db.dialect import is_postgres
 from ondeck.db.engine import on_driver
 from ondeck.db.tables import events
-from ondeck.db import gate
 from ondeck.db.types import Instant, Json, ScrubbedText
 
 MAX_LIMIT = 500
@@ -217,8 +217,7 @@ def _event_params(now: datetime, actor: str, details: dict[str, Any]) -> dict[st
         "event_actor": gate.text(actor[:200], 200),
         # As the driver takes it: the SQL casts it to JSONB (see _Precompiled).
         **{
-            f"{name}_details": json.dumps(gate.json_value(value))
-            for name, value in details.items()
+            f"{name}_details": json.dumps(gate.json_value(value)) for name, value in details.items()
         },
     }
 
