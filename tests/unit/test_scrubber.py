@@ -68,6 +68,22 @@ JWT = (
     ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
 RANDOM_40 = _random(ALNUM, 40)
+HEX_32 = _random("0123456789abcdef", 32)
+HEX_40 = _random("0123456789abcdef", 40)
+HEX_64 = _random("0123456789abcdef", 64)  # what `openssl rand -hex 32` prints
+MAILGUN_NEW = f"{HEX_32}-{_random('0123456789abcdef', 8)}-{_random('0123456789abcdef', 8)}"
+
+
+def _ssh_public_key(kind: bytes, size: int) -> str:
+    body = bytes(_rng.randrange(256) for _ in range(size))
+    blob = len(kind).to_bytes(4, "big") + kind + len(body).to_bytes(4, "big") + body
+    return f"{kind.decode()} {base64.b64encode(blob).decode()} me@laptop"
+
+
+SSH_ED25519 = _ssh_public_key(b"ssh-ed25519", 32)
+SSH_RSA = _ssh_public_key(b"ssh-rsa", 257)
+NPM_INTEGRITY = "sha512-" + base64.b64encode(bytes(_rng.randrange(256) for _ in range(64))).decode()
+GOOGLE_DOC_ID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
 RANDOM_B64 = base64.b64encode(bytes(_rng.randrange(256) for _ in range(45))).decode()
 RANDOM_URLSAFE = base64.urlsafe_b64encode(bytes(_rng.randrange(256) for _ in range(48))).decode()
 
@@ -236,6 +252,119 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "monkeyJumpsHigh.overTheLazyDog.again",  # `eyJ` inside a word
         ],
     ),
+    "datadog_key": (
+        [
+            (f"DD_APP_KEY={HEX_40}", f"DD_APP_KEY={R('datadog_key')}"),
+            (f"DD-API-KEY: {HEX_32}", f"DD-API-KEY: {R('datadog_key')}"),
+            (f'"datadog_api_key": "{HEX_32}"', f'"datadog_api_key": "{R("datadog_key")}"'),
+            (f"client token pub{HEX_32}", f"client token {R('datadog_key')}"),
+        ],
+        ["DD_API_KEY=${DD_API_KEY}", "dd_api_key = os.environ['DD_API_KEY']", "public" + HEX_32],
+    ),
+    "mailgun_key": (
+        [
+            (f"MAILGUN key-{HEX_32} ok", f"MAILGUN {R('mailgun_key')} ok"),
+            (f"api:{MAILGUN_NEW}", f"api:{R('mailgun_key')}"),
+            (f"pubkey-{HEX_32}", R("mailgun_key")),
+        ],
+        ["key-value store", "monkey-" + HEX_32[:20], f"{HEX_32}-1234"],
+    ),
+    "s3_signature": (
+        [
+            (
+                f"https://b.s3.amazonaws.com/f.zip?X-Amz-Date=20260601T000000Z&X-Amz-Signature={HEX_64}",
+                "https://b.s3.amazonaws.com/f.zip?X-Amz-Date=20260601T000000Z&X-Amz-Signature="
+                + R("s3_signature"),
+            ),
+            (
+                "https://b.s3.amazonaws.com/f?AWSAccessKeyId=x&Signature=vjbyPxybdZaNmGa%2ByT272YEAiv4%3D&Expires=1",
+                f"https://b.s3.amazonaws.com/f?AWSAccessKeyId=x&Signature={R('s3_signature')}"
+                "&Expires=1",
+            ),
+            (
+                "X-Amz-Security-Token=IQoJb3JpZ2luX2VjEHsaCXVzLWVhc3QtMSJHMEUCIQ&b=1",
+                f"X-Amz-Security-Token={R('s3_signature')}&b=1",
+            ),
+        ],
+        [
+            "sig = inspect.signature(fn)",
+            "signature=inspect.signature(function_object)",
+            "the X-Amz-Signature= parameter signs the URL",
+        ],
+    ),
+    "cookie": (
+        [
+            ("Cookie: session=abc123; theme=dark", f"Cookie: {R('cookie')}"),
+            (
+                "curl -H 'Cookie: sid=s%3Aabc.def' https://x",
+                f"curl -H 'Cookie: {R('cookie')}' https://x",
+            ),
+            ("Set-Cookie: id=a3fWa; Secure; HttpOnly", f"Set-Cookie: {R('cookie')}"),
+            ('{"Cookie": "sessionid=9f8e7d"}', f'{{"Cookie": "{R("cookie")}"}}'),
+        ],
+        [
+            "cookie: str = request.headers['cookie']",
+            "The Cookie: header carries the session",
+            "document.cookie = serialize(value)",
+        ],
+    ),
+    "netrc": (
+        [
+            (
+                "machine api.heroku.com login me@example.com password c4cd94da15ea",
+                f"machine api.heroku.com login me@example.com password {R('netrc')}",
+            ),
+            (
+                "machine github.com\n  login octocat\n  password hunter2\n",
+                f"machine github.com\n  login octocat\n  password {R('netrc')}\n",
+            ),
+            (
+                "default login anonymous password me1",
+                f"default login anonymous password {R('netrc')}",
+            ),
+        ],
+        [
+            "the machine asks for a password every time",
+            "machine x login y password $NETRC_PASSWORD",
+            "virtual machine password reset",
+        ],
+    ),
+    "cli_password": (
+        [
+            ("mysql -u root -pS3cret mydb", f"mysql -u root -p{R('cli_password')} mydb"),
+            ("mysqldump -h db -p'x y z' app", f"mysqldump -h db -p{R('cli_password')} app"),
+            ("sshpass -p hunter2 ssh me@host", f"sshpass -p {R('cli_password')} ssh me@host"),
+            (
+                "docker login -u me -p dckr123 ghcr.io",
+                f"docker login -u me -p {R('cli_password')} ghcr.io",
+            ),
+            ("redis-cli -h r -a s3cr3t ping", f"redis-cli -h r -a {R('cli_password')} ping"),
+        ],
+        [
+            "mysql -u root -p mydb",  # -p alone: mysql asks
+            "mysql -P 3306 -h db",
+            "mysql -p$MYSQL_PWD app",
+            "sshpass -f ~/.pw ssh host",
+            "docker login -u me --password-stdin",
+        ],
+    ),
+    "korean_secret": (
+        [
+            ("비밀번호: hunter2", f"비밀번호: {R('korean_secret')}"),
+            ("서버 암호=qwer1234!", f"서버 암호={R('korean_secret')}"),
+            ("토큰： abc123def", f"토큰： {R('korean_secret')}"),
+            ("새 비밀번호는 Qwerty12! 입니다", f"새 비밀번호는 {R('korean_secret')} 입니다"),
+            ("비번: 사과나무123", f"비번: {R('korean_secret')}"),
+        ],
+        [
+            "비밀번호는 나중에 알려줄게",
+            "암호화: AES-256",
+            "토큰: 4096",
+            "입력 토큰 수: 1234",
+            "비밀번호: <비밀번호>",
+            "토큰은 헤더로 보냅니다",
+        ],
+    ),
     "url_password": (
         [
             (
@@ -312,6 +441,8 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             ('SECRET_KEY = "django-insecure-x8#k2"', f'SECRET_KEY = "{R("secret")}"'),
             ("client_secret: 9f8e7d6c5b4a", f"client_secret: {R('secret')}"),
             ("webhookSecret = 'abc123xyz'", f"webhookSecret = '{R('secret')}'"),
+            ("SECRET_KEY_BASE=9f8e7d6c5b4a3210", f"SECRET_KEY_BASE={R('secret')}"),
+            ("  secret_key_base: abc123xyz", f"  secret_key_base: {R('secret')}"),
         ],
         [
             "secret = None",
@@ -342,6 +473,7 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             ('"access_token": "ya29.a0AfH6SMB"', f'"access_token": "{R("token")}"'),
             ("/cb?access_token=abc123&state=x", f"/cb?access_token={R('token')}&state=x"),
             ("--token abcd1234", f"--token {R('token')}"),
+            (f"ONDECK_TOKEN={HEX_64.upper()}", f"ONDECK_TOKEN={R('token')}"),  # a hex key
         ],
         [
             "max_tokens = 4096",
@@ -358,6 +490,38 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             'metavalue_token = "NULL"',
             "connect(\n    host=host,\n    token=tok,\n    auth_token=handle)",
             "List<Token>tokens",
+            "ondeck task done 12 --token 1042",  # ondeck's own lease token: a counter
+            '{"token": 7, "owner": "claude:abc"}',
+            '"token": "1042"',
+        ],
+    ),
+    "hex_secret": (
+        [
+            (f"token made with openssl: {HEX_64}", f"token made with openssl: {R('hex_secret')}"),
+            (f"$ openssl rand -hex 32\n{HEX_64}\n", f"$ openssl rand -hex 32\n{R('hex_secret')}\n"),
+            (f"use {HEX_32} as the key", f"use {R('hex_secret')} as the key"),
+            (f"the value {HEX_40}.", f"the value {R('hex_secret')}."),
+        ],
+        [
+            f"commit {HEX_40}",
+            f"git checkout {HEX_40}",
+            f"HEAD is now at {HEX_40}",
+            f"{HEX_40} Fix the parser",  # git log's output
+            f"{HEX_40}\trefs/heads/main",  # git ls-remote
+            f"{HEX_40[:12]}..{HEX_40}",
+            f"{HEX_40}...{HEX_40[::-1]}",
+            HEX_40,  # `git rev-parse HEAD`, a session's head
+            HEX_64,  # a SHA-256 repository's head
+            f"https://github.com/o/r/commit/{HEX_40}",
+            f"https://gitlab.com/o/r/-/blob/{HEX_64}/README.md",
+            f"sha256: {HEX_64}",
+            f"image@sha256:{HEX_64}",
+            f"md5 {HEX_32}",
+            f"checksum {HEX_64.upper()}",
+            f"{HEX_64}  ondeck-1.0.tar.gz",  # sha256sum's output
+            "id 123e4567-e89b-12d3-a456-426614174000",
+            f"https://www.notion.so/team/Roadmap-{HEX_32}",
+            HEX_32[:31],
         ],
     ),
     "high_entropy": (
@@ -383,6 +547,11 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "aGVsbG8gd29ybGQ=",  # base64 of ordinary length
             "VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIHRoZSBsYXp5IGRvZy4=",  # base64 of a sentence
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",  # the alphabet
+            SSH_ED25519,  # public keys are public
+            SSH_RSA,
+            f'"integrity": "{NPM_INTEGRITY}"',  # package-lock.json
+            f"https://docs.google.com/document/d/{GOOGLE_DOC_ID}/edit",
+            f"https://docs.google.com/spreadsheets/d/{GOOGLE_DOC_ID}",
         ],
     ),
 }
@@ -565,11 +734,15 @@ def test_base64_is_judged_by_the_text_it_spells() -> None:
 
 
 def test_hex_of_any_length_is_never_high_entropy() -> None:
+    """Hex is judged by the hex row, by where it stands (issue 21 item 7: hex secrets in
+    prose are secrets), never by its entropy."""
     rng = random.Random(16)
     for length in (32, 40, 64, 128):
         for digits in ("0123456789abcdef", "0123456789ABCDEF"):
             value = "".join(rng.choice(digits) for _ in range(length))
-            assert scrub(value).redactions == 0
+            assert "high_entropy" not in scrub(value).kinds
+            assert scrub(f"sha512 {value}").redactions == 0  # a digest, named
+            assert scrub(f"the value {value} here").kinds == {"hex_secret": 1}
 
 
 # --- the table is safe to run on anything -------------------------------------------------

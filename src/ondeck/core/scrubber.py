@@ -1,6 +1,8 @@
 """Privacy at the door: what may be stored of a text, and which files are never listed.
 
-`scrub(text)` runs before anything a session produced is stored:
+`scrub(text)` runs before any text is stored, at one gate (db/gate.py: the column types
+of db/tables.py and the plain statements' parameters), and where a session's texts are
+captured (services/hook_records.py, which counts what it removed):
 
 1. `<private>…</private>` spans are removed, tags included. Tags are case-insensitive, may
    carry spaces or attributes and span lines. Nested tags are counted, so the span ends
@@ -23,6 +25,21 @@ same characters) and each scan from a start is bounded by a delimiter, so a host
 costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
 ones).
 
+Hex (`hex_secret`, before the last row): a run of 32 or more hex digits (one case, digits
+and letters, 8 distinct or more) is a secret (`openssl rand -hex 32`, Datadog's keys, many
+API keys) unless where it stands names it: a digest word before it on its line (`sha256`,
+`md5`, `checksum`, `integrity`…), or, for 40 or 64 digits (git's SHA-1 and SHA-256 object
+names), a git word before it on its line (`commit`, `sha`, `HEAD`, `tree`, `checkout`,
+`git`…, so also `/commit/<sha>` and `/blob/<sha>/` in URLs), the start of a line of git's
+output that goes on (`git log --oneline`, `rev-list`, `ls-remote`), a range (`a..b`), or
+the whole text (`git rev-parse HEAD`, a session's head). A Notion page's id in its URL
+stays too. Alone on its own line of a longer text, a 64-digit run is what `openssl rand
+-hex 32` prints, and is redacted; a whole text of 64 digits stays (a SHA-256 repository's
+head): that is the one case the two cannot be told apart.
+
+Tokens that are small numbers (`--token 1042`, `"token": 7`, `토큰: 4096`) are counters,
+ondeck's own lease tokens among them, not secrets.
+
 High entropy (the last row) is a run of the base64 alphabets (A–Z a–z 0–9 + / _ -, `=`
 padding), at least 30 characters from a letter or digit to a letter or digit, that
 - mixes upper case, lower case and digits: hex (git SHAs, digests, UUIDs) has no upper
@@ -36,6 +53,9 @@ padding), at least 30 characters from a letter or digit to a letter or digit, th
   judged by what it says (redacted only if that text holds a secret).
 A run split by `/`, `_` or `-` into two or more word-like parts (a path such as
 `com/python/cpython/blob/…`, `Cryptography_HAS_TLSv1_3`) is judged part by part.
+Not high entropy: an SSH public key's blob (base64 that spells its own key type), a
+package's integrity (`sha512-…` of the digest's size), a document's id after `/d/` or
+`/folders/` in its URL (Google Docs, Drive).
 Random tokens of 32 to 40 characters miss these bounds about 1 time in 100 (64: 1 in 400);
 secrets with a known shape or a key name are caught by the rows above it.
 """
@@ -192,11 +212,14 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     for group in ("secret_dq", "secret_sq", "secret_eq", "secret_open"):
         if match.group(group) is not None:
             start, end = match.span(group)
-            return () if _placeholder(text[start:end], (key, word)) else ((start, end),)
+            value = text[start:end]
+            if _placeholder(value, (key, word)) or _counter(word, value):
+                return ()
+            return ((start, end),)
     start = match.start("secret")
     value = text[start : match.end("secret")].rstrip(_TRAILING)
     end = start + len(value)
-    if _placeholder(value, (key, word)) or value.lower() in _CODE_WORDS:
+    if _placeholder(value, (key, word)) or value.lower() in _CODE_WORDS or _counter(word, value):
         return ()
     if _NAME_PATH.fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
         return ()  # code: `token = get_token()`, `os.environ["X"]`, `self.token`
@@ -214,6 +237,92 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
         configured = key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
         if not configured or text[end : end + 1] in (",", ")"):
             return ()
+    return ((start, end),)
+
+
+def _counter(word: str, value: str) -> bool:
+    """A token that is a small number is a counter, not a secret: ondeck's own lease tokens
+    (`--token 1042`, `"token": 7`), a model's token counts (`토큰: 4096`)."""
+    return word in ("token", "토큰") and value.isascii() and value.isdigit() and len(value) <= 12
+
+
+def _value_check(match: re.Match[str], text: str) -> Sequence[Span]:
+    """A value taken by its position (after `-p`, `password` in .netrc): any length, unless
+    it is a template or a mask (`-p$MYSQL_PWD`, `password ****`)."""
+    start, end = _secret_span(match)
+    value = text[start:end].strip("'\"")
+    if not value or value.startswith(_PLACEHOLDER_START) or set(value) <= _MASK:
+        return ()
+    return ((start, end),)
+
+
+_KOREAN_WORDS = ("비밀번호", "패스워드", "비번", "암호", "토큰")
+
+
+def _korean_check(match: re.Match[str], text: str) -> Sequence[Span]:
+    word, (start, end) = match.group("word"), match.span("secret")
+    value = text[start:end].rstrip(_TRAILING + "。")
+    end = start + len(value)
+    if _placeholder(value, (word, "password", "token")) or _counter(word, value):
+        return ()
+    if match.group("sep") is None and (
+        not value.isascii() or value.isalpha() or not value.isprintable()
+    ):
+        return ()  # "비밀번호는 나중에": after 는/은 only a value that looks like one
+    return ((start, end),)
+
+
+# --- hex ------------------------------------------------------------------------------------
+
+# Git's object names and digests are hex, and so are secrets made with `openssl rand -hex`,
+# Datadog's keys and many API keys: a run of 32 or more hex digits is a secret unless where
+# it stands says it is a name or a digest.
+_GIT_WORDS = re.compile(
+    r"(?<![a-z0-9_])(?:commits?|sha|sha1|rev|revision|head|tree|blob|parent|merge|object|refs?"
+    r"|cherry-pick|revert|checkout|reset|fixup|squash|pick|rebase|bisect|git)(?![a-z0-9_])"
+)
+_DIGEST_WORDS = re.compile(
+    r"(?<![a-z0-9])(?:md5|sha1|sha224|sha256|sha384|sha512|shasum|md5sum|sha1sum|sha256sum"
+    r"|sha512sum|checksum|digest|hash|etag|integrity|b3sum|blake2b?|blake3)(?![a-z0-9])"
+)
+_GIT_LENGTHS = (40, 64)  # SHA-1 and SHA-256 object names
+_LOOK_BACK = 80
+
+
+def _hex_check(match: re.Match[str], text: str) -> Sequence[Span]:
+    """A hex run stays when it is
+    - a digest: a digest word (md5, sha256, checksum, hash, integrity…) before it on its line;
+    - a git object name (40 or 64 digits): a git word (commit, sha, rev, HEAD, tree, blob,
+      checkout, git…) before it on its line, a line of git's output that starts with it
+      and goes on (`git log --oneline`, `rev-list`, `ls-remote`), a range (`a..b`), or the
+      whole text (`git rev-parse HEAD`, a session's head);
+    - a Notion page's id in its URL.
+    Anything else, in prose or alone on a line of a longer text (what `openssl rand -hex 32`
+    prints), is a secret."""
+    start, end = match.span()
+    run = text[start:end]
+    if len(set(run)) < 8 or run.isdigit() or not any(c.isdigit() for c in run):
+        return ()  # not random: `AAAA…`, a long number, `deadbeefcafe…` spelled out
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - _LOOK_BACK) : start].lower()
+    if _DIGEST_WORDS.search(before):
+        return ()
+    line_end = text.find("\n", end)
+    after = text[end : len(text) if line_end < 0 else line_end]
+    if end - start in _GIT_LENGTHS:
+        if not text[:start].strip() and not text[end:].strip():
+            return ()
+        if _GIT_WORDS.search(before):
+            return ()
+        at_line_start = not text[line_start:start].strip(" \t*|/\\")
+        if at_line_start and after[:1] in (" ", "\t") and after.strip():
+            return ()
+        if before.endswith("..") or after.startswith(".."):
+            return ()
+    token_start = max(text.rfind(" ", line_start, start), text.rfind("\t", line_start, start))
+    token = text[token_start + 1 : start].lower()
+    if "notion.so/" in token or "notion.site/" in token:
+        return ()
     return ((start, end),)
 
 
@@ -284,15 +393,55 @@ def _encoded_text(token: str) -> str | None:
     return text
 
 
+# Not secrets however random they look: a package's integrity (npm's `sha512-…`), an SSH
+# public key, a document's id in its URL.
+_INTEGRITY = re.compile(r"sha(?:1|256|384|512)-", re.ASCII)
+_DIGEST_SIZES = {"sha1-": 20, "sha256-": 32, "sha384-": 48, "sha512-": 64}
+_PUBLIC_KEY_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
+_DOCUMENT_PATHS = ("/d/", "/folders/", "/d/e/")
+
+
+def _integrity(token: str) -> bool:
+    prefix = _INTEGRITY.match(token)
+    if prefix is None:
+        return False
+    try:
+        digest = binascii.a2b_base64(token[prefix.end() :])
+    except (binascii.Error, ValueError):
+        return False
+    return len(digest) == _DIGEST_SIZES[prefix.group()]
+
+
+def _public_key(token: str) -> bool:
+    """The blob of an SSH public key: base64 of its own type name, length first."""
+    if not token.startswith("AAAA"):
+        return False
+    try:
+        blob = binascii.a2b_base64(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    size = int.from_bytes(blob[:4], "big")
+    return 0 < size < 64 and blob[4 : 4 + size].startswith(_PUBLIC_KEY_TYPES)
+
+
+def _document_id(text: str, start: int) -> bool:
+    """A document's id in its URL (`docs.google.com/document/d/<id>`, a Drive folder's)."""
+    return any(text[max(0, start - len(p)) : start] == p for p in _DOCUMENT_PATHS)
+
+
 def _entropy_check(match: re.Match[str], text: str) -> Sequence[Span]:
     token = match.group()
+    if _integrity(token) or _public_key(token):
+        return ()
+    if _document_id(text, match.start()):
+        return ()
     body = token.rstrip("=")
     parts = _PART_SEPARATOR.split(body)
     if len(parts) > 1 and sum(1 for p in parts if _WORD_PART.fullmatch(p)) >= 2:
         # A path or a compound name: only a part of it can be random.
         spans, offset = [], match.start()
         for part in parts:
-            if _random_run(part):
+            if _random_run(part) and not _document_id(text, offset):
                 spans.append((offset, offset + len(part)))
             offset += len(part) + 1
         return spans
@@ -456,6 +605,81 @@ PATTERNS: tuple[Pattern, ...] = (
         hints=("eyj",),
     ),
     Pattern(
+        "datadog_key",
+        (
+            r"(?<![a-z0-9])(?:dd|datadog)[_-]?(?:api|app|application|client)[_-]?key"
+            r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?(?P<secret>[a-f0-9]{40}|[a-f0-9]{32})(?![a-z0-9])"
+            r"|pub(?<![a-z0-9]pub)[a-f0-9]{32}(?![a-z0-9])"
+        ),
+        "the key name, separator and quotes",
+        hints=("dd", "datadog", "pub"),
+        folded=True,
+    ),
+    Pattern(
+        "mailgun_key",
+        (
+            r"(?:pubkey-(?<![a-z0-9_]pubkey-)|key-(?<![a-z0-9_]key-))[a-f0-9]{32}(?![a-z0-9])"
+            r"|(?<![a-f0-9-])[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8}(?![a-f0-9-])"
+        ),
+        "nothing",
+        folded=True,
+    ),
+    Pattern(
+        "s3_signature",
+        (
+            r"(?:x-amz-signature|x-amz-security-token|x-goog-signature)=(?<![a-z0-9_-]"
+            r"x-amz-signature=)?(?P<secret>[a-z0-9%+/=_-]{16,})(?=[&\s\"'<>#]|\Z)"
+            r"|(?<=[?&])signature=(?P<secret_v2>[a-z0-9%+/=_-]{16,})(?=[&\s\"'<>#]|\Z)"
+        ),
+        "the parameter's name (X-Amz-Signature=)",
+        hints=("signature=", "x-amz-security-token="),
+        folded=True,
+    ),
+    Pattern(
+        "cookie",
+        (
+            r"(?<![a-z0-9_-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?"
+            r"(?P<secret>[^\s\"'\\;=,]+=[^\n\r\"'\\]*)"
+        ),
+        "the header's name (Cookie:)",
+        hints=("cookie",),
+        folded=True,
+    ),
+    Pattern(
+        "netrc",
+        (
+            r"(?<![a-z0-9_.-])(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)\s+\S+){0,3}"
+            r"\s+password\s+(?P<secret>\S+)"
+        ),
+        "machine, login and the word password",
+        hints=("password",),
+        folded=True,
+        check=_value_check,
+    ),
+    Pattern(
+        "cli_password",
+        (
+            r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)(?![\w-])"
+            r"[^\n|;&]{0,200}?[ \t]-p(?P<secret>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)"
+            r"|(?:sshpass|docker[ \t]+login|podman[ \t]+login)(?![\w-])[^\n|;&]{0,200}?[ \t]-p"
+            r"[ \t]*(?P<secret_p>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
+            r"|redis-cli(?![\w-])[^\n|;&]{0,200}?[ \t]-a[ \t]+(?P<secret_a>[^\s'\"]+)"
+        ),
+        "the command and its flag (mysql -p)",
+        hints=("mysql", "mariadb", "sshpass", "login", "redis-cli"),
+        check=_value_check,
+    ),
+    Pattern(
+        "korean_secret",
+        (
+            r"(?P<word>비밀번호|패스워드|비번|암호|토큰)"
+            r"(?:[ \t]*(?P<sep>[:=：])[ \t]*|(?:는|은)[ \t]+)(?P<secret>[^\s\"'`,;()\[\]{}<>]+)"
+        ),
+        "the keyword and separator (비밀번호:)",
+        hints=_KOREAN_WORDS,
+        check=_korean_check,
+    ),
+    Pattern(
         "url_password",
         r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@",
         "the scheme, user name and host",
@@ -486,7 +710,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "secret",
-        _assignment(r"secret(?:[_.-]?key)?|private[_.-]?key"),
+        _assignment(r"secret[_.-]?key[_.-]?base|secret(?:[_.-]?key)?|private[_.-]?key"),
         _KEYED,
         hints=("secret", "private"),
         folded=True,
@@ -507,6 +731,12 @@ PATTERNS: tuple[Pattern, ...] = (
         hints=("token",),
         folded=True,
         check=_assignment_check,
+    ),
+    Pattern(
+        "hex_secret",
+        r"(?<![0-9A-Za-z_+/=.-])(?:[0-9a-f]{32,}|[0-9A-F]{32,})(?![0-9A-Za-z_+/-])",
+        "nothing (which hex stays: _hex_check)",
+        check=_hex_check,
     ),
     Pattern(
         "high_entropy",

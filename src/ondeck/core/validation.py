@@ -103,6 +103,12 @@ def check_project(value: str | None) -> str | None:
         raise InvalidInput(
             f"project {str(value)[:80]!r} is not valid: use 1 to 64 letters, digits, '.', '_', '-'"
         )
+    from ondeck.core.scrubber import scrub
+
+    if scrub(value).redactions:
+        # Stored, it would be a `[redacted:…]` marker no project name can be (and the error
+        # does not repeat it).
+        raise InvalidInput("project name looks like a secret (a token or key): use another name")
     return value
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ondeck.db import gate
+
 # The schema version the code expects (Alembic's head; db/migrate.py takes it from here and
 # tests/integration/test_migrations.py holds it to Alembic's).
 SCHEMA_HEAD = "0007"
@@ -42,7 +44,7 @@ class BareDb:
     def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         cursor = self.connection.cursor()
         try:
-            cursor.execute(sql, params)
+            cursor.execute(sql, gate.bind(sql, params))
             if cursor.description is None:
                 return []
             names = [d[0] for d in cursor.description]
@@ -185,5 +187,5 @@ class SqlaDb:
         if not self.conn.in_transaction():
             # As the first `conn.execute` would: SQLite's BEGIN is emitted there (db/engine.py).
             self.conn.begin()
-        names, rows = on_driver(self.conn, sql, params)
+        names, rows = on_driver(self.conn, sql, gate.bind(sql, params))
         return [dict(zip(names, row, strict=True)) for row in rows]

@@ -22,7 +22,6 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
-    Text,
     UniqueConstraint,
     text,
 )
@@ -31,7 +30,7 @@ from ondeck.core.access import TokenScope
 from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
 from ondeck.db import predicates
-from ondeck.db.types import Id, Instant, Json
+from ondeck.db.types import Id, Instant, ScrubbedJson, ScrubbedText
 
 SESSION_STATUSES = ("open", "ended", "lost")
 
@@ -73,19 +72,19 @@ tasks = Table(
     "tasks",
     metadata,
     Column("id", Id, primary_key=True),
-    Column("title", String(500), nullable=False),
-    Column("body", Text, nullable=False, server_default=""),
+    Column("title", ScrubbedText(500), nullable=False),
+    Column("body", ScrubbedText(), nullable=False, server_default=""),
     Column("status", String(16), nullable=False, server_default=TaskStatus.READY.value),
     # 0 (drop everything) .. 9 (someday); lower comes first, like P0/P1/P2.
     Column("priority", Integer, nullable=False, server_default="2"),
     Column("due_on", Date),
-    Column("project", String(64)),
+    Column("project", ScrubbedText(64)),
     # Sides are hard partitions (revision 0007). NULL: no sides are configured (one pool),
     # or, while they are, the inbox: shown to no session until the owner gives it a side.
-    Column("side", String(64)),
+    Column("side", ScrubbedText(64)),
     # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
     Column("source", String(200)),
-    Column("lease_owner", String(200)),
+    Column("lease_owner", ScrubbedText(200)),
     Column("lease_until", Instant),
     # Fencing token: only grows, so a holder whose lease was reaped cannot act on a retake.
     Column("lease_token", BigInteger, nullable=False, server_default="0"),
@@ -145,13 +144,13 @@ schedules = Table(
     "schedules",
     metadata,
     Column("id", Id, primary_key=True),
-    Column("title", String(500), nullable=False),
-    Column("body", Text, nullable=False, server_default=""),
+    Column("title", ScrubbedText(500), nullable=False),
+    Column("body", ScrubbedText(), nullable=False, server_default=""),
     Column("kind", String(16), nullable=False, server_default=ScheduleKind.TASK.value),
     Column("rule", String(200), nullable=False),
-    Column("project", String(64)),
+    Column("project", ScrubbedText(64)),
     # Its tasks and reminders take this side (revision 0007); NULL as for tasks.
-    Column("side", String(64)),
+    Column("side", ScrubbedText(64)),
     Column("start_on", Date, nullable=False),
     Column("next_due", Date),
     Column("missed", String(16), nullable=False, server_default=MissedPolicy.LATEST.value),
@@ -199,10 +198,10 @@ events = Table(
     metadata,
     Column("id", Id, primary_key=True),
     Column("at", Instant, nullable=False),
-    Column("actor", String(200), nullable=False),
+    Column("actor", ScrubbedText(200), nullable=False),
     Column("kind", String(64), nullable=False),
-    Column("subject", String(200), nullable=False),
-    Column("details", Json(), nullable=False),
+    Column("subject", ScrubbedText(200), nullable=False),
+    Column("details", ScrubbedJson(), nullable=False),
     # Activity pages read newest first (by id, which follows time), optionally by subject or
     # kind. Nothing reads events by `at`: an index on it would only slow every change down.
     Index("ix_events_subject", "subject", "id"),
@@ -213,12 +212,12 @@ workers = Table(
     "workers",
     metadata,
     # "jobs@host:pid": one row per jobs process, its heartbeat.
-    Column("name", String(200), primary_key=True),
+    Column("name", ScrubbedText(200), primary_key=True),
     Column("started_at", Instant, nullable=False),
     Column("last_tick_at", Instant),
     Column("tick_ms", Float),
     Column("ticks", BigInteger, nullable=False, server_default="0"),
-    Column("summary", Json()),
+    Column("summary", ScrubbedJson()),
     Column("stopped_at", Instant),
     # The settings of the process that wrote the heartbeat (revision 0002; NULL in rows
     # written before it): its zone decides the dates it fires, its interval how long a
@@ -238,10 +237,10 @@ backups = Table(
     Column("started_at", Instant, nullable=False),
     Column("finished_at", Instant),
     Column("status", String(16), nullable=False, server_default=BackupStatus.RUNNING.value),
-    Column("worker", String(200)),
-    Column("file", Text),
+    Column("worker", ScrubbedText(200)),
+    Column("file", ScrubbedText()),
     Column("bytes", BigInteger),
-    Column("error", Text),
+    Column("error", ScrubbedText()),
     Column("schedule_id", Id, ForeignKey("schedules.id")),
     CheckConstraint(_in("status", BackupStatus), name="status"),
     Index("ix_backups_started_at", "started_at"),
@@ -262,38 +261,38 @@ sessions = Table(
     # The last hook event heard: a session silent past ONDECK_SESSION_GRACE becomes `lost`.
     Column("last_seen_at", Instant, nullable=False),
     Column("ended_at", Instant),
-    Column("end_reason", String(64)),
+    Column("end_reason", ScrubbedText(64)),
     # How the first start came (startup, resume, clear, compact); NULL: no start was heard.
-    Column("start_source", String(16)),
+    Column("start_source", ScrubbedText(16)),
     Column("resumes", Integer, nullable=False, server_default="0"),
-    Column("cwd", Text),
-    Column("git_root", Text),
-    Column("branch", String(255)),
-    Column("start_head", String(64)),
-    Column("end_head", String(64)),
+    Column("cwd", ScrubbedText()),
+    Column("git_root", ScrubbedText()),
+    Column("branch", ScrubbedText(255)),
+    Column("start_head", ScrubbedText(64)),
+    Column("end_head", ScrubbedText(64)),
     # False: the session keeps its times, side and project, and nothing else.
     Column("capture", Boolean, nullable=False, server_default=text("true")),
-    Column("side", String(64)),
-    Column("project", String(64)),
+    Column("side", ScrubbedText(64)),
+    Column("project", ScrubbedText(64)),
     # Which rule decided: marker, path, remote, git (project only), moved, or none.
     Column("side_rule", String(16), nullable=False, server_default="none"),
     Column("project_rule", String(16), nullable=False, server_default="none"),
     # Undecided (in the inbox): shown to no other session until a person moves it.
     Column("unclassified", Boolean, nullable=False, server_default=text("false")),
     # The decision with its signals and reason (services/classify.py).
-    Column("classification", Json(), nullable=False),
+    Column("classification", ScrubbedJson(), nullable=False),
     # Every signal that disagreed, and every later hook whose place classified otherwise.
-    Column("disagreements", Json(), nullable=False),
-    Column("last_word", Text),
+    Column("disagreements", ScrubbedJson(), nullable=False),
+    Column("last_word", ScrubbedText()),
     Column("last_word_at", Instant),
     Column("compactions", Integer, nullable=False, server_default="0"),
     # What the session did in git, read at its end (NULL: not read, `git_note` says why).
-    Column("commits", Json()),
-    Column("files", Json()),
-    Column("git_note", Text),
+    Column("commits", ScrubbedJson()),
+    Column("files", ScrubbedJson()),
+    Column("git_note", ScrubbedText()),
     # How many secrets and private spans were taken out of what was stored, by kind.
     Column("redactions", Integer, nullable=False, server_default="0"),
-    Column("redaction_kinds", Json(), nullable=False),
+    Column("redaction_kinds", ScrubbedJson(), nullable=False),
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
     UniqueConstraint("agent", "external_id"),
@@ -338,9 +337,9 @@ session_compactions = Table(
     Column("id", Id, primary_key=True),
     Column("session_id", Id, ForeignKey("sessions.id"), nullable=False),
     Column("at", Instant, nullable=False),
-    Column("trigger", String(16)),
+    Column("trigger", ScrubbedText(16)),
     # Claude's own summary, scrubbed and capped; NULL when the session does not capture.
-    Column("summary", Text),
+    Column("summary", ScrubbedText()),
     # Its length before the cap.
     Column("chars", Integer, nullable=False, server_default="0"),
     Column("redactions", Integer, nullable=False, server_default="0"),
@@ -372,15 +371,15 @@ notes = Table(
     Column("id", Id, primary_key=True),
     # Sides are hard partitions. NULL: no sides are configured (one pool), or the note came
     # from an unclassified session (shown to nobody but a person asking for the inbox).
-    Column("side", String(64)),
+    Column("side", ScrubbedText(64)),
     # NULL: the whole side.
-    Column("project", String(64)),
+    Column("project", ScrubbedText(64)),
     Column("kind", String(16), nullable=False, server_default="note"),
-    Column("text", Text, nullable=False),
+    Column("text", ScrubbedText(), nullable=False),
     Column("pinned", Boolean, nullable=False, server_default=text("false")),
     Column("status", String(16), nullable=False, server_default="active"),
     # Why it is wrong (or expired): the words of whoever said so.
-    Column("status_reason", Text),
+    Column("status_reason", ScrubbedText()),
     Column("status_at", Instant),
     # The note this one replaces, and (on the replaced one) the note that replaced it. Kept
     # SET NULL if the other is deleted: the status still says it was superseded.
@@ -389,12 +388,12 @@ notes = Table(
     # A calendar date in the configured zone: from the day after, the note is expired.
     Column("expires_on", Date),
     # `person`, `agent:<session id>` or `hook`.
-    Column("origin", String(220), nullable=False),
+    Column("origin", ScrubbedText(220), nullable=False),
     Column("session_id", Id, ForeignKey("sessions.id")),
     # Where a handoff was written: the brief says what changed in git since.
-    Column("git_root", Text),
-    Column("branch", String(255)),
-    Column("head", String(64)),
+    Column("git_root", ScrubbedText()),
+    Column("branch", ScrubbedText(255)),
+    Column("head", ScrubbedText(64)),
     # Secrets and private spans the scrubber took out of the text before it was stored.
     Column("redactions", Integer, nullable=False, server_default="0"),
     Column("created_at", Instant, nullable=False),
@@ -472,7 +471,7 @@ tokens = Table(
     # A device's bearer token for the API (services/tokens.py). The token itself is shown
     # once, when made, and never stored: `hash` is its SHA-256.
     Column("id", Id, primary_key=True),
-    Column("name", String(64), nullable=False),
+    Column("name", ScrubbedText(64), nullable=False),
     Column("scope", String(8), nullable=False),
     Column("hash", String(64), nullable=False),
     Column("created_at", Instant, nullable=False),
@@ -483,7 +482,7 @@ tokens = Table(
     # Revoked tokens stay listed; their name may be given to a new token.
     Column("revoked_at", Instant),
     # The one side it sees and writes (revision 0007); NULL: every side.
-    Column("side", String(64)),
+    Column("side", ScrubbedText(64)),
     CheckConstraint(_in("scope", TokenScope), name="scope"),
     CheckConstraint("length(name) BETWEEN 1 AND 64", name="name_length"),
     # Every API request with a device token looks its hash up here.

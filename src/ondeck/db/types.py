@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Integer
+from sqlalchemy import JSON, BigInteger, DateTime, Integer, String, Text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from ondeck.db import gate
 from ondeck.db.plain import instant_out
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (auto-increment).
@@ -58,3 +59,31 @@ class Instant(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         # The one reading of an instant, shared with the plain statements (db/plain.py).
         return instant_out(value)
+
+
+class ScrubbedText(TypeDecorator[str]):
+    """A text column whose every value passes the scrubber as it is bound (db/gate.py): a
+    `String(length)`, or `Text` without one."""
+
+    impl: Any = Text
+    cache_ok = True
+
+    def __init__(self, length: int | None = None) -> None:
+        super().__init__()
+        self.length = length
+        # The type the migrations wrote: VARCHAR(n), or TEXT.
+        self.impl = Text() if length is None else String(length)
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
+        if not isinstance(value, str):
+            return value
+        return gate.text(value, self.length)
+
+
+class ScrubbedJson(Json):
+    """A JSON column whose every string (keys too) passes the scrubber as it is bound."""
+
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return gate.json_value(value)

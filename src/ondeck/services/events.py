@@ -30,10 +30,11 @@ from sqlalchemy import (
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
 from ondeck.core.models import details_in_zone as details_in_zone  # its callers import it here
+from ondeck.db import gate
 from ondeck.db.dialect import is_postgres
 from ondeck.db.engine import on_driver
 from ondeck.db.tables import events
-from ondeck.db.types import Instant, Json
+from ondeck.db.types import Instant, Json, ScrubbedText
 
 MAX_LIMIT = 500
 
@@ -210,11 +211,14 @@ class Chain:
 
 
 def _event_params(now: datetime, actor: str, details: dict[str, Any]) -> dict[str, Any]:
+    # Bound as the driver takes them, past the column types: through the gate here.
     return {
         "event_at": aware(now),
-        "event_actor": actor[:200],
+        "event_actor": gate.text(actor[:200], 200),
         # As the driver takes it: the SQL casts it to JSONB (see _Precompiled).
-        **{f"{name}_details": json.dumps(value) for name, value in details.items()},
+        **{
+            f"{name}_details": json.dumps(gate.json_value(value)) for name, value in details.items()
+        },
     }
 
 
@@ -236,11 +240,22 @@ class _Precompiled:
         self.statement = statement
         self.names = [column.key for column in statement.selected_columns]
         self.compiled: Any = None  # on first use: only then is the PostgreSQL dialect loaded
+        self.scrubbed: dict[str, ScrubbedText] = {}
 
     def run(self, conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
         if self.compiled is None:
             self.compiled = self.statement.compile(dialect=conn.dialect)
+            # The parameters bound to scrubbed columns (db/gate.py): their types are passed
+            # over here, the gate is not.
+            self.scrubbed = {
+                name: bind.type
+                for name, bind in self.compiled.binds.items()
+                if isinstance(bind.type, ScrubbedText)
+            }
         sql, values = self.compiled.string, {**self.compiled.params, **params}
+        for name, column_type in self.scrubbed.items():
+            if isinstance(values.get(name), str):
+                values[name] = gate.text(values[name], column_type.length)
         _, rows = on_driver(conn, sql, values)
         return [dict(zip(self.names, row, strict=True)) for row in rows]
 

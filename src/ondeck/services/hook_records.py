@@ -67,7 +67,13 @@ def session_id_of(payload: dict[str, Any]) -> str | None:
 
 
 def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> str:
-    """What the hook received, as a short hash: the same event twice has the same one.
+    """What ondeck keeps of what the hook received, as a short hash: the same event twice has
+    the same one.
+
+    The hash is of the payload as the scrubber leaves it (every string, keys too): a hash of
+    the raw payload would be a function of what the scrubber removed, and a `<private>`
+    span or a short secret can be found again from it by trying candidates. What is hashed
+    here is only what may be stored anyway.
 
     The transcript's size is part of it: two turns that end with the same words ("Done.")
     are two events, while one event delivered twice (a hook installed in two settings
@@ -75,8 +81,34 @@ def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> 
     """
     if size is None:
         size = transcript_size(payload)
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    text = json.dumps(_kept(payload), sort_keys=True, ensure_ascii=False, default=str)
     return _sha(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
+
+
+def _kept(value: Any) -> Any:
+    if isinstance(value, str):
+        return _scrub(value).text
+    if isinstance(value, dict):
+        return {_kept(str(key)): _kept(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_kept(item) for item in value]
+    return value
+
+
+_SCRUBBED_BEFORE: dict[str, Any] = {}
+
+
+def _scrub(text: str) -> Any:
+    """`scrub(text)`, once per text in a process: the fingerprint and the record's text read
+    the same long message, which costs a hook a millisecond a scan."""
+    from ondeck.core.scrubber import scrub
+
+    found = _SCRUBBED_BEFORE.get(text)
+    if found is None:
+        if len(_SCRUBBED_BEFORE) > 64:  # a server process sees many: keep the last few
+            _SCRUBBED_BEFORE.clear()
+        found = _SCRUBBED_BEFORE[text] = scrub(text)
+    return found
 
 
 def trim(payload: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +161,7 @@ def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
     """A text as a record keeps it: scrubbed whole (so a secret cut in two by the cap is still
     found), then capped; with its length before the cap (`chars`, when the payload's window
     cut it already) and what the scrubber removed."""
-    from ondeck.core.scrubber import scrub
-
-    clean = scrub(clean_text(text))
+    clean = _scrub(clean_text(text))
     kept = clean.text
     return {
         "value": kept[:limit],
@@ -347,7 +377,7 @@ def changes_of(
         return None
     elif not start.get("start_head") or not facts.get("head"):
         note = "not read: no git HEAD at the session's start or end"
-    elif start.get("git_root") != facts.get("git_root"):
+    elif start.get("git_root") not in _same_place(facts.get("git_root")):
         note = "not read: the session ended in another repository than it started in"
     else:
         root, deadline = facts["git_root"], Deadline()
@@ -372,6 +402,12 @@ def changes_of(
         files_private=private,
         note=note,
     )
+
+
+def _same_place(root: str | None) -> tuple[str | None, ...]:
+    """A git root as the hook reads it, and as the store keeps it (scrubbed: a folder may be
+    named like a token), for telling whether a session ended where it started."""
+    return (root,) if root is None else (root, _scrub(root).text)
 
 
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:
