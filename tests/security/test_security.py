@@ -31,7 +31,7 @@ from ondeck.entrypoints.server import check_bind
 from support.pg import free_port
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-TOKEN = "correct-horse-battery-staple"
+TOKEN = "correct-horse-battery-staple-0123456789abcdef0123456789abcdef"
 API = "/api/v1"
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 

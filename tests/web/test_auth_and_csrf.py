@@ -16,7 +16,7 @@ from ondeck.db.tables import tasks
 from ondeck.entrypoints.api.app import create_app
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789abcdef0123456789abcdef"
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -187,7 +187,7 @@ def test_the_dashboard_cookie_does_not_open_the_api(locked: TestClient) -> None:
 def test_a_session_from_another_token_is_refused(engine: Engine, db_url: str, locked) -> None:  # type: ignore[no-untyped-def]
     _login(locked)
     cookie = locked.cookies["ondeck_session"]
-    other = load_settings(database_url=db_url, tz="UTC", token="another-token")
+    other = load_settings(database_url=db_url, tz="UTC", token="another-token-0123456789abcdef0123456789abcdef")
     with TestClient(create_app(other, engine)) as client:
         client.cookies.set("ondeck_session", cookie)
         assert client.get("/", follow_redirects=False).status_code == 303

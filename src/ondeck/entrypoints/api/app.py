@@ -18,6 +18,7 @@ from ondeck.core.config import Settings
 from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
+from ondeck.entrypoints.api.boundary import Boundary
 from ondeck.entrypoints.store import Store
 
 log = logs.logger("ondeck.api")
@@ -47,7 +48,10 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
 
     # Added first, so it runs after the body limit below.
     app.add_middleware(Guard, settings=settings)
-    # Added last, so it runs first: an oversized body is refused before the token check.
+    # A foreign Host or a cross-origin write is refused before routing (api/boundary.py).
+    app.add_middleware(Boundary, public_hosts=settings.public_hosts)
+    # Added last, so it runs first: an oversized body is refused before anything else looks
+    # at it (a declared length at once; a streamed body is held to the limit).
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     from ondeck.entrypoints.api import health
