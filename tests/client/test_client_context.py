@@ -37,7 +37,7 @@ def test_server_side_commands_refuse_in_client_mode(server: Server, tmp_path: Pa
 
 
 def test_no_token_and_a_wrong_token_exit_6(server: Server, tmp_path: Path) -> None:
-    for token in (None, "odk_not-a-token"):
+    for token in (None, "odk_not-a-token-0123456789abcdef0123456789abcdef"):
         laptop = server.client(tmp_path / f"laptop-{token}", token)
         done = laptop.ondeck("context")
         assert done.returncode == 6, done.stderr

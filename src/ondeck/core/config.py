@@ -250,13 +250,19 @@ class Settings(BaseSettings):
     def _public_hosts(cls, value: list[str]) -> list[str]:
         from ondeck.core.access import split_host
 
-        for name in value:
+        names = []
+        for given in value:
+            try:  # a name in any script is asked for in its ASCII (punycode) form
+                name = given.encode("idna").decode("ascii")
+            except UnicodeError:
+                name = given
+            names.append(name.lower())
             if split_host(name) is None:
                 raise ValueError(
-                    f"public host {name!r:.80} is not a host name: write deck.example.net "
+                    f"public host {given!r:.80} is not a host name: write deck.example.net "
                     "or deck.example.net:8787"
                 )
-        return [name.lower() for name in value]
+        return names
 
     @field_validator("trusted_proxies")
     @classmethod

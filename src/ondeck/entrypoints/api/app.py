@@ -42,6 +42,11 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         version=__version__,
         description="What is on deck today: backlog, schedules, leases, session context.",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc load their scripts from a CDN, unpinned: no page of
+        # ondeck runs a third party's code. The document itself is /openapi.json, for any
+        # OpenAPI viewer.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.store = store
     errors.install(app)
@@ -154,5 +159,5 @@ async def _jobs_running(store: Store, run_jobs: bool) -> AsyncIterator[None]:
         thread.join(timeout=30)
 
 
-# FastAPI's description of the API and its two browsable renderings.
-API_DOCUMENTS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# FastAPI's description of the API (its browsable renderings are not served: see above).
+API_DOCUMENTS = frozenset({"/openapi.json"})

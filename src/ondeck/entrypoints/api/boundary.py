@@ -1,5 +1,5 @@
 """What a browser may ask of this server, checked before routing, for every route alike
-(the API, the dashboard, `/mcp`, `/docs`, the calendar feed):
+(the API and its description, the dashboard, `/mcp`, the calendar feed):
 
     Host        a loopback name or address, the address the request came in on, or a name of
                 `ONDECK_PUBLIC_HOSTS`, with the server's port (a public name given without
