@@ -30,6 +30,15 @@ class FailureWindow:
     # The dashboard's login runs in a worker thread, the API's check on the event loop.
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def counting(self, now: float) -> bool:
+        """Whether any failure is still within the window, from anyone: when none is, the
+        caller need not find out who asks (a look-up that costs more than this)."""
+        with self._lock:
+            if self._failures:
+                for address in [a for a in self._failures if not self._recent(a, now)]:
+                    del self._failures[address]
+            return bool(self._failures)
+
     def retry_after(self, address: str, now: float) -> int | None:
         """Seconds until `address` may try again, or None when it is not refused."""
         with self._lock:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -117,15 +118,21 @@ class Guard:
     # --- wrong tokens ---------------------------------------------------------------
 
     def retry_after(self, request: Request, now: datetime) -> int | None:
-        """Seconds until this request's address may give a token again; None: now."""
-        return self.failures.retry_after(client_address(request), now.timestamp())
+        """Seconds until this request's caller may give a token again; None: now."""
+        if not self.failures.counting(now.timestamp()):
+            return None  # nobody gave a wrong token: not worth finding out who asks
+        key = throttle_key(request)
+        return None if key is None else self.failures.retry_after(key, now.timestamp())
 
     def wrong_token(self, request: Request, now: datetime) -> None:
-        address = client_address(request)
-        if self.failures.fail(address, now.timestamp()):
+        key = throttle_key(request)
+        if key is None:
+            log.info("a wrong token from this machine's owner (%s)", client_address(request))
+            return
+        if self.failures.fail(key, now.timestamp()):
             log.warning(
                 "refusing %s for a minute: %d wrong tokens within %d s",
-                address,
+                key,
                 self.failures.limit,
                 self.failures.window,
             )
@@ -177,9 +184,34 @@ class Guard:
 
 
 def client_address(request: Request) -> str:
-    """The address a request came from: behind a reverse proxy, its `X-Forwarded-For` when
-    uvicorn trusts the proxy (127.0.0.1, or `FORWARDED_ALLOW_IPS`), else the proxy's."""
+    """The address a request came from: behind a reverse proxy named in
+    `ONDECK_TRUSTED_PROXIES`, its `X-Forwarded-For`; else the connection's own."""
     return request.client.host if request.client else "unknown"
+
+
+def throttle_key(request: Request) -> str | None:
+    """Whose wrong tokens these are, for the limit: a remote caller by its address; a caller
+    on this machine by its user (every local process shares 127.0.0.1, so one user's
+    guesses would lock out every other's hooks); None for the user the server runs as.
+
+    That user is never refused: whatever it runs can read the server's token from its
+    files and its environment anyway, so slowing it protects nothing, and refusing it would
+    lock the owner out of their own machine (a stale token in one hook's settings, or
+    another process's guesses). Every other user, local or remote, is slowed as before."""
+    address = client_address(request)
+    server = request.scope.get("server")
+    if request.client is None or server is None:
+        return address  # a Unix socket or a test client: no peer to look up
+    from ondeck.entrypoints.peer import is_loopback_address, peer_uid
+
+    if not is_loopback_address(address):
+        return address
+    uid = peer_uid(address, request.client.port, server[1])
+    if uid is None:
+        return address  # not found (not Linux, or the peer went away): the address alone
+    if uid == os.getuid():
+        return None
+    return f"{address} (uid {uid})"
 
 
 def _cookie_nonce(request: Request) -> str | None:
