@@ -33,8 +33,12 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     `browsable`: the API's description, which a browser logged in to the dashboard may read.
     `surface` "mcp": every request is a POST, so a `read` token is held to the tools that
     change nothing by the MCP server itself (mcp_http.py), which reads the identity here."""
-    if browsable and guard_of(request).has_session(request):
-        return None
+    if browsable:
+        try:
+            if await run_in_threadpool(guard_of(request).has_session, request):
+                return None
+        except OndeckError as exc:  # the store is unavailable: no answer either way
+            return errors.error_response(exc.http_status, exc.code, exc.message)
     call = call_of(request)
     guard = guard_of(request)
     wait = guard.retry_after(request, call.now())

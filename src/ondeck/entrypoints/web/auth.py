@@ -3,7 +3,9 @@
 Login (only when `ONDECK_TOKEN` is set): the login form takes the token, compared in
 constant time; success sets `ondeck_session`, an itsdangerous-signed, timestamped value
 (HttpOnly, SameSite=Strict, Secure over HTTPS) that every page except the login page and
-static files requires. Logout clears it. The API keeps its own bearer check (api/app.py);
+static files requires. The cookie carries a random session id whose hash the store keeps
+(services/dashboard_sessions.py); logging out deletes it there, so a copy of the cookie
+opens nothing afterwards, and clears the browser's cookies. The API keeps its own bearer check (api/app.py);
 the calendar feed takes `?token=` because calendar apps cannot log in.
 
 CSRF (always, with or without a token): a signed double-submit cookie. `ondeck_csrf` holds
@@ -38,8 +40,9 @@ from starlette.responses import Response
 from ondeck.core import logs
 from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
+from ondeck.core.hook_config import check_token
 from ondeck.core.throttle import FailureWindow
-from ondeck.entrypoints.store import Call
+from ondeck.entrypoints.store import Call, call_of
 
 log = logs.logger("ondeck.auth")
 
@@ -72,6 +75,10 @@ class Guard:
 
     @classmethod
     def create(cls, token: str | None) -> Guard:
+        """The guard of a server with `token` (None: no login). A token too weak to guard
+        anything is refused here too, not only by the settings (ValueError, saying why)."""
+        if token is not None:
+            check_token(token)
         if token:
             secret = hmac.new(token.encode(), b"ondeck-dashboard-v1", hashlib.sha256).digest()
         else:
@@ -139,20 +146,40 @@ class Guard:
 
     # --- the session ----------------------------------------------------------------
 
-    def session_value(self) -> str:
-        return str(self._serializer("session").dumps({"sid": secrets.token_urlsafe(16)}))
+    def session_value(self, session_id: str) -> str:
+        return str(self._serializer("session").dumps({"sid": session_id}))
 
-    def has_session(self, request: Request) -> bool:
-        if not self.login_enabled:
-            return True
+    def session_id(self, request: Request) -> str | None:
+        """The id the request's session cookie carries, if this server signed it and it is
+        not older than SESSION_MAX_AGE; whether the session is still live is the store's."""
         value = request.cookies.get(SESSION_COOKIE)
         if not value:
-            return False
+            return None
         try:
-            self._serializer("session").loads(value, max_age=SESSION_MAX_AGE)
+            signed = self._serializer("session").loads(value, max_age=SESSION_MAX_AGE)
         except BadSignature:  # also covers an expired signature
-            return False
-        return True
+            return None
+        found = signed.get("sid") if isinstance(signed, dict) else None
+        return found if isinstance(found, str) and found else None
+
+    def has_session(self, request: Request) -> bool:
+        """Whether the request is logged in: a cookie this server signed, for a session not
+        ended (a read of the store: call it off the event loop). Asked once per request."""
+        if not self.login_enabled:
+            return True
+        known = getattr(request.state, "ondeck_session_live", None)
+        if known is not None:
+            return bool(known)
+        session_id = self.session_id(request)
+        live = False
+        if session_id is not None:
+            from ondeck.services import dashboard_sessions
+
+            call = call_of(request)
+            with call.read() as conn:
+                live = dashboard_sessions.live(conn, call.now(), session_id)
+        request.state.ondeck_session_live = live
+        return live
 
     # --- the message a redirect carries back --------------------------------------------
 
@@ -265,9 +292,20 @@ def store_cookies(request: Request, response: Response) -> None:
 
 
 def start_session(request: Request, response: Response) -> None:
+    """A new session on the server, and its cookie."""
+    from datetime import timedelta
+
+    from ondeck.services import dashboard_sessions
+
+    session_id = secrets.token_urlsafe(32)
+    call = call_of(request)
+    with call.write() as conn:
+        dashboard_sessions.begin(
+            conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE)
+        )
     response.set_cookie(
         SESSION_COOKIE,
-        guard_of(request).session_value(),
+        guard_of(request).session_value(session_id),
         max_age=SESSION_MAX_AGE,
         httponly=True,
         samesite="strict",
@@ -277,6 +315,14 @@ def start_session(request: Request, response: Response) -> None:
 
 
 def end_session(request: Request, response: Response) -> None:
+    """End the session on the server (a copy of the cookie opens nothing after this), and
+    drop the browser's cookies."""
+    session_id = guard_of(request).session_id(request)
+    if session_id is not None:
+        from ondeck.services import dashboard_sessions
+
+        with call_of(request).write() as conn:
+            dashboard_sessions.end(conn, session_id)
     for name in (SESSION_COOKIE, CSRF_COOKIE):
         response.delete_cookie(
             name, path="/", httponly=True, samesite="strict", secure=_secure(request)
