@@ -455,8 +455,16 @@ def _seed_0009() -> dict[str, list[dict[str, Any]]]:
     """0009: dashboard sessions (the hashes of their ids; one live, one past its end)."""
     seed = _seed_0006()
     seed["dashboard_sessions"] = [
-        {"hash": "c" * 64, "created_at": T - timedelta(days=1), "expires_at": T + timedelta(days=29)},
-        {"hash": "d" * 64, "created_at": T - timedelta(days=40), "expires_at": T - timedelta(days=10)},
+        {
+            "hash": "c" * 64,
+            "created_at": T - timedelta(days=1),
+            "expires_at": T + timedelta(days=29),
+        },
+        {
+            "hash": "d" * 64,
+            "created_at": T - timedelta(days=40),
+            "expires_at": T - timedelta(days=10),
+        },
     ]
     return seed
 

@@ -187,7 +187,9 @@ def test_the_dashboard_cookie_does_not_open_the_api(locked: TestClient) -> None:
 def test_a_session_from_another_token_is_refused(engine: Engine, db_url: str, locked) -> None:  # type: ignore[no-untyped-def]
     _login(locked)
     cookie = locked.cookies["ondeck_session"]
-    other = load_settings(database_url=db_url, tz="UTC", token="another-token-0123456789abcdef0123456789abcdef")
+    other = load_settings(
+        database_url=db_url, tz="UTC", token="another-token-0123456789abcdef0123456789abcdef"
+    )
     with TestClient(create_app(other, engine)) as client:
         client.cookies.set("ondeck_session", cookie)
         assert client.get("/", follow_redirects=False).status_code == 303

@@ -115,7 +115,7 @@ def schedule(served: Served) -> int:
 class _Page(http.server.BaseHTTPRequestHandler):
     html = b""
 
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.end_headers()
@@ -239,7 +239,13 @@ def test_a_foreign_host_gets_no_export_and_changes_nothing(
     browser sends. Every route refuses it before routing, the export and the dashboard too."""
     before = _state(engine, schedule)
     for host in (f"rebind.attacker.example:{served.port}", "rebind.attacker.example"):
-        for path in ("/api/v1/export?format=jsonl", "/", "/schedules", "/calendar.ics", "/openapi.json"):
+        for path in (
+            "/api/v1/export?format=jsonl",
+            "/",
+            "/schedules",
+            "/calendar.ics",
+            "/openapi.json",
+        ):
             status, body = _raw(served.port, "GET", path, {"Host": host})
             assert status == 421, (host, path, status)
             assert json.loads(body)["error"]["code"] == "misdirected_request"

@@ -37,10 +37,10 @@ from pydantic import (
 from pydantic_core import core_schema
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
-    NoDecode,
     TomlConfigSettingsSource,
 )
 

@@ -234,7 +234,9 @@ def check_token(value: str) -> str:
             f"{TOKEN_MIN_CHARS}): {TOKEN_HOW}"
         )
     if len(set(value)) < _TOKEN_MIN_DISTINCT:
-        raise ValueError(f"a token of {len(set(value))} different characters is guessable: {TOKEN_HOW}")
+        raise ValueError(
+            f"a token of {len(set(value))} different characters is guessable: {TOKEN_HOW}"
+        )
     return value
 
 

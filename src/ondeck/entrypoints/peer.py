@@ -52,7 +52,9 @@ def peer_uid(client_host: str, client_port: int, server_port: int) -> int | None
     return None
 
 
-def _plain(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def _plain(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     mapped = getattr(address, "ipv4_mapped", None)
     return mapped if mapped is not None else address
 

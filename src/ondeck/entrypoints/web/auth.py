@@ -5,8 +5,8 @@ constant time; success sets `ondeck_session`, an itsdangerous-signed, timestampe
 (HttpOnly, SameSite=Strict, Secure over HTTPS) that every page except the login page and
 static files requires. The cookie carries a random session id whose hash the store keeps
 (services/dashboard_sessions.py); logging out deletes it there, so a copy of the cookie
-opens nothing afterwards, and clears the browser's cookies. The API keeps its own bearer check (api/app.py);
-the calendar feed takes `?token=` because calendar apps cannot log in.
+opens nothing afterwards, and clears the browser's cookies. The API keeps its own bearer
+check (api/app.py); the calendar feed takes `?token=` because calendar apps cannot log in.
 
 CSRF (always, with or without a token): a signed double-submit cookie. `ondeck_csrf` holds
 a random nonce (HttpOnly, SameSite=Strict); every form carries `csrf_token`, the nonce
@@ -17,9 +17,11 @@ site can neither read the cookie nor forge the signature. Logging in rotates the
 The secret: with a token, derived from it (HMAC), so sessions survive a restart and die
 when the token changes; without one, random per process (a restart only asks for a reload).
 
-Wrong tokens: the login form and the API's bearer check count them per client address in
-one window (core/throttle.py); after 10 within a minute the address is refused (429 with
-`Retry-After`) until the burst leaves the window, whatever token it then gives.
+Wrong tokens: the login form, the calendar feed and the API's bearer check count them per
+caller in one window (core/throttle.py): a remote address, or a user of this machine
+(`throttle_key`); after 10 within a minute that caller is refused (429 with `Retry-After`)
+until the burst leaves the window, whatever token it then gives. The user the server runs
+as is never refused: it can read the token anyway, and nobody may lock the owner out.
 """
 
 from __future__ import annotations
@@ -300,9 +302,7 @@ def start_session(request: Request, response: Response) -> None:
     session_id = secrets.token_urlsafe(32)
     call = call_of(request)
     with call.write() as conn:
-        dashboard_sessions.begin(
-            conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE)
-        )
+        dashboard_sessions.begin(conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE))
     response.set_cookie(
         SESSION_COOKIE,
         guard_of(request).session_value(session_id),
