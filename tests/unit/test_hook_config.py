@@ -54,6 +54,10 @@ PLAIN_CASES = [
 ]
 
 UNSURE_CASES = [
+    # A blank or short token (issue 21, item 8): the full settings refuse it, saying why.
+    ({"ONDECK_TOKEN": " "}, ""),
+    ({"ONDECK_TOKEN": "s3cret"}, ""),
+    ({}, 'token = "토큰"\n'),
     ({"ONDECK_PORT": " 9000"}, ""),
     ({"ONDECK_TICK_SECONDS": "1e2"}, ""),
     ({}, "port = 9000.0\n"),
