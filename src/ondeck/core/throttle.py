@@ -1,4 +1,6 @@
-"""Refusing a burst of wrong tokens from one address: a sliding window per address.
+"""Refusing a burst of wrong tokens from one caller: a sliding window per caller, named by
+a string (web/auth.throttle_key: a remote address, or a user of this machine), called the
+address below.
 
 After `limit` failures within `window` seconds from one address, that address is refused
 (HTTP 429 with `Retry-After`) until the oldest of those failures leaves the window, even
