@@ -21,7 +21,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.services import tokens as device_tokens
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-ADMIN = "s3cret-admin-token"
+ADMIN = "s3cret-admin-token-0123456789abcdef0123456789abcdef"
 HERE = ("10.0.0.9", 5000)
 THERE = ("10.0.0.10", 5000)
 

@@ -53,14 +53,19 @@ def test_an_unreachable_database_is_a_503_json_error(settings: Settings) -> None
 
 @pytest.fixture
 def token_settings(db_url: str) -> Settings:
-    return load_settings(database_url=db_url, tz="UTC", token="s3cret-token")
+    return load_settings(
+        database_url=db_url, tz="UTC", token="s3cret-token-0123456789abcdef0123456789abcdef"
+    )
 
 
 def test_with_a_token_the_api_needs_the_bearer(engine: Engine, token_settings: Settings) -> None:
     with TestClient(create_app(token_settings, engine)) as client:
         none = client.get("/api/v1/health")
         wrong = client.get("/api/v1/health", headers={"Authorization": "Bearer nope"})
-        right = client.get("/api/v1/health", headers={"Authorization": "Bearer s3cret-token"})
+        right = client.get(
+            "/api/v1/health",
+            headers={"Authorization": "Bearer s3cret-token-0123456789abcdef0123456789abcdef"},
+        )
     assert none.status_code == 401
     assert none.json()["error"]["code"] == "unauthorized"
     assert wrong.status_code == 401

@@ -295,7 +295,9 @@ def test_a_hanging_server_is_given_at_most_three_seconds(tmp_path: Path) -> None
     try:
         fake = Server(tmp_path / "server-home")
         fake.url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        client = Client(tmp_path / "laptop-home", fake, "odk_whatever")
+        client = Client(
+            tmp_path / "laptop-home", fake, "odk_whatever-0123456789abcdef0123456789abcdef"
+        )
         out, _, took = client.hook("session-start", "start")
         assert "did not answer" in _context(out) and took < 4.5
         assert client.spooled() == 1

@@ -56,7 +56,7 @@ def _env(path: Path) -> dict[str, str]:
 def test_it_installs_a_user_unit_with_the_settings_in_effect(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("ONDECK_TOKEN", "s3cret-token")
+    monkeypatch.setenv("ONDECK_TOKEN", "s3cret-token-0123456789abcdef0123456789abcdef")
     monkeypatch.setenv("ONDECK_LEASE_GRACE", "2h")
     monkeypatch.setenv("ONDECK_SIDES", '{\n"work": ["/w"]\n}')
     assert run(["service", "install"]) == 0
@@ -74,7 +74,7 @@ def test_it_installs_a_user_unit_with_the_settings_in_effect(
     assert env["ONDECK_DATABASE_URL"] == f"sqlite:///{data}/ondeck.db"
     assert env["ONDECK_TZ"] == "Asia/Seoul"
     assert (env["ONDECK_HOST"], env["ONDECK_PORT"]) == ("127.0.0.1", "8787")
-    assert env["ONDECK_TOKEN"] == "s3cret-token"
+    assert env["ONDECK_TOKEN"] == "s3cret-token-0123456789abcdef0123456789abcdef"
     assert env["ONDECK_CONFIG"] == os.environ["ONDECK_CONFIG"]
     assert env["ONDECK_LEASE_GRACE"] == "2h"
     assert env["ONDECK_SIDES"] == """'{"work": ["/w"]}'""", "a table on one line"
@@ -86,7 +86,7 @@ def test_it_installs_a_user_unit_with_the_settings_in_effect(
 def test_a_dry_run_prints_everything_and_changes_nothing(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("ONDECK_TOKEN", "s3cret-token")
+    monkeypatch.setenv("ONDECK_TOKEN", "s3cret-token-0123456789abcdef0123456789abcdef")
     monkeypatch.setenv("ONDECK_DATABASE_URL", "postgresql+psycopg://me:pw0rd@db/ondeck")
     assert run(["service", "install", "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -94,7 +94,7 @@ def test_a_dry_run_prints_everything_and_changes_nothing(
     assert f"unit file: {home}/systemd/user/ondeck.service" in out
     assert f"environment file: {home}/ondeck/ondeck.env (mode 0600)" in out
     assert "Restart=on-failure" in out
-    assert "ONDECK_TOKEN=<12 characters, not shown>" in out
+    assert "ONDECK_TOKEN=<45 characters, not shown>" in out
     assert "ONDECK_DATABASE_URL=postgresql+psycopg://me:***@db/ondeck" in out
     assert "s3cret" not in out and "pw0rd" not in out
     assert "would run: systemctl --user daemon-reload" in out

@@ -37,7 +37,7 @@ def test_server_side_commands_refuse_in_client_mode(server: Server, tmp_path: Pa
 
 
 def test_no_token_and_a_wrong_token_exit_6(server: Server, tmp_path: Path) -> None:
-    for token in (None, "odk_not-a-token"):
+    for token in (None, "odk_not-a-token-0123456789abcdef0123456789abcdef"):
         laptop = server.client(tmp_path / f"laptop-{token}", token)
         done = laptop.ondeck("context")
         assert done.returncode == 6, done.stderr
@@ -51,7 +51,10 @@ def test_an_unreachable_server_exits_5_naming_it(tmp_path: Path) -> None:
     from support.pg import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
-    laptop = Machine(tmp_path, home_env(tmp_path, server_url=url, token="odk_x"))
+    laptop = Machine(
+        tmp_path,
+        home_env(tmp_path, server_url=url, token="odk_x0123456789abcdef0123456789abcdef012345"),
+    )
     done = laptop.ondeck("context")
     assert done.returncode == 5, done.stderr
     assert url in done.stderr and "unreachable" in done.stderr

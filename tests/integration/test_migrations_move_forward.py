@@ -461,6 +461,24 @@ def _seed_0007() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0009() -> dict[str, list[dict[str, Any]]]:
+    """0009: dashboard sessions (the hashes of their ids; one live, one past its end)."""
+    seed = _seed_0007()
+    seed["dashboard_sessions"] = [
+        {
+            "hash": "c" * 64,
+            "created_at": T - timedelta(days=1),
+            "expires_at": T + timedelta(days=29),
+        },
+        {
+            "hash": "d" * 64,
+            "created_at": T - timedelta(days=40),
+            "expires_at": T - timedelta(days=10),
+        },
+    ]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -469,6 +487,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0005": _seed_0005(),
     "0006": _seed_0006(),
     "0007": _seed_0007(),
+    "0009": _seed_0009(),
 }
 
 

@@ -287,7 +287,11 @@ def test_ondeck_mcp_in_client_mode_forwards_to_the_server(served: Served, tmp_pa
 def test_ondeck_mcp_in_client_mode_says_why_it_cannot_start(served: Served, tmp_path: Path) -> None:
     reader = served.token("phone", "read")
     cases = [
-        (_client_home(tmp_path, served.url, "odk_not-a-token"), 6, "refused the token"),
+        (
+            _client_home(tmp_path, served.url, "odk_not-a-token-0123456789abcdef0123456789abcdef"),
+            6,
+            "refused the token",
+        ),
         (_client_home(tmp_path, f"http://127.0.0.1:{free_port()}", reader), 5, "cannot be reached"),
     ]
     for env, code, words in cases:

@@ -26,7 +26,7 @@ from typing import Any
 from support.pg import free_port
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
-ADMIN_TOKEN = "admin-token-for-the-server"
+ADMIN_TOKEN = "admin-token-for-the-server-0123456789abcdef0123456789abcdef"
 
 
 def home_env(home: Path, **settings: str) -> dict[str, str]:

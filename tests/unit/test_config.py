@@ -30,14 +30,14 @@ def test_environment_values_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ONDECK_TZ", "Asia/Seoul")
     monkeypatch.setenv("ONDECK_LEASE_GRACE", "90m")
     monkeypatch.setenv("ONDECK_TICK_SECONDS", "5")
-    monkeypatch.setenv("ONDECK_TOKEN", "s3cret")
+    monkeypatch.setenv("ONDECK_TOKEN", "s3cret-0123456789abcdef0123456789abcdef")
     monkeypatch.setenv("ONDECK_BACKUP_DIR", "/b")
     settings = load_settings()
     assert settings.url == "postgresql+psycopg://u@h/db"
     assert str(settings.zone) == "Asia/Seoul"
     assert settings.lease_grace == timedelta(minutes=90)
     assert settings.tick_seconds == 5
-    assert settings.token_value == "s3cret"
+    assert settings.token_value == "s3cret-0123456789abcdef0123456789abcdef"
     assert settings.backups_path == Path("/b")
 
 

@@ -20,9 +20,22 @@ from ondeck.core.hook_settings import hook_config_of, load_hook_config
 PLAIN_CASES = [
     ({}, ""),
     ({"ONDECK_DATABASE_URL": "postgresql+psycopg://u@h/db", "ONDECK_PORT": "9100"}, ""),
-    ({"ONDECK_DATA_DIR": "~/od", "ONDECK_TOKEN": "s3cret", "ONDECK_HOST": "0.0.0.0"}, ""),
+    (
+        {
+            "ONDECK_DATA_DIR": "~/od",
+            "ONDECK_TOKEN": "s3cret-0123456789abcdef0123456789abcdef",
+            "ONDECK_HOST": "0.0.0.0",
+        },
+        "",
+    ),
     ({"ONDECK_TOKEN": ""}, ""),
-    ({"ONDECK_SERVER_URL": "https://deck.example.net:8787/", "ONDECK_TOKEN": "odk_x"}, ""),
+    (
+        {
+            "ONDECK_SERVER_URL": "https://deck.example.net:8787/",
+            "ONDECK_TOKEN": "odk_x0123456789abcdef0123456789abcdef012345",
+        },
+        "",
+    ),
     ({}, 'server_url = "http://[::1]:8787"\n'),
     ({"ONDECK_TZ": "Asia/Seoul", "ONDECK_LEASE_GRACE": "90m", "ONDECK_TICK_SECONDS": "2.5"}, ""),
     ({"ondeck_port": "9000"}, ""),
@@ -41,6 +54,10 @@ PLAIN_CASES = [
 ]
 
 UNSURE_CASES = [
+    # A blank or short token (issue 21, item 8): the full settings refuse it, saying why.
+    ({"ONDECK_TOKEN": " "}, ""),
+    ({"ONDECK_TOKEN": "s3cret"}, ""),
+    ({}, 'token = "토큰"\n'),
     ({"ONDECK_PORT": " 9000"}, ""),
     ({"ONDECK_TICK_SECONDS": "1e2"}, ""),
     ({}, "port = 9000.0\n"),

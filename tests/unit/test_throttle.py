@@ -32,3 +32,14 @@ def test_it_remembers_a_bounded_number_of_addresses() -> None:
         window.fail("attacker", 1.0)
     window.fail("newcomer", 2.0)  # room is made by forgetting the oldest, not the attacker
     assert window.retry_after("attacker", 2.0) == 59
+
+
+def test_counting_says_whether_any_failure_is_within_the_window() -> None:
+    """The guard asks this first: while nobody gave a wrong token it does not look up who
+    asks (a read of /proc/net/tcp for a caller on this machine)."""
+    window = FailureWindow(limit=3, window=60.0)
+    assert not window.counting(1000.0)
+    window.fail("127.0.0.1 (uid 65534)", 1000.0)
+    assert window.counting(1030.0)
+    assert not window.counting(1061.0), "a failure past the window is forgotten"
+    assert window.retry_after("127.0.0.1 (uid 65534)", 1061.0) is None

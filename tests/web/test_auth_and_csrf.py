@@ -16,7 +16,7 @@ from ondeck.db.tables import tasks
 from ondeck.entrypoints.api.app import create_app
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789abcdef0123456789abcdef"
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -187,7 +187,9 @@ def test_the_dashboard_cookie_does_not_open_the_api(locked: TestClient) -> None:
 def test_a_session_from_another_token_is_refused(engine: Engine, db_url: str, locked) -> None:  # type: ignore[no-untyped-def]
     _login(locked)
     cookie = locked.cookies["ondeck_session"]
-    other = load_settings(database_url=db_url, tz="UTC", token="another-token")
+    other = load_settings(
+        database_url=db_url, tz="UTC", token="another-token-0123456789abcdef0123456789abcdef"
+    )
     with TestClient(create_app(other, engine)) as client:
         client.cookies.set("ondeck_session", cookie)
         assert client.get("/", follow_redirects=False).status_code == 303
@@ -200,3 +202,56 @@ def test_the_login_page_escapes_next(locked: TestClient) -> None:
 
 def test_settings_fixture_has_no_token(settings: Settings) -> None:
     assert settings.token_value is None
+
+
+# --- logging out ends the session on the server (issue 21, item 8) ------------------------
+
+
+def test_logging_out_ends_the_session_on_the_server(locked: TestClient, engine: Engine) -> None:
+    """A copy of the session cookie (another tab, a stolen backup of the browser profile)
+    opens nothing once its session logged out: the server forgot the session, and only
+    that one (another browser's login goes on)."""
+    laptop = TestClient(locked.app)  # type: ignore[arg-type]
+    _login(laptop)
+    _login(locked)
+    copied = locked.cookies["ondeck_session"]
+    page = locked.get("/tasks")
+    assert page.status_code == 200
+    out = locked.post("/logout", data={"csrf_token": _token(page.text)}, follow_redirects=False)
+    assert out.status_code == 303
+    with TestClient(locked.app) as thief:  # type: ignore[arg-type]
+        thief.cookies.set("ondeck_session", copied)
+        assert thief.get("/tasks", follow_redirects=False).status_code == 303
+        assert thief.get("/openapi.json").status_code == 401
+        assert thief.get("/calendar.ics").status_code == 401
+    assert laptop.get("/tasks", follow_redirects=False).status_code == 200
+    with engine.connect() as conn:
+        from ondeck.db.tables import dashboard_sessions
+
+        assert conn.execute(select(func.count()).select_from(dashboard_sessions)).scalar() == 1
+
+
+def test_the_store_keeps_no_session_id(locked: TestClient, engine: Engine) -> None:
+    """Only a hash: a copy of the database opens no session."""
+    from ondeck.db.tables import dashboard_sessions
+
+    _login(locked)
+    cookie = locked.cookies["ondeck_session"]
+    with engine.connect() as conn:
+        [row] = conn.execute(select(dashboard_sessions)).all()
+    session_id = cookie.split(".")[0]
+    assert row.hash not in cookie and len(row.hash) == 64 and session_id not in row.hash
+
+
+def test_a_blank_or_short_token_never_logs_in(engine: Engine, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`ONDECK_TOKEN=" "` used to count: the login and `calendar.ics?token=%20` took a
+    space. Such a token is refused where it is read, saying why and how to make one."""
+    from ondeck.core.errors import ConfigError
+    from ondeck.entrypoints.web.auth import Guard
+
+    for given in (" ", "  \t", "x", "s3cret", "토큰토큰토큰", "a" * 40, "two\nlines" * 5):
+        with pytest.raises(ConfigError) as refused:
+            load_settings(database_url=db_url, tz="UTC", token=given, data_dir=tmp_path)
+        assert "openssl rand -hex 32" in str(refused.value)
+        with pytest.raises(ValueError):
+            Guard.create(given)

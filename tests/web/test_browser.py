@@ -47,7 +47,7 @@ CHROMIUM_ARGS = [
 ]
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "browser-test-token"
+TOKEN = "browser-test-token-0123456789abcdef0123456789abcdef"
 
 
 @dataclass

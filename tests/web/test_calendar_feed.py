@@ -87,11 +87,13 @@ def test_the_feed_names_the_configured_zone(engine: Engine, db_url: str) -> None
 
 
 def test_with_a_token_the_feed_needs_it_in_the_query(engine: Engine, db_url: str) -> None:
-    locked = load_settings(database_url=db_url, tz="UTC", token="feed-token")
+    locked = load_settings(
+        database_url=db_url, tz="UTC", token="feed-token-0123456789abcdef0123456789abcdef"
+    )
     with time_machine.travel(NOW, tick=False), TestClient(create_app(locked, engine)) as client:
         assert client.get("/calendar.ics").status_code == 401
         assert client.get("/calendar.ics?token=wrong").status_code == 401
-        ok = client.get("/calendar.ics?token=feed-token")
+        ok = client.get("/calendar.ics?token=feed-token-0123456789abcdef0123456789abcdef")
     assert ok.status_code == 200 and b"BEGIN:VCALENDAR" in ok.content
 
 

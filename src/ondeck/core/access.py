@@ -11,6 +11,7 @@ services/tokens.py; this module is the vocabulary, pure.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from enum import StrEnum
@@ -81,3 +82,37 @@ class DeviceToken:
             "revoked_at": iso(self.revoked_at, zone),
             "side": self.side,
         }
+
+
+# A DNS name (letters, digits, hyphens, dots; any script's name arrives here as punycode),
+# an IPv4 address, or an IPv6 address in brackets; then an optional port.
+_HOST = re.compile(
+    r"(?P<host>\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)(?::(?P<port>[0-9]{1,5}))?"
+)
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """A Host header (or a configured name) as (host, port): lower case, an IPv6 address
+    without its brackets, None for no port; None when it is not a host at all."""
+    found = _HOST.fullmatch(value.strip().lower().rstrip("."))
+    if found is None:
+        return None
+    port = found["port"]
+    if port is not None and not 0 < int(port) <= 65535:
+        return None
+    return found["host"].strip("[]"), None if port is None else int(port)
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """A name or address that can only mean this machine."""
+    import ipaddress
+
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic_core import core_schema
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -51,6 +52,7 @@ from ondeck.core.hook_config import (
     absolute_text,
     check_database_url,
     check_server_url,
+    check_token,
     config_file,
     database_url,
     default_data_dir,
@@ -139,6 +141,13 @@ class Settings(BaseSettings):
     server_url: str | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
+    # Names (besides loopback and the address a request came in on) that the server answers
+    # as Host: `deck.example.net` (any port) or `deck.example.net:8787`; any other Host is
+    # refused (a page of another site reaching it by DNS rebinding).
+    public_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed: addresses or
+    # networks. None by default: a local process must not forge the address it comes from.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # TLS served by ondeck itself (entrypoints/server.py checks the files before binding).
     ssl_certfile: Annotated[Path | None, BeforeValidator(_absolute)] = None
     ssl_keyfile: Annotated[Path | None, BeforeValidator(_absolute)] = None
@@ -224,8 +233,51 @@ class Settings(BaseSettings):
     @field_validator("token")
     @classmethod
     def _token(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value():
-            return None
+        if value is None or not value.get_secret_value():
+            return None  # unset (an empty line in an environment file): no token
+        check_token(value.get_secret_value())  # a blank or short one is refused, saying why
+        return value
+
+    @field_validator("public_hosts", "trusted_proxies", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        # `a,b` in the environment, a list in the TOML file.
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("public_hosts")
+    @classmethod
+    def _public_hosts(cls, value: list[str]) -> list[str]:
+        from ondeck.core.access import split_host
+
+        names = []
+        for given in value:
+            try:  # a name in any script is asked for in its ASCII (punycode) form
+                name = given.encode("idna").decode("ascii")
+            except UnicodeError:
+                name = given
+            names.append(name.lower())
+            if split_host(name) is None:
+                raise ValueError(
+                    f"public host {given!r:.80} is not a host name: write deck.example.net "
+                    "or deck.example.net:8787"
+                )
+        return names
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"trusted proxy {entry!r:.80} is not an address or network: write "
+                    "127.0.0.1, ::1 or 10.0.0.0/8"
+                ) from None
         return value
 
     @field_validator("session_grace")
@@ -319,6 +371,8 @@ def load_settings(**overrides: Any) -> Settings:
         reason = err["msg"].removeprefix("Value error, ")
         if isinstance(value, str):  # a refusal names the URL, never its password
             value = hide_password(value)
+        if field == "token":
+            raise ConfigError(f"ONDECK_TOKEN: {reason}") from None
         if not field:  # a rule across settings (the classification rules): its own words
             raise ConfigError(reason) from None
         if isinstance(value, dict):

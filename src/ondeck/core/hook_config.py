@@ -212,6 +212,34 @@ def database_url(checked: str | None, data_dir: str | os.PathLike[str]) -> str:
     return sqlite_url(join(posix_path(os.fspath(data_dir)), "ondeck.db"))
 
 
+# A token guards the whole store, and the dashboard's signing key is derived from it, so a
+# signed form token (which the login page hands anyone) lets a guesser test candidates
+# offline at full speed: only a long random token resists. 32 characters of hex are 128
+# bits; `openssl rand -hex 32` (64 characters) is what the README recommends.
+TOKEN_MIN_CHARS = 32
+_TOKEN_MIN_DISTINCT = 8
+TOKEN_HOW = "make one with `openssl rand -hex 32`"
+
+
+def check_token(value: str) -> str:
+    """A token (ONDECK_TOKEN, or one a request presents) that can resist guessing; else
+    ValueError saying why and how to make one."""
+    if not value.strip():
+        raise ValueError(f"a blank token guards nothing: {TOKEN_HOW}")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError(f"a token has no spaces, line breaks or control characters: {TOKEN_HOW}")
+    if len(value) < TOKEN_MIN_CHARS:
+        raise ValueError(
+            f"{len(value)} characters are too few to resist guessing (at least "
+            f"{TOKEN_MIN_CHARS}): {TOKEN_HOW}"
+        )
+    if len(set(value)) < _TOKEN_MIN_DISTINCT:
+        raise ValueError(
+            f"a token of {len(set(value))} different characters is guessable: {TOKEN_HOW}"
+        )
+    return value
+
+
 _SERVER_FORM = "write http(s)://host:port, such as https://deck.example.net:8787"
 
 
@@ -543,7 +571,8 @@ def _build(raw: dict[str, Any]) -> HookConfig:
     if "port" in raw:
         kwargs["port"] = _whole(raw["port"], 0, 65535)
     if "token" in raw:
-        kwargs["token"] = _text(raw["token"]) or None
+        given = _text(raw["token"])
+        kwargs["token"] = _checked(check_token, given) if given else None
     if "tz" in raw:
         kwargs["tz"] = _text(raw["tz"])  # checked where used (HookConfig.zone)
     if "lease_grace" in raw:

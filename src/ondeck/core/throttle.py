@@ -1,4 +1,6 @@
-"""Refusing a burst of wrong tokens from one address: a sliding window per address.
+"""Refusing a burst of wrong tokens from one caller: a sliding window per caller, named by
+a string (web/auth.throttle_key: a remote address, or a user of this machine), called the
+address below.
 
 After `limit` failures within `window` seconds from one address, that address is refused
 (HTTP 429 with `Retry-After`) until the oldest of those failures leaves the window, even
@@ -29,6 +31,15 @@ class FailureWindow:
     _failures: dict[str, deque[float]] = field(default_factory=dict)
     # The dashboard's login runs in a worker thread, the API's check on the event loop.
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def counting(self, now: float) -> bool:
+        """Whether any failure is still within the window, from anyone: when none is, the
+        caller need not find out who asks (a look-up that costs more than this)."""
+        with self._lock:
+            if self._failures:
+                for address in [a for a in self._failures if not self._recent(a, now)]:
+                    del self._failures[address]
+            return bool(self._failures)
 
     def retry_after(self, address: str, now: float) -> int | None:
         """Seconds until `address` may try again, or None when it is not refused."""

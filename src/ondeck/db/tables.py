@@ -496,3 +496,21 @@ tokens = Table(
         postgresql_where=text("revoked_at IS NULL"),
     ),
 )
+
+
+# --- dashboard sessions (issue 21) -----------------------------------------------------------
+
+dashboard_sessions = Table(
+    "dashboard_sessions",
+    metadata,
+    # One login to the dashboard (services/dashboard_sessions.py): the signed cookie carries
+    # a random id, `hash` is its SHA-256. Logging out deletes the row, so a copy of the cookie
+    # is refused from then on.
+    Column("id", Id, primary_key=True),
+    Column("hash", String(64), nullable=False),
+    Column("created_at", Instant, nullable=False),
+    Column("expires_at", Instant, nullable=False),
+    CheckConstraint("expires_at > created_at", name="ends_after_start"),
+    # Every dashboard request with a session cookie looks its hash up here.
+    UniqueConstraint("hash"),
+)

@@ -122,5 +122,10 @@ def serve(
         log_config=None,
         ssl_certfile=None if tls is None else tls.certfile,
         ssl_keyfile=None if tls is None else tls.keyfile,
+        # X-Forwarded-For and -Proto only from the proxies the owner names: uvicorn's default
+        # believes 127.0.0.1, so any local process could claim any address (and dodge, or
+        # aim, the wrong-token limit of an address).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies) or [],
     )
     _server_class()(config).run()

@@ -6,7 +6,9 @@ it may do what it asks.
     `read`              GET, HEAD and OPTIONS only; anything else is 403 naming the token
     no token            401 (not counted as a wrong token: a client not yet set up)
     wrong token         401, counted for the address (unknown, revoked and expired alike)
-    a refused address   429 with `Retry-After`, whatever token it gives (web/auth.py)
+    a refused caller    429 with `Retry-After`, whatever token it gives: a remote address,
+                        or a user of this machine, never the user the server runs as
+                        (web/auth.throttle_key)
     over MCP (`/mcp`)   the same check, recorded as `mcp`, `mcp:<name>`; a `read` token is
                         held to the read-only tools by the MCP server (mcp_http.py)
 
@@ -23,7 +25,7 @@ from starlette.responses import Response
 from ondeck.core.errors import Forbidden, OndeckError, Unauthorized
 from ondeck.entrypoints.api import errors
 from ondeck.entrypoints.store import call_of, identify_as
-from ondeck.entrypoints.web.auth import client_address, guard_of
+from ondeck.entrypoints.web.auth import guard_of, throttle_key
 
 
 async def admit(request: Request, *, browsable: bool, surface: str = "api") -> Response | None:
@@ -31,8 +33,12 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     `browsable`: the API's description, which a browser logged in to the dashboard may read.
     `surface` "mcp": every request is a POST, so a `read` token is held to the tools that
     change nothing by the MCP server itself (mcp_http.py), which reads the identity here."""
-    if browsable and guard_of(request).has_session(request):
-        return None
+    if browsable:
+        try:
+            if await run_in_threadpool(guard_of(request).has_session, request):
+                return None
+        except OndeckError as exc:  # the store is unavailable: no answer either way
+            return errors.error_response(exc.http_status, exc.code, exc.message)
     call = call_of(request)
     guard = guard_of(request)
     wait = guard.retry_after(request, call.now())
@@ -40,7 +46,7 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
         refused = errors.error_response(
             429,
             "too_many_attempts",
-            f"too many wrong tokens from {client_address(request)}: try again in {wait} s",
+            f"too many wrong tokens from {throttle_key(request)}: try again in {wait} s",
         )
         refused.headers["Retry-After"] = str(wait)
         return refused

@@ -18,6 +18,7 @@ from ondeck.core.config import Settings
 from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
+from ondeck.entrypoints.api.boundary import Boundary
 from ondeck.entrypoints.store import Store
 
 log = logs.logger("ondeck.api")
@@ -41,13 +42,21 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
         version=__version__,
         description="What is on deck today: backlog, schedules, leases, session context.",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc load their scripts from a CDN, unpinned: no page of
+        # ondeck runs a third party's code. The document itself is /openapi.json, for any
+        # OpenAPI viewer.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.store = store
     errors.install(app)
 
     # Added first, so it runs after the body limit below.
     app.add_middleware(Guard, settings=settings)
-    # Added last, so it runs first: an oversized body is refused before the token check.
+    # A foreign Host or a cross-origin write is refused before routing (api/boundary.py).
+    app.add_middleware(Boundary, public_hosts=settings.public_hosts)
+    # Added last, so it runs first: an oversized body is refused before anything else looks
+    # at it (a declared length at once; a streamed body is held to the limit).
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     from ondeck.entrypoints.api import health
@@ -150,5 +159,5 @@ async def _jobs_running(store: Store, run_jobs: bool) -> AsyncIterator[None]:
         thread.join(timeout=30)
 
 
-# FastAPI's description of the API and its two browsable renderings.
-API_DOCUMENTS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# FastAPI's description of the API (its browsable renderings are not served: see above).
+API_DOCUMENTS = frozenset({"/openapi.json"})

@@ -3,8 +3,10 @@
 Login (only when `ONDECK_TOKEN` is set): the login form takes the token, compared in
 constant time; success sets `ondeck_session`, an itsdangerous-signed, timestamped value
 (HttpOnly, SameSite=Strict, Secure over HTTPS) that every page except the login page and
-static files requires. Logout clears it. The API keeps its own bearer check (api/app.py);
-the calendar feed takes `?token=` because calendar apps cannot log in.
+static files requires. The cookie carries a random session id whose hash the store keeps
+(services/dashboard_sessions.py); logging out deletes it there, so a copy of the cookie
+opens nothing afterwards, and clears the browser's cookies. The API keeps its own bearer
+check (api/app.py); the calendar feed takes `?token=` because calendar apps cannot log in.
 
 CSRF (always, with or without a token): a signed double-submit cookie. `ondeck_csrf` holds
 a random nonce (HttpOnly, SameSite=Strict); every form carries `csrf_token`, the nonce
@@ -15,9 +17,11 @@ site can neither read the cookie nor forge the signature. Logging in rotates the
 The secret: with a token, derived from it (HMAC), so sessions survive a restart and die
 when the token changes; without one, random per process (a restart only asks for a reload).
 
-Wrong tokens: the login form and the API's bearer check count them per client address in
-one window (core/throttle.py); after 10 within a minute the address is refused (429 with
-`Retry-After`) until the burst leaves the window, whatever token it then gives.
+Wrong tokens: the login form, the calendar feed and the API's bearer check count them per
+caller in one window (core/throttle.py): a remote address, or a user of this machine
+(`throttle_key`); after 10 within a minute that caller is refused (429 with `Retry-After`)
+until the burst leaves the window, whatever token it then gives. The user the server runs
+as is never refused: it can read the token anyway, and nobody may lock the owner out.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,8 +42,9 @@ from starlette.responses import Response
 from ondeck.core import logs
 from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
+from ondeck.core.hook_config import check_token
 from ondeck.core.throttle import FailureWindow
-from ondeck.entrypoints.store import Call
+from ondeck.entrypoints.store import Call, call_of
 
 log = logs.logger("ondeck.auth")
 
@@ -71,6 +77,10 @@ class Guard:
 
     @classmethod
     def create(cls, token: str | None) -> Guard:
+        """The guard of a server with `token` (None: no login). A token too weak to guard
+        anything is refused here too, not only by the settings (ValueError, saying why)."""
+        if token is not None:
+            check_token(token)
         if token:
             secret = hmac.new(token.encode(), b"ondeck-dashboard-v1", hashlib.sha256).digest()
         else:
@@ -117,35 +127,61 @@ class Guard:
     # --- wrong tokens ---------------------------------------------------------------
 
     def retry_after(self, request: Request, now: datetime) -> int | None:
-        """Seconds until this request's address may give a token again; None: now."""
-        return self.failures.retry_after(client_address(request), now.timestamp())
+        """Seconds until this request's caller may give a token again; None: now."""
+        if not self.failures.counting(now.timestamp()):
+            return None  # nobody gave a wrong token: not worth finding out who asks
+        key = throttle_key(request)
+        return None if key is None else self.failures.retry_after(key, now.timestamp())
 
     def wrong_token(self, request: Request, now: datetime) -> None:
-        address = client_address(request)
-        if self.failures.fail(address, now.timestamp()):
+        key = throttle_key(request)
+        if key is None:
+            log.info("a wrong token from this machine's owner (%s)", client_address(request))
+            return
+        if self.failures.fail(key, now.timestamp()):
             log.warning(
                 "refusing %s for a minute: %d wrong tokens within %d s",
-                address,
+                key,
                 self.failures.limit,
                 self.failures.window,
             )
 
     # --- the session ----------------------------------------------------------------
 
-    def session_value(self) -> str:
-        return str(self._serializer("session").dumps({"sid": secrets.token_urlsafe(16)}))
+    def session_value(self, session_id: str) -> str:
+        return str(self._serializer("session").dumps({"sid": session_id}))
 
-    def has_session(self, request: Request) -> bool:
-        if not self.login_enabled:
-            return True
+    def session_id(self, request: Request) -> str | None:
+        """The id the request's session cookie carries, if this server signed it and it is
+        not older than SESSION_MAX_AGE; whether the session is still live is the store's."""
         value = request.cookies.get(SESSION_COOKIE)
         if not value:
-            return False
+            return None
         try:
-            self._serializer("session").loads(value, max_age=SESSION_MAX_AGE)
+            signed = self._serializer("session").loads(value, max_age=SESSION_MAX_AGE)
         except BadSignature:  # also covers an expired signature
-            return False
-        return True
+            return None
+        found = signed.get("sid") if isinstance(signed, dict) else None
+        return found if isinstance(found, str) and found else None
+
+    def has_session(self, request: Request) -> bool:
+        """Whether the request is logged in: a cookie this server signed, for a session not
+        ended (a read of the store: call it off the event loop). Asked once per request."""
+        if not self.login_enabled:
+            return True
+        known = getattr(request.state, "ondeck_session_live", None)
+        if known is not None:
+            return bool(known)
+        session_id = self.session_id(request)
+        live = False
+        if session_id is not None:
+            from ondeck.services import dashboard_sessions
+
+            call = call_of(request)
+            with call.read() as conn:
+                live = dashboard_sessions.live(conn, call.now(), session_id)
+        request.state.ondeck_session_live = live
+        return live
 
     # --- the message a redirect carries back --------------------------------------------
 
@@ -177,9 +213,34 @@ class Guard:
 
 
 def client_address(request: Request) -> str:
-    """The address a request came from: behind a reverse proxy, its `X-Forwarded-For` when
-    uvicorn trusts the proxy (127.0.0.1, or `FORWARDED_ALLOW_IPS`), else the proxy's."""
+    """The address a request came from: behind a reverse proxy named in
+    `ONDECK_TRUSTED_PROXIES`, its `X-Forwarded-For`; else the connection's own."""
     return request.client.host if request.client else "unknown"
+
+
+def throttle_key(request: Request) -> str | None:
+    """Whose wrong tokens these are, for the limit: a remote caller by its address; a caller
+    on this machine by its user (every local process shares 127.0.0.1, so one user's
+    guesses would lock out every other's hooks); None for the user the server runs as.
+
+    That user is never refused: whatever it runs can read the server's token from its
+    files and its environment anyway, so slowing it protects nothing, and refusing it would
+    lock the owner out of their own machine (a stale token in one hook's settings, or
+    another process's guesses). Every other user, local or remote, is slowed as before."""
+    address = client_address(request)
+    server = request.scope.get("server")
+    if request.client is None or server is None:
+        return address  # a Unix socket or a test client: no peer to look up
+    from ondeck.entrypoints.peer import is_loopback_address, peer_uid
+
+    if not is_loopback_address(address):
+        return address
+    uid = peer_uid(address, request.client.port, server[1])
+    if uid is None:
+        return address  # not found (not Linux, or the peer went away): the address alone
+    if uid == os.getuid():
+        return None
+    return f"{address} (uid {uid})"
 
 
 def _cookie_nonce(request: Request) -> str | None:
@@ -233,9 +294,18 @@ def store_cookies(request: Request, response: Response) -> None:
 
 
 def start_session(request: Request, response: Response) -> None:
+    """A new session on the server, and its cookie."""
+    from datetime import timedelta
+
+    from ondeck.services import dashboard_sessions
+
+    session_id = secrets.token_urlsafe(32)
+    call = call_of(request)
+    with call.write() as conn:
+        dashboard_sessions.begin(conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE))
     response.set_cookie(
         SESSION_COOKIE,
-        guard_of(request).session_value(),
+        guard_of(request).session_value(session_id),
         max_age=SESSION_MAX_AGE,
         httponly=True,
         samesite="strict",
@@ -245,6 +315,14 @@ def start_session(request: Request, response: Response) -> None:
 
 
 def end_session(request: Request, response: Response) -> None:
+    """End the session on the server (a copy of the cookie opens nothing after this), and
+    drop the browser's cookies."""
+    session_id = guard_of(request).session_id(request)
+    if session_id is not None:
+        from ondeck.services import dashboard_sessions
+
+        with call_of(request).write() as conn:
+            dashboard_sessions.end(conn, session_id)
     for name in (SESSION_COOKIE, CSRF_COOKIE):
         response.delete_cookie(
             name, path="/", httponly=True, samesite="strict", secure=_secure(request)
