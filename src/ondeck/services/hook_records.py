@@ -144,6 +144,8 @@ def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
 def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classification]:
     """The facts of a working directory (marker file, git) and their classification under
     the config's rules."""
+    import os
+
     from ondeck.core.git import Deadline, read_repo
     from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
 
@@ -151,10 +153,13 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     # process runs (and say something of another directory).
     usable = isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd
     place = clean_text(cwd) if usable else None
+    # Classified where it really is: a symlink does not move a directory to another side.
+    real = os.path.realpath(place) if place else None
     repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
     facts = Facts(
         cwd=place,
-        marker=read_marker(place),
+        real_cwd=real if real != place else None,
+        marker=read_marker(real),
         git_root=repo.root,
         branch=repo.branch,
         head=repo.head,
