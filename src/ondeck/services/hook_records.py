@@ -321,6 +321,11 @@ def changes_record(
     }
 
 
+def digest(text: str) -> str:
+    """A short hash of `text` (32 hex digits), as record fingerprints are made."""
+    return _sha(text)
+
+
 def _sha(data: str | bytes) -> str:
     """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
     of a hook's whole process (as core/hook_config.store_fingerprint)."""
