@@ -115,6 +115,10 @@ class Repo(Frozen):
     branch: str | None = None  # None: detached HEAD, or not read
     head: str | None = None  # None: no commit yet, or not read
     remotes: dict[str, str] = {}  # noqa: RUF012 (Frozen copies it) name → URL as configured
+    # The main checkout when `root` is a linked worktree (`git worktree add`): the same
+    # repository, so the same project.
+    worktree_of: str | None = None
+    note: str | None = None  # why git gave less than it should have (it did not answer)
 
 
 class Listing(Frozen):
@@ -126,7 +130,9 @@ class Listing(Frozen):
 
 
 class _Failed(Exception):
-    pass
+    def __init__(self, message: str, *, unanswered: bool = False) -> None:
+        super().__init__(message)
+        self.unanswered = unanswered  # git did not answer (out of time, or could not run)
 
 
 def _git(cwd: str, args: list[str], deadline: Deadline, *, drivers: bool = False) -> str:
@@ -146,13 +152,13 @@ def _call(
 ) -> tuple[int, bytes, bytes]:
     left = deadline.left()
     if left <= 0:
-        raise _Failed(_OUT_OF_TIME)
+        raise _Failed(_OUT_OF_TIME, unanswered=True)
     try:
         return run(["git", "-C", cwd, *args], left, config=[*_SAFE_CONFIG, *named])
     except TimeoutError:
-        raise _Failed(_OUT_OF_TIME) from None
+        raise _Failed(_OUT_OF_TIME, unanswered=True) from None
     except OSError as exc:  # no git, or cwd gone
-        raise _Failed(f"git could not run ({exc.strerror or exc})") from None
+        raise _Failed(f"git could not run ({exc.strerror or exc})", unanswered=True) from None
 
 
 def _named_keys(cwd: str, deadline: Deadline) -> list[tuple[str, str]]:
@@ -253,20 +259,26 @@ def run(
 
 
 def read_repo(cwd: str | None, deadline: Deadline, *, remotes: bool = False) -> Repo:
-    """The repository holding `cwd`: top-level, branch, HEAD and (if asked) remote URLs."""
+    """The repository holding `cwd`: top-level, branch, HEAD, the main checkout of a linked
+    worktree, and (if asked) remote URLs. When git does not answer, what the files say
+    (`found_on_disk`), with the reason in `note`: a slow git is not "not a repository"."""
     if not cwd or not os.path.isdir(cwd):
         return Repo()
+    asked = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"]
     try:
-        lines = _git(
-            cwd, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], deadline
-        )
-        root, head, branch = [*lines.splitlines(), "", "", ""][:3]
-    except _Failed:
+        lines = _git(cwd, [*asked, "--git-dir", "HEAD", "--abbrev-ref", "HEAD"], deadline)
+        root, common, own, head, branch = [*lines.splitlines(), "", "", "", "", ""][:5]
+    except _Failed as exc:
+        if exc.unanswered:
+            return found_on_disk(cwd, f"git did not answer ({exc})")
         # Not a repository, or one without a commit yet: then only the top-level and the
         # branch HEAD points to can be read.
         try:
-            root = _git(cwd, ["rev-parse", "--show-toplevel"], deadline).strip()
-        except _Failed:
+            lines = _git(cwd, [*asked, "--git-dir"], deadline)
+            root, common, own = [*lines.splitlines(), "", "", ""][:3]
+        except _Failed as again:
+            if again.unanswered:
+                return found_on_disk(cwd, f"git did not answer ({again})")
             return Repo()
         head = ""
         try:
@@ -274,11 +286,13 @@ def read_repo(cwd: str | None, deadline: Deadline, *, remotes: bool = False) -> 
         except _Failed:
             branch = ""
     found: dict[str, str] = {}
+    note = None
     if remotes:
         try:
             listed = _git(cwd, ["config", "--get-regexp", r"^remote\..*\.url$"], deadline)
-        except _Failed:  # no remote at all is also a failure of --get-regexp
+        except _Failed as exc:  # no remote at all is also a failure of --get-regexp
             listed = ""
+            note = f"remotes not read: git did not answer ({exc})" if exc.unanswered else None
         for line in listed.splitlines():
             key, _, url = line.partition(" ")
             name = key.removeprefix("remote.").removesuffix(".url")
@@ -289,7 +303,73 @@ def read_repo(cwd: str | None, deadline: Deadline, *, remotes: bool = False) -> 
         branch=branch if branch and branch != "HEAD" else None,
         head=head if len(head) >= 40 else None,
         remotes=found,
+        worktree_of=_main_checkout(common) if common and own and common != own else None,
+        note=note,
     )
+
+
+def _main_checkout(common_dir: str) -> str:
+    """The checkout a worktree belongs to, from the repository's common git directory:
+    `/src/site/.git` → `/src/site`; a bare `/src/site.git` is named by itself."""
+    common_dir = common_dir.rstrip("/")
+    if os.path.basename(common_dir) == ".git":
+        return os.path.dirname(common_dir)
+    return common_dir
+
+
+def found_on_disk(cwd: str, note: str) -> Repo:
+    """The repository of `cwd` as its files show it, without git: the nearest folder with a
+    `.git` (a directory, or a worktree's `gitdir:` file) and the branch its HEAD names.
+    What git did not answer for stays unknown (`head`, remotes), and `note` says why."""
+    for folder in _folders(cwd):
+        dot_git = os.path.join(folder, ".git")
+        if os.path.isdir(dot_git):
+            return Repo(root=folder, branch=_branch_in(dot_git), note=note)
+        if os.path.isfile(dot_git):
+            own = _gitdir_of(dot_git)
+            if own is None:
+                continue
+            common = own
+            try:
+                with open(os.path.join(own, "commondir"), encoding="utf-8") as handle:
+                    common = os.path.normpath(os.path.join(own, handle.read(4096).strip()))
+            except OSError:
+                pass
+            worktree_of = _main_checkout(common) if common != own else None
+            return Repo(root=folder, branch=_branch_in(own), worktree_of=worktree_of, note=note)
+    return Repo(note=note)
+
+
+def _folders(cwd: str) -> list[str]:
+    here, out = os.path.abspath(cwd), []
+    while True:
+        out.append(here)
+        up = os.path.dirname(here)
+        if up == here:
+            return out
+        here = up
+
+
+def _gitdir_of(dot_git_file: str) -> str | None:
+    try:
+        with open(dot_git_file, encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    path = text.removeprefix("gitdir:").strip()
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git_file), path))
+
+
+def _branch_in(git_dir: str) -> str | None:
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    ref = text.removeprefix("ref:").strip() if text.startswith("ref:") else ""
+    return ref.removeprefix("refs/heads/") or None
 
 
 def commits_between(root: str, start: str, end: str, deadline: Deadline) -> Listing:
@@ -327,6 +407,86 @@ def commits_between(root: str, start: str, end: str, deadline: Deadline) -> List
             total = COMMITS_MAX + 1
         items = items[:COMMITS_MAX]
     return Listing(items=items, total=total)
+
+
+SESSION_READ_MAX = 1_000  # commits read to find a session's own among them
+CLOCK_SLACK_S = 5
+
+
+def session_commits(
+    root: str, start: str, end: str, deadline: Deadline, *, since: float | None = None
+) -> Listing:
+    """The commits a session made: reachable from its end's HEAD, not from its start commit,
+    and committed since the session began (`since`, a Unix time). A rebase onto main (or a
+    pull) brings main's commits into `start..end`: they were committed before the session
+    and are not counted, and the note says so. When the start commit is no longer an
+    ancestor of HEAD (a rebase of the session's branch, a reset, another branch), the note
+    says history was rewritten. Without `since`, `commits_between` (and the note)."""
+    if start == end:
+        return Listing(items=[], total=0)
+    try:
+        named = _named_keys(root, deadline)
+        code, _, _ = _call(root, ["merge-base", "--is-ancestor", start, end], deadline, named)
+    except _Failed as exc:
+        return Listing(items=None, note=f"commits not read: {exc}")
+    rewritten = None
+    revisions = [f"{start}..{end}"]
+    if code == 1:
+        rewritten = (
+            f"history was rewritten (the start commit {start[:12]} is no longer an ancestor "
+            "of HEAD: a rebase, a reset or another branch)"
+        )
+    elif code != 0:  # 128: the start commit is not here (rewritten and collected, or never)
+        rewritten = (
+            f"history was rewritten (the start commit {start[:12]} is no longer in this repository)"
+        )
+        revisions = [end]
+    if since is None:
+        if code not in (0, 1):
+            return Listing(items=None, note=f"commits not read: {rewritten}")
+        listed = commits_between(root, start, end, deadline)
+        if rewritten and listed.items is not None:
+            unknown = "the commits listed may include others' (the session's start is not known)"
+            return Listing(items=listed.items, total=listed.total, note=f"{rewritten}: {unknown}")
+        return listed
+    try:
+        out = _git(
+            root,
+            [
+                "log",
+                "-z",
+                "--no-color",
+                "--no-show-signature",
+                "--no-notes",
+                "--format=%H%x1f%ct%x1f%s",
+                f"-n{SESSION_READ_MAX}",
+                *revisions,
+            ],
+            deadline,
+            drivers=True,
+        )
+    except _Failed as exc:
+        return Listing(
+            items=None, note="; ".join(x for x in ("commits not read", rewritten, str(exc)) if x)
+        )
+    items: list[tuple[str, str]] = []
+    older = 0
+    for entry in out.split("\0"):
+        parts = entry.strip("\n").split("\x1f", 2)
+        if len(parts) != 3:
+            continue
+        sha, committed, subject = parts
+        if committed.isdigit() and int(committed) >= since - CLOCK_SLACK_S:
+            items.append((sha, subject))
+        else:
+            older += 1
+    notes = [rewritten] if rewritten else []
+    if older and code in (0, 1):
+        notes.append(
+            f"{older} commit(s) committed before the session began are not counted (brought "
+            "in by a rebase, a merge or a pull)"
+        )
+    return Listing(items=items[:COMMITS_MAX], total=len(items), note="; ".join(notes) or None)
 
 
 def changed_paths(root: str, start: str, deadline: Deadline) -> Listing:

@@ -242,7 +242,9 @@ def _start_here(
     if record is None:
         return None, None, None
     facts = record["facts"]
-    _remember_start(local.config, payload, {"start_head": facts.get("head"), **facts})
+    _remember_start(
+        local.config, payload, {"start_head": facts.get("head"), "at": record["at"], **facts}
+    )
     if meanwhile is not None:
         meanwhile(record["classification"])
     try:
@@ -372,7 +374,11 @@ def _remember_start(config: HookConfig, payload: dict[str, Any], start: Any) -> 
         return
     if start.get("start_head") and start.get("capture", True):
         session_starts.remember(
-            config.data_dir, session, start.get("start_head"), start.get("git_root")
+            config.data_dir,
+            session,
+            start.get("start_head"),
+            start.get("git_root"),
+            start.get("started_at") or start.get("at"),
         )
 
 
@@ -447,4 +453,8 @@ def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] |
     if found is None:
         return None
     facts = found.get("facts") or {}
-    return {"start_head": facts.get("head"), "git_root": facts.get("git_root")}
+    return {
+        "start_head": facts.get("head"),
+        "git_root": facts.get("git_root"),
+        "at": found.get("at"),
+    }

@@ -75,6 +75,8 @@ class Facts(Frozen):
     real_cwd: str | None = None  # `cwd` through its symlinks, when that is another path
     marker: Marker | None = None
     git_root: str | None = None
+    worktree_of: str | None = None  # the main checkout, when git_root is a linked worktree
+    git_note: str | None = None  # why git said less than it should (it did not answer)
     branch: str | None = None
     head: str | None = None
     remotes: Mapping[str, str] = {}  # name → URL, credentials removed
@@ -333,9 +335,15 @@ def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
                                 Signal(rule="remote", field=key, value=rule[key], source=source)
                             )
     if facts.git_root:
-        folder = project_name(os.path.basename(posix_path(facts.git_root)))
+        # A worktree is its repository's: named by the main checkout (a bare `site.git`
+        # by `site`), so it shares the project, its handoff and its memory.
+        main = facts.worktree_of or facts.git_root
+        folder = project_name(os.path.basename(posix_path(main)).removesuffix(".git"))
+        source = facts.git_root
+        if facts.worktree_of:
+            source = f"{facts.worktree_of} (worktree {facts.git_root})"
         if folder:
-            found.append(Signal(rule="git", field="project", value=folder, source=facts.git_root))
+            found.append(Signal(rule="git", field="project", value=folder, source=source))
     return found, problems
 
 
@@ -388,9 +396,9 @@ def classify(facts: Facts, rules: Rules) -> Classification:
     unclassified = sides_on and bool(undecided)
     if unclassified:
         decisions = {name: Decision() for name in FIELDS}
-        reason = "unclassified: " + "; ".join(undecided)
+        reason = "unclassified: " + "; ".join([*undecided, *_git_words(facts)])
     else:
-        reason = _reason(decisions, undecided, problems)
+        reason = _reason(decisions, undecided, problems, _git_words(facts))
     return Classification(
         side=decisions["side"],
         project=decisions["project"],
@@ -449,17 +457,37 @@ def _decide(signals: list[Signal]) -> tuple[Decision, list[Disagreement], str | 
     return Decision(), [], None
 
 
-def _reason(decisions: dict[str, Decision], undecided: list[str], problems: list[str]) -> str:
+def _reason(
+    decisions: dict[str, Decision],
+    undecided: list[str],
+    problems: list[str],
+    git: list[str] | None = None,
+) -> str:
     parts = []
     for name in FIELDS:
         d = decisions[name]
         if d.value is None:
             continue
         parts.append(f"{name} {d.value} by {_rule_words(d)}")
-    text = "; ".join(parts) or "no side or project: no rule applies"
-    if undecided or problems:
-        text += " (" + "; ".join([*undecided, *problems]) + ")"
+    git = git or []
+    if parts:
+        text = "; ".join(parts)
+    elif git:  # not "no rule applies": the rule that would have applied could not be read
+        text = "no side or project"
+    else:
+        text = "no side or project: no rule applies"
+    if undecided or problems or git:
+        text += " (" + "; ".join([*undecided, *problems, *git]) + ")"
     return text
+
+
+def _git_words(facts: Facts) -> list[str]:
+    """What a reason says when git did not answer: not "no rule applies"."""
+    if not facts.git_note:
+        return []
+    if facts.git_root:
+        return [f"{facts.git_note}; the repository {facts.git_root} was found by its files"]
+    return [facts.git_note]
 
 
 def _rule_words(d: Decision) -> str:

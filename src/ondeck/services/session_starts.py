@@ -33,8 +33,9 @@ def _path(data_dir: str, session: str) -> str:
     return os.path.join(data_dir, DIRECTORY, f"{digest(session)}.json")
 
 
-def remember(data_dir: str, session: str, start_head: Any, git_root: Any) -> None:
-    """Keep the start commit of `session` (the first one given: never overwritten)."""
+def remember(data_dir: str, session: str, start_head: Any, git_root: Any, at: Any = None) -> None:
+    """Keep the start commit of `session` and when it began (`at`: an instant, or its ISO
+    text), the first given: never overwritten."""
     if not isinstance(start_head, str) or not start_head or not isinstance(git_root, str):
         return
     folder = os.path.join(data_dir, DIRECTORY)
@@ -47,7 +48,13 @@ def remember(data_dir: str, session: str, start_head: Any, git_root: Any) -> Non
         return
     except OSError:
         return  # a place that cannot be written: the end says its start is not known
-    text = {"session": session, "start_head": start_head[:64], "git_root": git_root[:4000]}
+    began = at.isoformat() if hasattr(at, "isoformat") else at if isinstance(at, str) else None
+    text = {
+        "session": session,
+        "start_head": start_head[:64],
+        "git_root": git_root[:4000],
+        "at": began,
+    }
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(text, ensure_ascii=False))
     _sweep(folder)
@@ -65,7 +72,13 @@ def recall(data_dir: str, session: str) -> dict[str, Any] | None:
     head, root = data.get("start_head"), data.get("git_root")
     if not isinstance(head, str) or not isinstance(root, str):
         return None
-    return {"start_head": head, "git_root": root, "capture": True}
+    at = data.get("at")
+    return {
+        "start_head": head,
+        "git_root": root,
+        "capture": True,
+        "at": at if isinstance(at, str) else None,
+    }
 
 
 def forget(data_dir: str, session: str) -> None:
