@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from ondeck.services import sessions as svc
-from support.hooks import ONDECK, SESSION_ID, commit_file, new_repo, payload, run_hook
+from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 from support.proxy import Proxy
 
@@ -196,3 +196,136 @@ def test_local_mode_database_away_at_the_end_still_records_the_commits_and_files
     assert s.status == "ended" and s.commits is not None, s.git_note
     assert [c[1] for c in s.commits["items"]] == ["작업 추가 (add jobs)"]
     assert s.files == {"paths": ["jobs.py"], "total": 1, "private": 0}
+
+
+# --- item 15: git facts that mislead -------------------------------------------------------
+
+
+def old_commit(repo: Path, name: str, message: str, days_ago: int) -> None:
+    """A commit made days before the session (main's history, fetched later)."""
+    when = f"@{int(time.time()) - days_ago * 86_400} +0000"
+    (repo / name).write_text(f"{message}\n")
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    for args in (["add", name], ["commit", "-q", "-m", message]):
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.email=o@example.org", "-c", "user.name=o", *args],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+
+def test_after_a_rebase_onto_main_only_the_sessions_commit_is_credited_and_it_says_so(
+    engine: Engine, tmp_path: Path
+) -> None:
+    env = local_env(tmp_path, str(engine.url.render_as_string(hide_password=False)))
+    repo = new_repo(tmp_path / "site")
+    git(repo, "checkout", "-q", "-b", "feature")
+    old_commit(repo, "f.txt", "feature work before the session", 3)
+    git(repo, "checkout", "-q", "main")
+    for n in range(6):
+        old_commit(repo, f"m{n}.txt", f"main {n}", 2)
+    git(repo, "checkout", "-q", "feature")
+    hook("session-start", "start", repo, env)
+    commit_file(repo, "s.txt", "mine\n", "세션의 커밋 (the session's commit)")
+    git(repo, "rebase", "-q", "main")
+    hook("session-end", "end", repo, env)
+    s = the_session(engine)
+    assert s.commits is not None, s.git_note
+    assert [c[1] for c in s.commits["items"]] == ["세션의 커밋 (the session's commit)"], s.commits
+    assert s.commits["total"] == 1
+    assert "history was rewritten" in (s.git_note or "")
+
+
+def test_main_brought_in_under_an_unmoved_start_is_not_credited(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The start commit stays an ancestor (a branch with no commit of its own yet, rebased
+    onto main): main's older commits come into start..HEAD all the same."""
+    env = local_env(tmp_path, str(engine.url.render_as_string(hide_password=False)))
+    repo = new_repo(tmp_path / "site")
+    git(repo, "branch", "feature")
+    for n in range(4):
+        old_commit(repo, f"m{n}.txt", f"main {n}", 2)
+    git(repo, "checkout", "-q", "feature")
+    hook("session-start", "start", repo, env)
+    git(repo, "rebase", "-q", "main")
+    commit_file(repo, "s.txt", "mine\n", "the session's commit")
+    hook("session-end", "end", repo, env)
+    s = the_session(engine)
+    assert [c[1] for c in s.commits["items"]] == ["the session's commit"]
+    assert "4 commit(s) made before the session began are not counted" in s.git_note
+
+
+def slow_git(tmp_path: Path, seconds: float) -> str:
+    """A PATH whose `git` answers after `seconds` (a hung network filesystem, a huge repo)."""
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    wrapper = folder / "git"
+    wrapper.write_text(f'#!/bin/sh\nsleep {seconds}\nexec {real.stdout.strip()} "$@"\n')
+    wrapper.chmod(0o755)
+    return f"{folder}:{os.environ['PATH']}"
+
+
+def test_a_slow_git_says_git_did_not_answer_and_keeps_the_project(
+    engine: Engine, tmp_path: Path
+) -> None:
+    env = local_env(tmp_path, str(engine.url.render_as_string(hide_password=False)))
+    env["PATH"] = slow_git(tmp_path, 3)
+    repo = new_repo(tmp_path / "site")
+    began = time.monotonic()
+    hook("session-start", "start", repo, env)
+    assert time.monotonic() - began < 10
+    s = the_session(engine)
+    reason = s.classification["reason"]
+    assert "no rule applies" not in reason and "git did not answer" in reason, reason
+    assert (s.project, s.project_rule, s.git_root, s.branch) == ("site", "git", str(repo), "main")
+
+
+def test_a_worktree_is_its_main_checkouts_project_and_shares_its_handoff(
+    engine: Engine, tmp_path: Path
+) -> None:
+    env = local_env(tmp_path, str(engine.url.render_as_string(hide_password=False)))
+    repo = new_repo(tmp_path / "site", commits=2)
+    tree = tmp_path / "site-hotfix"
+    git(repo, "worktree", "add", "-q", "-b", "hotfix", str(tree))
+
+    def handoff(session: str, text: str) -> None:
+        done = subprocess.run(
+            [ONDECK, "handoff", text, "--session", session],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+    def context(cwd: Path, session: str) -> str:
+        started = hook("session-start", "start", cwd, env, session_id=session)
+        return str(started["hookSpecificOutput"]["additionalContext"])
+
+    context(repo, "in-the-main-checkout")
+    handoff("in-the-main-checkout", "다음: 배포 확인 (next: check the deploy)")
+    assert "다음: 배포 확인" in context(tree, SESSION_ID)
+    handoff(SESSION_ID, "핫픽스 완료 (the hotfix is done)")
+    assert "핫픽스 완료" in context(repo, "back-in-the-main-checkout")
+    s = the_session(engine)
+    assert (s.project, s.project_rule, s.git_root) == ("site", "git", str(tree))
+    assert s.classification["project"]["source"] == f"{repo} (worktree {tree})"
+
+
+def test_a_directory_deleted_before_the_end_is_said_to_be_gone(
+    engine: Engine, tmp_path: Path
+) -> None:
+    import shutil
+
+    env = local_env(tmp_path, str(engine.url.render_as_string(hide_password=False)))
+    repo = new_repo(tmp_path / "scratch", commits=2)
+    hook("session-start", "start", repo, env)
+    shutil.rmtree(repo)
+    hook("session-end", "end", repo, env)
+    s = the_session(engine)
+    assert s.status == "ended" and s.commits is None
+    assert s.git_note and "no longer exists" in s.git_note and str(repo) in s.git_note
+    assert "no git HEAD" not in s.git_note

@@ -417,9 +417,9 @@ def session_commits(
     root: str, start: str, end: str, deadline: Deadline, *, since: float | None = None
 ) -> Listing:
     """The commits a session made: reachable from its end's HEAD, not from its start commit,
-    and committed since the session began (`since`, a Unix time). A rebase onto main (or a
-    pull) brings main's commits into `start..end`: they were committed before the session
-    and are not counted, and the note says so. When the start commit is no longer an
+    and authored and committed since the session began (`since`, a Unix time). A rebase
+    onto main (or a pull) brings main's commits into `start..end`: they were made before the
+    session and are not counted, and the note says so. When the start commit is no longer an
     ancestor of HEAD (a rebase of the session's branch, a reset, another branch), the note
     says history was rewritten. Without `since`, `commits_between` (and the note)."""
     if start == end:
@@ -458,7 +458,7 @@ def session_commits(
                 "--no-color",
                 "--no-show-signature",
                 "--no-notes",
-                "--format=%H%x1f%ct%x1f%s",
+                "--format=%H%x1f%at %ct%x1f%s",
                 f"-n{SESSION_READ_MAX}",
                 *revisions,
             ],
@@ -475,16 +475,18 @@ def session_commits(
         parts = entry.strip("\n").split("\x1f", 2)
         if len(parts) != 3:
             continue
-        sha, committed, subject = parts
-        if committed.isdigit() and int(committed) >= since - CLOCK_SLACK_S:
+        sha, times, subject = parts
+        # Authored and committed since: a rebase commits again (main's own commits keep
+        # both times; the branch's older ones keep their author's).
+        if all(t.isdigit() and int(t) >= since - CLOCK_SLACK_S for t in times.split()):
             items.append((sha, subject))
         else:
             older += 1
     notes = [rewritten] if rewritten else []
     if older and code in (0, 1):
         notes.append(
-            f"{older} commit(s) committed before the session began are not counted (brought "
-            "in by a rebase, a merge or a pull)"
+            f"{older} commit(s) made before the session began are not counted (brought in "
+            "by a rebase, a merge or a pull)"
         )
     return Listing(items=items[:COMMITS_MAX], total=len(items), note="; ".join(notes) or None)
 
