@@ -199,14 +199,17 @@ def test_capture_false_keeps_times_side_and_project_and_no_text(engine: Engine) 
 
 
 def test_marker_and_path_prefix_disagreeing_is_kept_and_shown(engine: Engine) -> None:
+    """Issue 21 item 5: a marker's side never decides; disagreeing, it sends the session
+    to the inbox (it was stored under the marker's side)."""
     marker = Marker(path="/home/me/work/blog/.ondeck.toml", side="personal")
     facts = Facts(cwd="/home/me/work/blog", marker=marker)
     apply(engine, record("start", NOW, rules=SIDES, facts=facts))
     s = the_session(engine)
-    assert (s.side, s.side_rule, s.unclassified) == ("personal", "marker", False)
+    assert (s.side, s.side_rule, s.unclassified) == (None, "none", True)
     [disagreement] = s.disagreements
     assert disagreement["kind"] == "signals" and disagreement["field"] == "side"
-    assert [(x["rule"], x["value"]) for x in disagreement["signals"]] == [("path", "work")]
+    assert [(x["rule"], x["value"]) for x in disagreement["signals"]] == [("marker", "personal")]
+    assert disagreement["decided"]["value"] == "work"
 
 
 def test_signals_of_the_same_rank_disagreeing_leave_it_unclassified(engine: Engine) -> None:

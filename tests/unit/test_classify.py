@@ -33,18 +33,69 @@ def test_sides_configured_and_none_applies_is_unclassified() -> None:
     assert "no rule gives a side" in c.reason
 
 
-def test_the_marker_outranks_a_path_prefix_and_the_disagreement_is_kept() -> None:
+def test_a_marker_cannot_move_a_session_to_another_side_it_is_unclassified_naming_both() -> None:
+    """Issue 21 item 5 (was: the marker outranked the owner's path prefix)."""
     marker = Marker(path="/home/me/work/blog/.ondeck.toml", side="personal", project="blog")
     c = classify(Facts(cwd="/home/me/work/blog", marker=marker), Rules(sides=SIDES))
+    assert c.unclassified and c.side.value is None and c.project.value is None
+    assert "the marker /home/me/work/blog/.ondeck.toml names side personal" in c.reason
+    assert "the owner's settings give side work by the path prefix /home/me/work" in c.reason
+    [d] = c.disagreements
+    assert (d.field, d.decided.value, d.same_rank) == ("side", "work", False)
+    assert [(s.rule, s.value) for s in d.signals] == [("marker", "personal")]
+
+
+def test_a_marker_naming_the_owners_side_agrees_and_may_name_the_project() -> None:
+    marker = Marker(path="/home/me/work/blog/.ondeck.toml", side="work", project="blog")
+    c = classify(Facts(cwd="/home/me/work/blog", marker=marker), Rules(sides=SIDES))
+    assert not c.unclassified and not c.disagreements
     assert (c.side.value, c.side.rule, c.project.value, c.project.rule) == (
-        "personal",
-        "marker",
+        "work",
+        "path",
         "blog",
         "marker",
     )
-    [d] = c.disagreements
-    assert (d.field, d.decided.value, d.same_rank) == ("side", "personal", False)
-    assert [(s.rule, s.value, s.source) for s in d.signals] == [("path", "work", "/home/me/work")]
+
+
+def test_a_marker_side_where_no_owners_rule_speaks_decides_nothing() -> None:
+    marker = Marker(path="/tmp/clone/.ondeck.toml", side="work")
+    c = classify(Facts(cwd="/tmp/clone", marker=marker), Rules(sides=SIDES))
+    assert c.unclassified and c.side.value is None
+    assert "names side work, but no rule of the owner's settings gives a side" in c.reason
+
+
+def test_a_marker_can_only_make_capture_stricter() -> None:
+    rules = Rules(sides=SIDES, no_capture=["/home/me/own/diary"])
+    loose = Marker(path="/home/me/own/diary/.ondeck.toml", capture=True)
+    c = classify(Facts(cwd="/home/me/own/diary", marker=loose), rules)
+    assert c.capture.value is False and c.capture.rule == "path"
+    strict = Marker(path="/home/me/work/x/.ondeck.toml", capture=False)
+    c = classify(Facts(cwd="/home/me/work/x", marker=strict), rules)
+    assert c.capture.value is False and c.capture.rule == "marker"
+
+
+def test_a_directory_reached_through_a_symlink_is_classified_where_it_really_is(
+    tmp_path: Path,
+) -> None:
+    from ondeck.core.hook_config import HookConfig
+    from ondeck.services.hook_records import observe
+
+    work, own = tmp_path / "work", tmp_path / "own"
+    (own / "일기").mkdir(parents=True)
+    work.mkdir()
+    (work / "looks-like-work").symlink_to(own / "일기")
+    config = HookConfig.from_rules({"sides": {"work": [str(work)], "personal": [str(own)]}})
+    facts, c = observe(str(work / "looks-like-work"), config)
+    assert (c.side.value, c.side.source) == ("personal", str(own))
+    assert facts["cwd"] == str(work / "looks-like-work")
+    assert c.to_json()["real_cwd"] == str(own / "일기")
+    assert "real_cwd" not in c.to_json(private=True)
+    # A prefix that is itself a link is taken where it points.
+    (tmp_path / "w").symlink_to(work)
+    linked = HookConfig.from_rules({"sides": {"work": [str(tmp_path / "w")]}})
+    plain = work / "site"
+    plain.mkdir()
+    assert observe(str(plain), linked)[1].side.value == "work"
 
 
 def test_the_most_specific_prefix_decides() -> None:

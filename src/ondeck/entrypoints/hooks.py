@@ -132,6 +132,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
                 result = server.send_event("session-start", payload, now.isoformat())
                 classification = result.get("classification")
                 session_number = (result.get("session") or {}).get("id")
+                _remember_start(config, payload, result.get("session"))
                 context = result.get("context")
                 markdown = context if isinstance(context, str) and context else None
             except NoServer as exc:
@@ -241,6 +242,9 @@ def _start_here(
     if record is None:
         return None, None, None
     facts = record["facts"]
+    _remember_start(
+        local.config, payload, {"start_head": facts.get("head"), "at": record["at"], **facts}
+    )
     if meanwhile is not None:
         meanwhile(record["classification"])
     try:
@@ -355,8 +359,36 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
     else:
         if kind != "end":
             return None
+        _forget_start(config, payload)
         return {"released": result.get("released", []), "owner": _owner(payload)}
     return _record_here(kind, payload, config, now)
+
+
+def _remember_start(config: HookConfig, payload: dict[str, Any], start: Any) -> None:
+    """Keep where the session started in git, for an end that cannot reach the store."""
+    from ondeck.services import session_starts
+    from ondeck.services.hook_records import session_id_of
+
+    session = session_id_of(payload)
+    if session is None or not isinstance(start, dict):
+        return
+    if start.get("start_head") and start.get("capture", True):
+        session_starts.remember(
+            config.data_dir,
+            session,
+            start.get("start_head"),
+            start.get("git_root"),
+            start.get("started_at") or start.get("at"),
+        )
+
+
+def _forget_start(config: HookConfig, payload: dict[str, Any]) -> None:
+    from ondeck.services import session_starts
+    from ondeck.services.hook_records import session_id_of
+
+    session = session_id_of(payload)
+    if session is not None:
+        session_starts.forget(config.data_dir, session)
 
 
 def _record_here(
@@ -382,6 +414,12 @@ def _record_here(
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
         start = result["session"] if result else _start_in_spool(record, config)
+        if start is None:
+            # The end was spooled and the store holds the start: the start commit this
+            # machine kept when the session began (git is here now, not when it drains).
+            from ondeck.services import session_starts
+
+            start = session_starts.recall(config.data_dir, record["session"])
         if result is not None and not isinstance(local, Local):
             # Client mode: the commits and files go after the answer, as the server path
             # reads them after answering (a session's end waits for neither).
@@ -391,10 +429,12 @@ def _record_here(
                 changes = changes_of(record, start, config, now)
                 if changes is not None:
                     client.store(changes, now)  # else spooled, for the next hook
+                _forget_start(config, payload)
 
             AFTER.append(send_changes)
             return out
         changes = changes_of(record, start, config, now)
+        _forget_start(config, payload)
         if changes is not None and local.store(changes, now) is None and result is not None:
             out["systemMessage"] = local.spooled_line("git changes")
         return out
@@ -413,4 +453,8 @@ def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] |
     if found is None:
         return None
     facts = found.get("facts") or {}
-    return {"start_head": facts.get("head"), "git_root": facts.get("git_root")}
+    return {
+        "start_head": facts.get("head"),
+        "git_root": facts.get("git_root"),
+        "at": found.get("at"),
+    }

@@ -5,10 +5,21 @@ git), the rules come from the settings, and the decision is a value.
 Sides are a hard partition (`work`, `personal`); projects live within a side. Each is decided
 by the first of these ranks that gives one, in this order:
 
-    1. marker   `.ondeck.toml` in the working directory or a parent: project, side, capture
+    1. marker   `.ondeck.toml` in the working directory or a parent: project, capture
     2. path     the most specific configured path prefix (`projects`, `sides`)
     3. remote   a git remote URL matching a configured pattern (`remotes`)
     4. git      the project only: the name of the git top-level directory
+
+The owner's settings decide sides, never a file in the directory: a marker travels with a
+clone (committed in someone's repository, or left in a parent folder), and a side is a
+privacy partition. A marker may name a project, and may only make capture stricter
+(`capture = false`; `capture = true` overrides nothing). A marker that names a side the
+owner's rules do not give makes the session unclassified, with both named; one that names
+the same side agrees, and changes nothing.
+
+Paths are compared where they really are: the working directory and each configured
+prefix resolved through symlinks (`Facts.real_cwd`), so a link into `~/personal` from
+under `~/work` is classified as personal (and the record keeps both paths).
 
 Every signal of a lower rank that names another value is kept as a disagreement: shown, never
 silently resolved. The session is **unclassified** (an inbox a person resolves, shown to no
@@ -61,8 +72,11 @@ class Facts(Frozen):
     """What a hook sees from its working directory."""
 
     cwd: str | None = None
+    real_cwd: str | None = None  # `cwd` through its symlinks, when that is another path
     marker: Marker | None = None
     git_root: str | None = None
+    worktree_of: str | None = None  # the main checkout, when git_root is a linked worktree
+    git_note: str | None = None  # why git said less than it should (it did not answer)
     branch: str | None = None
     head: str | None = None
     remotes: Mapping[str, str] = {}  # name → URL, credentials removed
@@ -114,6 +128,7 @@ class Classification(Frozen):
     signals: tuple[Signal, ...] = ()
     disagreements: tuple[Disagreement, ...] = ()
     problems: tuple[str, ...] = ()
+    real_cwd: str | None = None  # the directory the rules were applied to, when not cwd
 
     def to_json(self, *, private: bool = False) -> dict[str, Any]:
         """As records and rows keep it; `private` (capture off) leaves out every place."""
@@ -129,7 +144,7 @@ class Classification(Frozen):
                 "source": None if private else s.source,
             }
 
-        return {
+        shown: dict[str, Any] = {
             "side": decision(self.side),
             "project": decision(self.project),
             "capture": decision(self.capture),
@@ -147,6 +162,9 @@ class Classification(Frozen):
             ],
             "problems": [] if private else list(self.problems),
         }
+        if self.real_cwd and not private:
+            shown["real_cwd"] = self.real_cwd
+        return shown
 
 
 def _private_reason(c: Classification) -> str:
@@ -227,21 +245,26 @@ def _norm(path: str) -> str:
     return os.path.normpath(os.path.expanduser(path))
 
 
-def _under(path: str, prefix: str) -> bool:
-    root = _norm(prefix)
+def _real(path: str) -> str:
+    """A configured prefix where it really is (through its symlinks; as written if not)."""
+    return os.path.realpath(_norm(path))
+
+
+def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _longest(path: str | None, prefixes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The most specific prefixes holding `path` (several only when equally specific)."""
+    """The most specific prefixes holding `path` (several only when equally specific), each
+    prefix taken where it really is, as `path` is (`Facts.real_cwd`)."""
     if not path:
         return []
     here = _norm(path)
-    found = [(p, v) for p, v in prefixes if _under(here, p)]
+    found = [(p, v, real) for p, v in prefixes if _under(here, real := _real(p))]
     if not found:
         return []
-    depth = max(len(_norm(p)) for p, _ in found)
-    return [(p, v) for p, v in found if len(_norm(p)) == depth]
+    depth = max(len(real) for _, _, real in found)
+    return [(p, v) for p, v, real in found if len(real) == depth]
 
 
 def remote_forms(url: str) -> tuple[str, ...]:
@@ -290,12 +313,13 @@ def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
             found.append(
                 Signal(rule="marker", field="capture", value=marker.capture, source=marker.path)
             )
-    for prefix, project in _longest(facts.cwd, list(rules.projects.items())):
+    place = facts.real_cwd or facts.cwd
+    for prefix, project in _longest(place, list(rules.projects.items())):
         found.append(Signal(rule="path", field="project", value=project, source=prefix))
     side_prefixes = [(p, side) for side, prefixes in rules.sides.items() for p in prefixes]
-    for prefix, side in _longest(facts.cwd, side_prefixes):
+    for prefix, side in _longest(place, side_prefixes):
         found.append(Signal(rule="path", field="side", value=side, source=prefix))
-    for prefix, _ in _longest(facts.cwd, [(p, False) for p in rules.no_capture]):
+    for prefix, _ in _longest(place, [(p, False) for p in rules.no_capture]):
         found.append(Signal(rule="path", field="capture", value=False, source=prefix))
     if rules.remotes and facts.remotes:
         from fnmatch import fnmatchcase
@@ -311,9 +335,15 @@ def signals_of(facts: Facts, rules: Rules) -> tuple[list[Signal], list[str]]:
                                 Signal(rule="remote", field=key, value=rule[key], source=source)
                             )
     if facts.git_root:
-        folder = project_name(os.path.basename(posix_path(facts.git_root)))
+        # A worktree is its repository's: named by the main checkout (a bare `site.git`
+        # by `site`), so it shares the project, its handoff and its memory.
+        main = facts.worktree_of or facts.git_root
+        folder = project_name(os.path.basename(posix_path(main)).removesuffix(".git"))
+        source = facts.git_root
+        if facts.worktree_of:
+            source = f"{facts.worktree_of} (worktree {facts.git_root})"
         if folder:
-            found.append(Signal(rule="git", field="project", value=folder, source=facts.git_root))
+            found.append(Signal(rule="git", field="project", value=folder, source=source))
     return found, problems
 
 
@@ -329,6 +359,7 @@ def classify(facts: Facts, rules: Rules) -> Classification:
         if name == "side" and not sides_on:
             decisions[name] = Decision()
             continue
+        marked: list[Signal] = []
         if name == "side":
             unknown = [s for s in mine if s.value not in rules.sides]
             for s in unknown:
@@ -337,11 +368,19 @@ def classify(facts: Facts, rules: Rules) -> Classification:
                     f"(sides: {', '.join(sorted(rules.sides))})"
                 )
             mine = [s for s in mine if s.value in rules.sides]
+            marked = [s for s in mine if s.rule == "marker"]
+            mine = [s for s in mine if s.rule != "marker"]  # only the owner's rules decide
         decision, found, conflict = _decide(mine)
         decisions[name] = decision
         disagreements += found
         if conflict:
             undecided.append(f"{conflict} disagree on the {name}")
+        contrary = tuple(s for s in marked if s.value != decision.value)
+        if contrary:
+            disagreements.append(
+                Disagreement(field=name, decided=decision, signals=contrary, same_rank=False)
+            )
+            undecided.append(_marker_side_words(contrary, decision))
     capture_off = [s for s in signals if s.field == "capture" and s.value is False]
     capture = (
         Decision(value=False, rule=capture_off[0].rule, source=capture_off[0].source)
@@ -357,9 +396,9 @@ def classify(facts: Facts, rules: Rules) -> Classification:
     unclassified = sides_on and bool(undecided)
     if unclassified:
         decisions = {name: Decision() for name in FIELDS}
-        reason = "unclassified: " + "; ".join(undecided)
+        reason = "unclassified: " + "; ".join([*undecided, *_git_words(facts)])
     else:
-        reason = _reason(decisions, undecided, problems)
+        reason = _reason(decisions, undecided, problems, _git_words(facts))
     return Classification(
         side=decisions["side"],
         project=decisions["project"],
@@ -369,7 +408,18 @@ def classify(facts: Facts, rules: Rules) -> Classification:
         signals=tuple(signals),
         disagreements=tuple(disagreements),
         problems=tuple(problems),
+        real_cwd=facts.real_cwd if facts.real_cwd != facts.cwd else None,
     )
+
+
+def _marker_side_words(contrary: tuple[Signal, ...], decided: Decision) -> str:
+    """Why a marker's side leaves the session unclassified, naming both sides."""
+    said = ", ".join(f"the marker {s.source} names side {s.value}" for s in contrary)
+    if decided.value is None:
+        owner = "no rule of the owner's settings gives a side"
+    else:
+        owner = f"the owner's settings give side {decided.value} by {_rule_words(decided)}"
+    return f"{said}, but {owner} (only the owner's settings decide a side)"
 
 
 def _decide(signals: list[Signal]) -> tuple[Decision, list[Disagreement], str | None]:
@@ -407,17 +457,37 @@ def _decide(signals: list[Signal]) -> tuple[Decision, list[Disagreement], str | 
     return Decision(), [], None
 
 
-def _reason(decisions: dict[str, Decision], undecided: list[str], problems: list[str]) -> str:
+def _reason(
+    decisions: dict[str, Decision],
+    undecided: list[str],
+    problems: list[str],
+    git: list[str] | None = None,
+) -> str:
     parts = []
     for name in FIELDS:
         d = decisions[name]
         if d.value is None:
             continue
         parts.append(f"{name} {d.value} by {_rule_words(d)}")
-    text = "; ".join(parts) or "no side or project: no rule applies"
-    if undecided or problems:
-        text += " (" + "; ".join([*undecided, *problems]) + ")"
+    git = git or []
+    if parts:
+        text = "; ".join(parts)
+    elif git:  # not "no rule applies": the rule that would have applied could not be read
+        text = "no side or project"
+    else:
+        text = "no side or project: no rule applies"
+    if undecided or problems or git:
+        text += " (" + "; ".join([*undecided, *problems, *git]) + ")"
     return text
+
+
+def _git_words(facts: Facts) -> list[str]:
+    """What a reason says when git did not answer: not "no rule applies"."""
+    if not facts.git_note:
+        return []
+    if facts.git_root:
+        return [f"{facts.git_note}; the repository {facts.git_root} was found by its files"]
+    return [facts.git_note]
 
 
 def _rule_words(d: Decision) -> str:
@@ -460,6 +530,11 @@ def from_json(data: Any) -> dict[str, Any]:
         raise ValueError("classification.reason must be text")
     out["unclassified"] = unclassified
     out["reason"] = reason
+    real = data.get("real_cwd")
+    if real is not None and (not isinstance(real, str) or len(real) > 4000 or "\x00" in real):
+        raise ValueError("classification.real_cwd must be a path")
+    if real is not None:
+        out["real_cwd"] = real
     for name in ("signals", "disagreements", "problems"):
         items = data.get(name, [])
         if not isinstance(items, list) or len(items) > 200:

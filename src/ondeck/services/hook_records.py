@@ -174,6 +174,8 @@ def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
 def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classification]:
     """The facts of a working directory (marker file, git) and their classification under
     the config's rules."""
+    import os
+
     from ondeck.core.git import Deadline, read_repo
     from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
 
@@ -181,16 +183,25 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     # process runs (and say something of another directory).
     usable = isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd
     place = clean_text(cwd) if usable else None
+    # Classified where it really is: a symlink does not move a directory to another side.
+    real = os.path.realpath(place) if place else None
     repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
+    gone = None
+    if place and real and not os.path.isdir(real):
+        gone = f"the working directory {place} does not exist (removed?)"
     facts = Facts(
         cwd=place,
-        marker=read_marker(place),
+        real_cwd=real if real != place else None,
+        marker=read_marker(real),
         git_root=repo.root,
+        worktree_of=repo.worktree_of,
+        git_note=gone or repo.note,
         branch=repo.branch,
         head=repo.head,
         remotes={name: strip_credentials(url) for name, url in repo.remotes.items()},
     )
     shown = {"cwd": place, "git_root": repo.root, "branch": repo.branch, "head": repo.head}
+    shown.update(worktree_of=repo.worktree_of, git_note=gone or repo.note)
     return shown, classify(facts, Rules.of(config))
 
 
@@ -346,6 +357,11 @@ def changes_record(
     }
 
 
+def digest(text: str) -> str:
+    """A short hash of `text` (32 hex digits), as record fingerprints are made."""
+    return _sha(text)
+
+
 def _sha(data: str | bytes) -> str:
     """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
     of a hook's whole process (as core/hook_config.store_fingerprint)."""
@@ -362,7 +378,9 @@ def changes_of(
 ) -> dict[str, Any] | None:
     """What git says the session did, from its start's HEAD (`start`: the session as the
     store knows it, None when unknown) to the end's: the end's second record."""
-    from ondeck.core.git import FILES_MAX, Deadline, changed_paths, commits_between
+    import os
+
+    from ondeck.core.git import FILES_MAX, Deadline, changed_paths, session_commits
     from ondeck.core.scrubber import is_private_path
 
     if not end["capture"]:
@@ -371,17 +389,27 @@ def changes_of(
     note = None
     commits = files = None
     commits_total = files_total = private = 0
+    cwd = facts.get("cwd")
     if start is None:
         note = "not read: the session's start is not known here (the database was unreachable)"
     elif not start.get("capture", True):
         return None
+    elif isinstance(cwd, str) and not os.path.isdir(cwd):
+        note = (
+            f"not read: the session's directory {cwd} no longer exists (removed before the "
+            "session ended), so git could not be asked what it did"
+        )
+    elif not facts.get("head") and facts.get("git_note"):
+        note = f"not read: {facts['git_note']}"
     elif not start.get("start_head") or not facts.get("head"):
         note = "not read: no git HEAD at the session's start or end"
     elif start.get("git_root") not in _same_place(facts.get("git_root")):
         note = "not read: the session ended in another repository than it started in"
     else:
         root, deadline = facts["git_root"], Deadline()
-        log = commits_between(root, start["start_head"], facts["head"], deadline)
+        log = session_commits(
+            root, start["start_head"], facts["head"], deadline, since=_started(start)
+        )
         listing = changed_paths(root, start["start_head"], deadline)
         note = "; ".join(n for n in (log.note, listing.note) if n) or None
         if log.items is not None:
@@ -410,11 +438,33 @@ def _same_place(root: str | None) -> tuple[str | None, ...]:
     return (root,) if root is None else (root, _scrub(root).text)
 
 
+def _started(start: dict[str, Any]) -> float | None:
+    """When the session began (a Unix time), as the store's row or a start record says."""
+    value = start.get("started_at") or start.get("at")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if isinstance(value, datetime):  # the stores keep UTC: a naive one is UTC
+        return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
+# Facts a record may carry besides the place: the main checkout of a worktree, and why git
+# gave less than it should have (it did not answer). Older records have neither.
+_MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300))
+
+
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, limit in (("cwd", PLACE_MAX), ("git_root", PLACE_MAX), ("branch", 255), ("head", 64)):
         value = facts.get(key)
         out[key] = clean_text(value)[:limit] if isinstance(value, str) and value else None
+    for key, limit in _MORE_FACTS:
+        value = facts.get(key)
+        if isinstance(value, str) and value:
+            out[key] = clean_text(value)[:limit]
     return out
 
 
@@ -519,6 +569,10 @@ def _checked_facts(value: Any, capture: bool) -> dict[str, Any]:
         "branch": _line(value.get("branch"), "facts.branch", 255),
         "head": _line(value.get("head"), "facts.head", 64),
     }
+    for key, limit in _MORE_FACTS:
+        more = _line(value.get(key), f"facts.{key}", limit)
+        if more is not None:
+            out[key] = more
     if not capture and any(out.values()):
         raise ValueError("a session that does not capture keeps no place (facts)")
     return out

@@ -558,6 +558,8 @@ def outcome(
             "project": row["project"],
             "git_root": row["git_root"],
             "start_head": row["start_head"],
+            # When it began: the commits it is credited with were committed since.
+            "started_at": row["started_at"],
             "reason": (row["classification"] or {}).get("reason"),
         },
         "released": released,
