@@ -155,3 +155,56 @@ def test_a_restored_scheduled_backup_is_not_reported_as_failed(
     )
     assert abs(gap.total_seconds()) < 5
     assert restored == fire
+
+
+# --- PostgreSQL with a password (issue 22 item 17) -----------------------------------------
+
+_SECRET = "p@ss:w/rd-비번"
+
+
+def _spying_tools(folder: Path) -> Path:
+    """pg_dump and pg_restore on PATH that note their arguments, then run the real ones."""
+    import shutil
+
+    folder.mkdir()
+    log = folder / "calls.log"
+    for name in ("pg_dump", "pg_restore"):
+        real = shutil.which(name)
+        assert real is not None
+        wrapper = folder / name
+        wrapper.write_text(
+            f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {log}\n'
+            f'[ -n "$PGPASSWORD" ] && echo "{name} has PGPASSWORD" >> {log}\n'
+            f'exec {real} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+    return log
+
+
+def test_backup_and_restore_of_a_postgresql_database_whose_role_needs_a_password(
+    db_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """`str(engine.url)` masks the password as `***`: every pg_dump and pg_restore failed
+    with "password authentication failed". The password travels in the tools'
+    environment, never in their arguments (which any user of the machine can read)."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("a PostgreSQL role's password: nothing to give on SQLite")
+    from support.pg import require_password
+
+    url = require_password(request.getfixturevalue("pg_admin_url"), db_url, "ondeck_pw", _SECRET)
+    log = _spying_tools(tmp_path / "tools")
+    env = ondeck_env(url, tmp_path, PATH=f"{tmp_path / 'tools'}:{os.environ['PATH']}")
+    refused = run_ondeck(
+        "task", "list", env={**env, "ONDECK_DATABASE_URL": url.replace("p%40ss", "wrong")}
+    )
+    assert refused.returncode != 0  # the role does need its password
+    _ok(env, "task", "add", "in the backup")
+    made = _json(env, "backup")
+    assert made["status"] == "ok", made
+    _ok(env, "task", "add", "after the backup")
+    restored = _json(env, "restore", made["file"], "--yes")
+    assert restored["safety_copy"]
+    assert _titles(env) == ["in the backup"]
+    calls = log.read_text()
+    assert "pg_dump has PGPASSWORD" in calls and "pg_restore has PGPASSWORD" in calls
+    assert "p@ss" not in calls and "p%40ss" not in calls and "***" not in calls

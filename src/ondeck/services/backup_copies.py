@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from ondeck.core.errors import InvalidInput, OndeckError
 
@@ -148,13 +148,27 @@ def pg_tool(name: str) -> str:
 
 
 def pg_target(engine_or_url: Engine | str) -> tuple[str, dict[str, str]]:
-    """A libpq URL without the password, and the environment carrying it."""
-    url = make_url(str(engine_or_url.url if isinstance(engine_or_url, Engine) else engine_or_url))
+    """A libpq URL without the password, and the environment carrying it.
+
+    The password goes in PGPASSWORD, never on the command line (any user of the machine
+    reads another's arguments in /proc; only the owner reads its environment). The URL
+    object is read itself: `str()` of it masks the password as `***`."""
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    query = dict(url.query)
+    password = url.password if url.password is not None else query.pop("password", None)
     env = dict(os.environ)
-    if url.password:
-        env["PGPASSWORD"] = str(url.password)
+    if password:
+        env["PGPASSWORD"] = str(password if isinstance(password, str) else password[0])
     env.setdefault("PGCONNECT_TIMEOUT", "10")
-    plain = url.set(drivername="postgresql", password=None)
+    # Built anew: `url.set(password=None)` leaves the password as it was.
+    plain = URL.create(
+        "postgresql",
+        username=url.username,
+        host=url.host,
+        port=url.port,
+        database=url.database,
+        query=query,
+    )
     return plain.render_as_string(hide_password=False), env
 
 
