@@ -30,6 +30,7 @@ from urllib.parse import quote
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL, make_url
 
+from ondeck.core import private
 from ondeck.core.errors import InvalidInput, OndeckError
 
 DUMP_TIMEOUT_S = 6 * 3600
@@ -79,7 +80,7 @@ def copy_sqlite(source: Path, target: Path, *, stop: threading.Event | None = No
     """A consistent, compact copy of `source` at `target` (which must not exist)."""
     # Created here first: SQLite says only "unable to open database file" about a file it
     # cannot create; the OSError says why (read-only, permission denied, no space left).
-    target.touch(exist_ok=False)
+    private.create_file(target)
     deadline = time.monotonic() + DUMP_TIMEOUT_S
     reason: list[str] = []
 
@@ -192,6 +193,8 @@ def run_tool(
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # Whatever it creates (a dump, a restore's script) is the owner's alone.
+            umask=0o077,
         )
     except OSError as exc:
         raise BackupFailed(f"{what} could not start: {exc.strerror or exc}") from None
@@ -223,6 +226,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 def dump_postgres(engine: Engine, target: Path, *, stop: threading.Event | None = None) -> None:
     url, env = pg_target(engine)
+    private.create_file(target)  # pg_dump writes into it, keeping its mode
     run_tool(
         [pg_tool("pg_dump"), "--format=custom", f"--file={target}", f"--dbname={url}"],
         env,

@@ -142,10 +142,14 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
 
 
 def _open_new(path: Path):  # type: ignore[no-untyped-def]
+    import os
+
+    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
 
     try:
-        return path.open("x", encoding="utf-8")
+        fd = private.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
     except FileExistsError:
         raise InvalidInput(f"{path} exists: give a new file name") from None
     except OSError as exc:
@@ -153,15 +157,16 @@ def _open_new(path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write_files(folder: Path, files: dict[Path, str]) -> None:
+    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
 
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private.make_dirs(folder)
         if any(folder.iterdir()):
             raise InvalidInput(f"{folder} is not empty: give a new or empty directory")
         for relative, text in files.items():
             target = folder / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            private.make_dirs(target.parent)
+            private.write_new_text(target, text)
     except OSError as exc:
         raise InvalidInput(f"{folder}: cannot be written ({exc.strerror})") from None
