@@ -9,7 +9,6 @@ Real `ondeck` processes with their umask set, real file modes, both stores.
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
