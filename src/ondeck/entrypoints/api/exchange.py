@@ -47,6 +47,10 @@ class ImportOut(BaseModel):
     notes: int = Field(description="Notes added.")
     sessions: int = Field(description="Session records added.")
     skipped: int = Field(description="Already there: kept as they were.")
+    updated: int = Field(
+        description="Already there, brought to the export's newer state (each an event)."
+    )
+    warnings: list[str] = Field(description="What the import could not check, one line each.")
 
 
 @router.get(
@@ -80,10 +84,20 @@ def export(
     return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
 
 
-@router.post("/import", response_model=ImportOut, responses=errors(e422="Nothing was written."))
+@router.post(
+    "/import",
+    response_model=ImportOut,
+    responses=errors(e422="Nothing was written.", e409="Conflicts; nothing was written."),
+)
 def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
     with store.write() as conn:
         result = exchange.import_jsonl(
             conn, store.now(), body.lines, sides=store.settings.sides, actor=store.actor
         )
-    return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
+    return {
+        "notes": result.notes,
+        "sessions": result.sessions,
+        "skipped": result.skipped,
+        "updated": result.updated,
+        "warnings": result.warnings,
+    }

@@ -79,7 +79,8 @@ def register(app: typer.Typer) -> None:
                 partial.replace(out)
             finally:
                 partial.unlink(missing_ok=True)
-        typer.echo(f"exported {written - 1} record(s) to {out}", err=True)
+        # Not counted: the header and the end line.
+        typer.echo(f"exported {written - 2} record(s) to {out}", err=True)
 
     @app.command("import")
     def import_(
@@ -110,7 +111,13 @@ def register(app: typer.Typer) -> None:
                 result = exchange.import_jsonl(
                     conn, cli.now(), handle, sides=cli.settings.sides, actor=cli.actor
                 )
-            return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
+            return {
+                "notes": result.notes,
+                "sessions": result.sessions,
+                "skipped": result.skipped,
+                "updated": result.updated,
+                "warnings": result.warnings,
+            }
 
         try:
             with handle:
@@ -119,12 +126,16 @@ def register(app: typer.Typer) -> None:
                 counts = cli.fetch("POST", "/import", local, body=body)
         except UnicodeDecodeError:
             raise InvalidInput(f"{file}: not UTF-8 text") from None
+        for warning in counts.get("warnings", []):
+            typer.echo(f"ondeck: warning: {warning}", err=True)
         if as_json:
             print_json(counts)
             return
+        updated = counts.get("updated", 0)
         typer.echo(
             f"imported {counts['notes']} note(s) and {counts['sessions']} session record(s); "
             f"{counts['skipped']} already there"
+            + (f"; {updated} brought to the export's newer state" if updated else "")
         )
 
 
