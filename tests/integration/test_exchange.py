@@ -292,7 +292,7 @@ def test_a_version_1_export_cut_before_the_current_note_is_refused(
         i for i, d in enumerate(lines) if d.get("text") == "배포는 수요일" and d["type"] == "note"
     )
     cut = [json.dumps(d, ensure_ascii=False) + "\n" for d in lines[:current]]
-    with pytest.raises(InvalidInput, match="superseded by note .*not in the file"):
+    with pytest.raises(InvalidInput, match=r"superseded by note .*not in the file"):
         _import(empty, cut)
     assert _note_count(empty) == 0
 
