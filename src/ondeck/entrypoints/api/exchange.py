@@ -12,11 +12,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import PlainTextResponse, Response
 
-from ondeck.core.errors import InvalidInput
+from ondeck.core.errors import Forbidden, InvalidInput
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import StrictBody, errors
@@ -65,15 +65,22 @@ class ImportOut(BaseModel):
 )
 def export(
     store: StoreDep,
+    request: Request,
     format: Annotated[ExportFormat, Query(description="jsonl or markdown")],
     side: Annotated[
-        str | None, Query(pattern=PROJECT_PATTERN, max_length=64, description="Only this side.")
+        str | None,
+        Query(
+            pattern=PROJECT_PATTERN,
+            max_length=64,
+            description="Only this side (a token limited to a side: that side, its default).",
+        ),
     ] = None,
 ) -> Response:
     import json
 
     if side is not None and side not in store.settings.sides:
         raise InvalidInput(f"side {side[:64]!r} is not configured")
+    side = _token_side(request, side)
     now = store.now()
     with store.read() as conn:
         if format is ExportFormat.jsonl:
@@ -82,6 +89,18 @@ def export(
         files = exchange.export_markdown(conn, now, store.settings.zone, side=side)
     body = {"files": {path.as_posix(): text for path, text in files.items()}}
     return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
+
+
+def _token_side(request: Request, side: str | None) -> str | None:
+    """A device token limited to one side exports that side only (whatever is asked)."""
+    identity = getattr(request.state, "ondeck_identity", None)
+    limited = getattr(identity, "side", None)
+    if not limited:
+        return side
+    if side is not None and side != limited:
+        name = getattr(identity, "token", None)
+        raise Forbidden(f"token {name!r} sees the side {limited!r} only")
+    return str(limited)
 
 
 @router.post(

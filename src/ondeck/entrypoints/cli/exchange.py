@@ -26,8 +26,12 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         fmt: Annotated[Format, typer.Option("--format", help="jsonl or markdown")],
         side: Annotated[
-            str | None, typer.Option("--side", help="Only this side (default: all).")
+            str | None,
+            typer.Option("--side", help="Only this side (default: the current directory's)."),
         ] = None,
+        all_sides: Annotated[
+            bool, typer.Option("--all-sides", help="Every side, the inbox included.")
+        ] = False,
         out: Annotated[
             Path | None,
             typer.Option(
@@ -41,8 +45,12 @@ def register(app: typer.Typer) -> None:
 
         cli = cli_of(ctx)
         settings = cli.settings
+        if side is not None and all_sides:
+            raise typer.BadParameter("give either --side or --all-sides")
         if side is not None and side not in settings.sides:
             raise InvalidInput(f"side {side[:64]!r} is not configured")
+        if settings.sides and side is None and not all_sides:
+            side = _directory_side(cli)
         if fmt is Format.markdown and out is None:
             raise InvalidInput("--format markdown writes one file per project: give --out DIR")
         if out is not None and fmt is Format.jsonl and out.exists():
@@ -137,6 +145,21 @@ def register(app: typer.Typer) -> None:
             f"{counts['skipped']} already there"
             + (f"; {updated} brought to the export's newer state" if updated else "")
         )
+
+
+def _directory_side(cli: Cli) -> str:
+    """The side this directory belongs to (by this machine's rules): what an export from
+    here holds, unless a side or every side is asked for by name."""
+    from ondeck.core.errors import InvalidInput
+    from ondeck.entrypoints.place import here
+
+    found = here(cli.settings)
+    if found.unclassified or not found.side:
+        raise InvalidInput(
+            f"this directory belongs to no side ({found.reason}): give --side "
+            f"({', '.join(sorted(cli.settings.sides))}) or --all-sides"
+        )
+    return str(found.side)
 
 
 @contextmanager
