@@ -7,7 +7,8 @@
     open_file(path, flags)   os.open with 0600; a file found too open is tightened
     create_file(path)        a new, empty file, 0600 (refused when it exists)
     write_new_text(…)        a new text file, 0600, written whole
-    tighten(path)            a file or directory found readable by others made 0600/0700
+    tighten(path)            a file or directory found open to others: their bits taken away
+                             (0644 becomes 0600, 0755 0700; the owner's bits stay)
 
 A file's mode at creation is the mode asked for minus the umask, so asking for 0600 gives
 0600 or less under any umask. SQLite makes its `-wal`, `-shm` and `-journal` files with the
@@ -45,7 +46,7 @@ def make_dirs(path: Where, *, own: bool = False) -> None:
     try:
         os.mkdir(path, DIR_MODE)
     except FileExistsError:
-        if own:
+        if own and os.path.isdir(path):
             tighten(path)
         return
     except FileNotFoundError:
@@ -56,8 +57,6 @@ def make_dirs(path: Where, *, own: bool = False) -> None:
         try:
             os.mkdir(path, DIR_MODE)
         except FileExistsError:  # made by another process meanwhile
-            if own:
-                tighten(path)
             return
     # mkdir's mode passes through the umask too: 0700 minus any umask is 0700 or less, and
     # less (a umask of 0o277) would lock the owner out of their own directory.
@@ -71,8 +70,11 @@ def open_file(path: Where, flags: int) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode) and mode & _OPEN_BITS:
-            os.fchmod(fd, FILE_MODE)
-            _say(f"{os.fspath(path)} was readable by others ({_octal(mode)}): now 0600")
+            os.fchmod(fd, _owners(mode))
+            _say(
+                f"{os.fspath(path)} was readable by others ({_octal(mode)}): "
+                f"now {_owners(mode):04o}"
+            )
     except OSError:
         os.close(fd)
         raise
@@ -102,7 +104,7 @@ def tighten(path: Where) -> bool:
         return False
     if not mode & _OPEN_BITS:
         return False
-    wanted = DIR_MODE if stat.S_ISDIR(mode) else FILE_MODE
+    wanted = _owners(mode)
     try:
         os.chmod(path, wanted)
     except OSError as exc:
@@ -124,6 +126,12 @@ def sqlite_files(database: Where) -> list[str]:
     """A SQLite database file and the companions SQLite keeps beside it."""
     base = os.fspath(database)
     return [base, *(base + suffix for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _owners(mode: int) -> int:
+    """The mode without the group's and others' bits. The owner's stay as they were: a
+    file made read-only on purpose stays read-only (0444 becomes 0400, not 0600)."""
+    return stat.S_IMODE(mode) & 0o700
 
 
 def _octal(mode: int) -> str:
