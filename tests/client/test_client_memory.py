@@ -148,13 +148,17 @@ def test_sessions_from_the_client(server: Server, laptop: Machine) -> None:
 
 
 def test_export_then_import_through_the_client(server: Server, laptop: Machine) -> None:
-    made = at(laptop, "work/site", "note", "add", "exported: 배포 runbook", "--kind", "decision")
+    # U+2028 inside a text: JSON keeps it as it is, and the export's lines break at "\n" only.
+    made = at(
+        laptop, "work/site", "note", "add", "exported: 배포\u2028runbook", "--kind", "decision"
+    )
     assert made.returncode == 0, made.stderr
     out = laptop.home / "memory.jsonl"
     done = at(laptop, ".", "export", "--format", "jsonl", "--out", str(out), "--all-sides")
     assert done.returncode == 0, done.stderr
-    mine = out.read_text().splitlines()
-    theirs = server.ondeck("export", "--format", "jsonl", "--all-sides").stdout.splitlines()
+    mine = out.read_text().split("\n")[:-1]
+    assert any("\u2028" in line for line in mine)
+    theirs = server.ondeck("export", "--format", "jsonl", "--all-sides").stdout.split("\n")[:-1]
     # The same records (the header's time, and so the end line's digest, differ).
     assert mine[1:-1] == theirs[1:-1] and len(mine) >= 3
     folder = laptop.home / "md"

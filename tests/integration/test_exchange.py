@@ -396,3 +396,17 @@ def test_an_import_that_would_contradict_a_chain_is_refused_listing_the_conflict
     assert "nothing was imported" in str(caught.value)
     assert "already replaces" in str(caught.value)
     assert snapshot(empty) == snap
+
+
+def test_an_edited_text_is_brought_to_the_note_not_added_beside_it(
+    engine: Engine, empty: Engine
+) -> None:
+    ids = _first_state(engine)
+    _import(empty, export(engine))
+    with engine.begin() as conn:
+        svc.edit_note(conn, LATER, ids["plain"], text="the grace is 12 h", zone=UTC, actor="t")
+    result = _import(empty, export(engine))
+    assert (result.notes, result.updated) == (0, 1)
+    texts = sorted(_by_text(empty))
+    assert "the grace is 6 h" not in texts and "the grace is 12 h" in texts
+    assert snapshot(empty) == snapshot(engine)

@@ -770,8 +770,8 @@ def _same_note(
 ) -> tuple[int | None, list[int]]:
     """The note here that a note of the file is, and the candidates when that cannot be
     told. Its session's handoff for a handoff; else the note of the same kind, origin and
-    creation time: the one with the same place and text, or the only one (changed since,
-    on one side or the other)."""
+    creation time: the one with the same place and text, or the only one changed since it
+    was made, here or in the file."""
     if values["kind"] == NoteKind.HANDOFF.value and session_id is not None:
         # One handoff per session: the session's own.
         found = conn.execute(
@@ -783,7 +783,7 @@ def _same_note(
     candidates = [
         r
         for r in conn.execute(
-            select(notes.c.id, notes.c.side, notes.c.text)
+            select(notes.c.id, notes.c.side, notes.c.text, notes.c.created_at, notes.c.updated_at)
             .where(
                 notes.c.kind == values["kind"],
                 notes.c.origin == values["origin"],
@@ -796,6 +796,10 @@ def _same_note(
     for r in candidates:
         if r.side == values["side"] and r.text == values["text"]:
             return int(r.id), []
-    if len(candidates) == 1:
-        return int(candidates[0].id), []
-    return None, [int(r.id) for r in candidates]
+    # Another text is the same note only where one of the two was changed since it was
+    # made: a note never changed is known by its text.
+    changed_there = values["updated_at"] != values["created_at"]
+    changed = [r for r in candidates if changed_there or aware(r.updated_at) != aware(r.created_at)]
+    if len(changed) == 1:
+        return int(changed[0].id), []
+    return None, [int(r.id) for r in changed]

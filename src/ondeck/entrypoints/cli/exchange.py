@@ -167,7 +167,10 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
     """The JSONL export's lines: read in one transaction here, or the server's answer."""
     if cli.client_mode:
         text = cli.remote.text("GET", "/export", params={"format": "jsonl", "side": side})
-        yield text.splitlines(keepends=True)
+        # At "\n" only: splitlines() also breaks at U+2028, U+0085 and others, which JSON
+        # leaves as they are inside a note's text.
+        *whole, rest = text.split("\n")
+        yield [line + "\n" for line in whole] + ([rest] if rest else [])
         return
     from ondeck.services import exchange
 
