@@ -410,3 +410,18 @@ def test_an_edited_text_is_brought_to_the_note_not_added_beside_it(
     texts = sorted(_by_text(empty))
     assert "the grace is 6 h" not in texts and "the grace is 12 h" in texts
     assert snapshot(empty) == snapshot(engine)
+
+
+def test_a_note_deleted_here_comes_back_with_its_links(engine: Engine) -> None:
+    """Deleting a superseded note cut its replacement's link (SET NULL); importing the
+    export makes it again, linked both ways, and the rest stays as it was."""
+    fill(engine)
+    lines = export(engine)
+    before = snapshot(engine)
+    with engine.begin() as conn:
+        first = conn.execute(select(notes.c.id).where(notes.c.text == "배포는 금요일")).scalar()
+        svc.delete_note(conn, NOW, first, actor="t")
+    result = _import(engine, lines)
+    assert (result.notes, result.updated, result.skipped) == (1, 0, 7)
+    after = snapshot(engine)
+    assert sorted(after, key=str) == sorted(before, key=str)

@@ -588,7 +588,9 @@ def import_jsonl(
         )
     for number, new_id, values in inserted:
         _link(conn, new_id, values, result.ids, number, conflicts)
+    recreated = {new_id for _, new_id, _ in inserted}
     for number, local_id, values in matched:
+        _relink(conn, local_id, values, result.ids, recreated)
         if _bring(conn, now, local_id, values, result.ids, number, conflicts, actor):
             result.updated += 1
         else:
@@ -630,6 +632,32 @@ def _link(
             f"line {number}: the file's note {values['_id']} replaces note {other} here, "
             "which another note here already replaces"
         )
+
+
+def _relink(
+    conn: Connection,
+    local_id: int,
+    values: dict[str, Any],
+    ids: dict[int, int],
+    recreated: set[int],
+) -> None:
+    """A link this note lost when its partner was deleted here (SET NULL), back to the
+    partner the import has just made again: the chain as it was, not a change."""
+    here = conn.execute(
+        select(notes.c.status, notes.c.supersedes, notes.c.superseded_by).where(
+            notes.c.id == local_id
+        )
+    ).one()
+    back = {}
+    for link in ("supersedes", "superseded_by"):
+        old = values[f"_{link}"]
+        partner = ids.get(old) if old else None
+        # A note here that is not superseded lost no replacement: that is a change.
+        lost = link == "supersedes" or here.status == NoteStatus.SUPERSEDED.value
+        if lost and getattr(here, link) is None and partner in recreated:
+            back[link] = partner
+    if back:
+        conn.execute(update(notes).where(notes.c.id == local_id).values(**back))
 
 
 def _bring(
