@@ -88,19 +88,29 @@ def test_export_then_import_round_trips(client: TestClient, engine: Engine) -> N
         "application/x-ndjson"
     )
     lines = exported.text.splitlines(keepends=True)
-    assert json.loads(lines[0])["format"] == "ondeck-memory" and len(lines) == 2
+    assert json.loads(lines[0])["format"] == "ondeck-memory" and len(lines) == 3
+    assert json.loads(lines[-1])["type"] == "end"
     markdown = ok(client.get(f"{API}/export", params={"format": "markdown"}))["files"]
     assert set(markdown) == {"work/api.md"} and "배포는 목요일까지" in markdown["work/api.md"]
     again = ok(client.post(f"{API}/import", json={"lines": lines}))
-    assert again == {"notes": 0, "sessions": 0, "skipped": 1}
+    assert again == {"notes": 0, "sessions": 0, "skipped": 1, "updated": 0, "warnings": []}
     bad = ok(client.get(f"{API}/export", params={"format": "pdf"}), 422)
     assert bad["error"]["code"]
+
+
+def _sealed(lines: list[str]) -> list[str]:
+    """Lines changed by hand, with their end line made again (its digest covers them)."""
+    import hashlib
+
+    *body, last = lines
+    end = {**json.loads(last), "sha256": hashlib.sha256("".join(body).encode()).hexdigest()}
+    return [*body, json.dumps(end) + "\n"]
 
 
 def test_one_bad_line_refuses_the_whole_import(client: TestClient, engine: Engine) -> None:
     note(client, "kept")
     lines = client.get(f"{API}/export", params={"format": "jsonl"}).text.splitlines(True)
-    fresh = [line.replace('"kept"', '"new one"') for line in lines]
+    fresh = _sealed([line.replace('"kept"', '"new one"') for line in lines])
     before = count(engine)
     refused = client.post(f"{API}/import", json={"lines": [*fresh, "{not json\n"]})
     assert ok(refused, 422)["error"]["message"].startswith(f"line {len(fresh) + 1}:")

@@ -155,3 +155,99 @@ def test_a_restored_scheduled_backup_is_not_reported_as_failed(
     )
     assert abs(gap.total_seconds()) < 5
     assert restored == fire
+
+
+# --- PostgreSQL with a password (issue 22 item 17) -----------------------------------------
+
+_SECRET = "p@ss:w/rd-비번"
+
+
+def _spying_tools(folder: Path) -> Path:
+    """pg_dump and pg_restore on PATH that note their arguments, then run the real ones."""
+    import shutil
+
+    folder.mkdir()
+    log = folder / "calls.log"
+    for name in ("pg_dump", "pg_restore"):
+        real = shutil.which(name)
+        assert real is not None
+        wrapper = folder / name
+        wrapper.write_text(
+            f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {log}\n'
+            f'[ -n "$PGPASSWORD" ] && echo "{name} has PGPASSWORD" >> {log}\n'
+            f'exec {real} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+    return log
+
+
+def test_backup_and_restore_of_a_postgresql_database_whose_role_needs_a_password(
+    db_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """`str(engine.url)` masks the password as `***`: every pg_dump and pg_restore failed
+    with "password authentication failed". The password travels in the tools'
+    environment, never in their arguments (which any user of the machine can read)."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("a PostgreSQL role's password: nothing to give on SQLite")
+    from support.pg import require_password
+
+    url = require_password(request.getfixturevalue("pg_admin_url"), db_url, "ondeck_pw", _SECRET)
+    log = _spying_tools(tmp_path / "tools")
+    env = ondeck_env(url, tmp_path, PATH=f"{tmp_path / 'tools'}:{os.environ['PATH']}")
+    refused = run_ondeck(
+        "task", "list", env={**env, "ONDECK_DATABASE_URL": url.replace("p%40ss", "wrong")}
+    )
+    assert refused.returncode != 0  # the role does need its password
+    _ok(env, "task", "add", "in the backup")
+    made = _json(env, "backup")
+    assert made["status"] == "ok", made
+    _ok(env, "task", "add", "after the backup")
+    restored = _json(env, "restore", made["file"], "--yes")
+    assert restored["safety_copy"]
+    assert _titles(env) == ["in the backup"]
+    calls = log.read_text()
+    assert "pg_dump has PGPASSWORD" in calls and "pg_restore has PGPASSWORD" in calls
+    assert "p@ss" not in calls and "p%40ss" not in calls and "***" not in calls
+
+
+# --- back up, change, export, restore, import (issue 22 items 9 and 10) ---------------------
+
+
+def test_an_import_after_a_restore_brings_what_changed_and_a_cut_export_is_refused(
+    env: dict[str, str], db_url: str, tmp_path: Path
+) -> None:
+    """The issue's sequence with the real CLI: the brief after the import shows the
+    replacement, not the superseded note, nor the wrong one, nor the older handoff."""
+    from ondeck.db.engine import make_engine
+    from support.memory import make_session
+
+    decision = _json(env, "note", "add", "배포는 금요일", "--kind", "decision", "--project",
+                     "api", "--pin")  # fmt: skip
+    plain = _json(env, "note", "add", "the grace is 6 h", "--project", "api", "--pin")
+    engine = make_engine(db_url)
+    with engine.begin() as conn:
+        make_session(conn, clock.now(), external_id="sess-import-1", project="api")
+    engine.dispose()
+    _ok(env, "handoff", "next: the old plan", "--session", "sess-import-1")
+    made = _json(env, "backup")
+    _ok(env, "note", "supersede", str(decision["id"]), "배포는 목요일")
+    _ok(env, "note", "wrong", str(plain["id"]), "--reason", "12 h since May")
+    _ok(env, "handoff", "next: 새 계획", "--session", "sess-import-1")
+    exported = tmp_path / "memory.jsonl"
+    _ok(env, "export", "--format", "jsonl", "--out", str(exported))
+    _ok(env, "restore", made["file"], "--yes")
+    lines = exported.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:-2]), encoding="utf-8")
+    refused = run_ondeck("import", str(cut), env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("ondeck: error: incomplete export"), refused.stderr
+    assert refused.stderr.count("\n") == 1
+    out = _ok(env, "import", str(exported))
+    assert "1 note(s)" in out and "3 brought to the export's newer state" in out, out
+    brief = _ok(env, "context", "--format", "markdown", "--project", "api")
+    assert "배포는 목요일" in brief and "next: 새 계획" in brief
+    for stale in ("배포는 금요일", "the grace is 6 h", "next: the old plan"):
+        assert stale not in brief, stale
+    shown = _json(env, "note", "show", str(decision["id"]))
+    assert shown["status"] == "superseded" and not shown["pinned"], shown

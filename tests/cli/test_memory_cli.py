@@ -246,7 +246,9 @@ def test_export_and_import_from_the_command_line(ondeck: Any, db_url: str, tmp_p
     code, out, err = ondeck("export", "--format", "jsonl")
     assert code == 0, err
     lines = out.splitlines()
-    assert json.loads(lines[0])["format"] == "ondeck-memory" and len(lines) == 3
+    assert json.loads(lines[0])["format"] == "ondeck-memory" and len(lines) == 4
+    assert json.loads(lines[-1]) == {"type": "end", "sessions": 0, "notes": 2,
+                                     "sha256": json.loads(lines[-1])["sha256"]}  # fmt: skip
     target = tmp_path / "memory.jsonl"
     code, _, err = ondeck("export", "--format", "jsonl", "--out", str(target))
     assert code == 0 and target.read_text(encoding="utf-8").splitlines() == lines
@@ -259,7 +261,7 @@ def test_export_and_import_from_the_command_line(ondeck: Any, db_url: str, tmp_p
     assert code == 0, err
     assert "a decision" in (tmp_path / "md" / "_side-wide.md").read_text(encoding="utf-8")
     again = ok_json(ondeck, "import", str(target))
-    assert again == {"notes": 0, "sessions": 0, "skipped": 2}
+    assert again == {"notes": 0, "sessions": 0, "skipped": 2, "updated": 0, "warnings": []}
     before = count(db_url)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"format": "ondeck-memory", "version": 1}\n\xff\xfe\n')
@@ -335,3 +337,37 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
     text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "work: deploy at ten" in text and "dentist" not in text
     assert "no side is known" not in text
+
+
+def test_an_export_from_a_directory_holds_that_directorys_side_only(
+    ondeck: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 item 4: every side only with --all-sides; from a directory of no side, the
+    export says how to choose."""
+    work, own = tmp_path / "work", tmp_path / "own"
+    api, blog = new_repo(work / "api"), new_repo(own / "blog")
+    monkeypatch.setenv("ONDECK_SIDES", json.dumps({"work": [str(work)], "personal": [str(own)]}))
+    ok_json(ondeck, "note", "add", "deploy at 10", "--pin", cwd=api)
+    ok_json(ondeck, "note", "add", "이혼 변호사에게 전화", "--pin", cwd=blog)
+
+    def exported(*args: str, cwd: Path) -> list[dict[str, Any]]:
+        code, out, err = ondeck("export", "--format", "jsonl", *args, cwd=cwd)
+        assert code == 0, err
+        return [json.loads(line) for line in out.splitlines()]
+
+    from_work = exported(cwd=api)
+    assert from_work[0]["side"] == "work"
+    assert [d["text"] for d in from_work if d.get("type") == "note"] == ["deploy at 10"]
+    from_home = [d["text"] for d in exported(cwd=blog) if d.get("type") == "note"]
+    assert from_home == ["이혼 변호사에게 전화"]
+    every = [d["text"] for d in exported("--all-sides", cwd=api) if d.get("type") == "note"]
+    assert sorted(every) == ["deploy at 10", "이혼 변호사에게 전화"]
+    named = [d["text"] for d in exported("--side", "personal", cwd=api) if d.get("type") == "note"]
+    assert named == ["이혼 변호사에게 전화"]
+    code, _, err = ondeck("export", "--format", "jsonl", cwd=tmp_path)
+    assert code == 2 and "belongs to no side" in err and "--all-sides" in err
+    code, _, err = ondeck("export", "--format", "markdown", "--out", str(tmp_path / "md"), cwd=api)
+    assert code == 0, err
+    assert [p.name for p in (tmp_path / "md").iterdir()] == ["work"]
+    code, _, err = ondeck("export", "--format", "jsonl", "--side", "work", "--all-sides", cwd=api)
+    assert code == 2 and "either --side or --all-sides" in err

@@ -109,3 +109,33 @@ def start_cluster(bindir: Path) -> Cluster:
     cluster = Cluster(bindir=bindir, root=root, port=free_port())
     cluster.start()
     return cluster
+
+
+def require_password(admin_url: str, database_url: str, role: str, password: str) -> str:
+    """`database_url` as `role`, a role that must give `password` (scram-sha-256) over TCP.
+
+    The test cluster trusts everyone; a line for this role alone, put before the others in
+    pg_hba.conf, makes it the one that needs its password. Needs the cluster's files (the
+    throwaway one: as root, or as the user that owns them)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            hba = Path(str(conn.execute(text("SHOW hba_file")).scalar_one()))
+            line = f"host all {role} 127.0.0.1/32 scram-sha-256\n"
+            before = hba.read_text()
+            if line not in before:
+                hba.write_text(line + before)
+                conn.execute(text("SELECT pg_reload_conf()"))
+            conn.execute(text("SET password_encryption = 'scram-sha-256'"))
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}
+            ).scalar()
+            verb = "ALTER" if exists else "CREATE"
+            conn.execute(text(f"{verb} ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'"))
+    finally:
+        admin.dispose()
+    url = make_url(database_url).set(username=role, password=password)
+    return url.render_as_string(hide_password=False)

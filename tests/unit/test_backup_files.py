@@ -108,3 +108,20 @@ def test_leftovers_of_dead_runs_are_removed_and_recent_ones_kept(tmp_path: Path)
     removed = backup_files.remove_stale_temps(tmp_path, NOW, older_than_s=6 * 3600)
     assert sorted(removed.deleted) == sorted(dead)
     assert young.exists() and unrelated.exists()
+
+
+def test_pg_target_gives_the_password_in_the_environment_never_in_the_url() -> None:
+    from sqlalchemy import create_engine
+
+    from ondeck.services.backup_copies import pg_target
+
+    for given in (
+        "postgresql+psycopg://u:s%40cret@h:5433/db?sslmode=require",
+        "postgresql+psycopg://u@h:5433/db?password=s%40cret&sslmode=require",
+    ):
+        engine = create_engine(given)
+        for source in (engine, given):
+            url, env = pg_target(source)
+            assert url == "postgresql://u@h:5433/db?sslmode=require", url
+            assert env["PGPASSWORD"] == "s@cret"
+        engine.dispose()

@@ -146,6 +146,9 @@ def _sqlite(database: str) -> BareDb | None:
     path = os.path.expanduser(database)
     if not os.path.isfile(path):
         return None  # a new database: the SQLAlchemy path creates and migrates it
+    from ondeck.core import private
+
+    private.tighten_all(private.sqlite_files(path))
     with translate("sqlite"):
         connection = sqlite3.connect(
             path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None

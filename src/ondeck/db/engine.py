@@ -8,6 +8,7 @@ Read-only work passes `execution_options(readonly=True)` to take a plain deferre
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from sqlalchemy.exc import (
     OperationalError,
 )
 
+from ondeck.core import private
 from ondeck.core.errors import ConfigError, Unavailable
 from ondeck.core.urls import shown
 from ondeck.db import textpairs
@@ -70,17 +72,29 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 def _sqlite_engine(parsed: Any, **kwargs: Any) -> Engine:
     database = parsed.database
+    path: Path | None = None
     if database and database != ":memory:" and not database.startswith("file:"):
         path = Path(database).expanduser()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private.make_dirs(path.parent)
         except OSError as exc:
             raise ConfigError(
                 f"ONDECK_DATABASE_URL: cannot create {path.parent}: {exc.strerror}"
             ) from None
+        private.tighten_all(private.sqlite_files(path))
     engine = create_engine(
         parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs
     )
+
+    if path is not None:
+        database_file = path
+
+        @event.listens_for(engine, "do_connect")
+        def _private_file(*_args: Any) -> None:
+            # Made here, 0600, before SQLite would make it 0644 under the usual umask: its
+            # -wal and -shm files take the database file's mode.
+            with contextlib.suppress(FileExistsError, OSError):
+                private.create_file(database_file)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -128,6 +129,7 @@ class Jobs:
         `once`: 0, or 1 when a step failed, 5 when the database could not be reached.
         """
         log.info("jobs %s started, ticking every %gs", self.name, self.settings.tick_seconds)
+        _private_backups(self.settings.backups_path)
         if not once:
             listen_for_wakeups(self)
         code = 0
@@ -248,6 +250,18 @@ def _listen(jobs: Jobs) -> None:
             log.warning("wake-up listener: %s; retrying in %.0fs", _first_line(exc), backoff)
             jobs.stop_event.wait(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+
+def _private_backups(folder: Path) -> None:
+    """Backups found readable by others (an older ondeck, a copy made by hand) are
+    tightened when the loop that writes them starts, each said in the log."""
+    from ondeck.services.backup_files import private_folder
+
+    if folder.is_dir():
+        try:
+            private_folder(folder)
+        except OSError as exc:
+            log.warning("could not check the backups in %s: %s", folder, exc.strerror or exc)
 
 
 def _first_line(exc: BaseException) -> str:

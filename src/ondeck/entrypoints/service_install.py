@@ -190,7 +190,9 @@ def _ours(path: Path) -> bool:
 
 def _write(path: Path, text: str, mode: int) -> None:
     """Atomically, with its mode from the start (the token is never readable by others)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from ondeck.core import private
+
+    private.make_dirs(path.parent)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         os.fchmod(fd, mode)

@@ -28,8 +28,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
+from ondeck.core import private
 from ondeck.core.errors import InvalidInput, OndeckError
 
 DUMP_TIMEOUT_S = 6 * 3600
@@ -79,7 +80,7 @@ def copy_sqlite(source: Path, target: Path, *, stop: threading.Event | None = No
     """A consistent, compact copy of `source` at `target` (which must not exist)."""
     # Created here first: SQLite says only "unable to open database file" about a file it
     # cannot create; the OSError says why (read-only, permission denied, no space left).
-    target.touch(exist_ok=False)
+    private.create_file(target)
     deadline = time.monotonic() + DUMP_TIMEOUT_S
     reason: list[str] = []
 
@@ -148,13 +149,27 @@ def pg_tool(name: str) -> str:
 
 
 def pg_target(engine_or_url: Engine | str) -> tuple[str, dict[str, str]]:
-    """A libpq URL without the password, and the environment carrying it."""
-    url = make_url(str(engine_or_url.url if isinstance(engine_or_url, Engine) else engine_or_url))
+    """A libpq URL without the password, and the environment carrying it.
+
+    The password goes in PGPASSWORD, never on the command line (any user of the machine
+    reads another's arguments in /proc; only the owner reads its environment). The URL
+    object is read itself: `str()` of it masks the password as `***`."""
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    query = dict(url.query)
+    password = url.password if url.password is not None else query.pop("password", None)
     env = dict(os.environ)
-    if url.password:
-        env["PGPASSWORD"] = str(url.password)
+    if password:
+        env["PGPASSWORD"] = str(password if isinstance(password, str) else password[0])
     env.setdefault("PGCONNECT_TIMEOUT", "10")
-    plain = url.set(drivername="postgresql", password=None)
+    # Built anew: `url.set(password=None)` leaves the password as it was.
+    plain = URL.create(
+        "postgresql",
+        username=url.username,
+        host=url.host,
+        port=url.port,
+        database=url.database,
+        query=query,
+    )
     return plain.render_as_string(hide_password=False), env
 
 
@@ -178,6 +193,8 @@ def run_tool(
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # Whatever it creates (a dump, a restore's script) is the owner's alone.
+            umask=0o077,
         )
     except OSError as exc:
         raise BackupFailed(f"{what} could not start: {exc.strerror or exc}") from None
@@ -209,6 +226,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 def dump_postgres(engine: Engine, target: Path, *, stop: threading.Event | None = None) -> None:
     url, env = pg_target(engine)
+    private.create_file(target)  # pg_dump writes into it, keeping its mode
     run_tool(
         [pg_tool("pg_dump"), "--format=custom", f"--file={target}", f"--dbname={url}"],
         env,

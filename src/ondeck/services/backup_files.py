@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ondeck.core import logs
+from ondeck.core import logs, private
 from ondeck.core.clock import aware
 
 log = logs.logger("ondeck.backups")
@@ -33,6 +33,8 @@ log = logs.logger("ondeck.backups")
 FILE_PATTERN = re.compile(r"^ondeck-(?P<stamp>\d{8}-\d{6})(?:-(?P<seq>\d+))?\.(?:db|dump)$")
 # A run's temporary file (and SQLite's companions of it), named in `temp_path`.
 TEMP_PATTERN = re.compile(r"^\.ondeck-\d{8}-\d{6}-\d+-\d+\.tmp(-journal|-wal|-shm)?$")
+# A restore's copy of the database it replaced (services/restore.py).
+SAFETY_PATTERN = re.compile(r"^pre-restore-\d{8}-\d{6}(?:-\d+)?\.(?:db|dump)$")
 STAMP_FORMAT = "%Y%m%d-%H%M%S"
 # Hard links are how a name is taken without replacing a file; where the filesystem has
 # none, publishing falls back to a check then a rename.
@@ -157,6 +159,15 @@ def remove_stale_temps(folder: Path, now: datetime, older_than_s: float) -> Prun
     if result.deleted:
         log.warning("removed %d file(s) left by backup runs that died", len(result.deleted))
     return result
+
+
+def private_folder(folder: Path) -> None:
+    """The backup directory, made or found, and every copy in it the owner's alone: each
+    is the whole database (core/private.py)."""
+    private.make_dirs(folder, own=True)
+    for path in folder.iterdir():
+        if any(p.match(path.name) for p in (FILE_PATTERN, SAFETY_PATTERN, TEMP_PATTERN)):
+            private.tighten(path)
 
 
 def fsync(path: Path) -> None:

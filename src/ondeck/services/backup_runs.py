@@ -341,7 +341,7 @@ def write_backup(
     """
     folder = settings.backups_path
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        backup_files.private_folder(folder)
     except OSError as exc:
         raise BackupFailed(f"cannot create the backup directory {folder}: {exc.strerror}") from None
     ext = "dump" if engine.dialect.name == "postgresql" else "db"

@@ -16,6 +16,7 @@ latest handoff, each with its date and origin; only what is true today.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -24,11 +25,11 @@ from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, insert, null, select, update
+from sqlalchemy import Connection, insert, null, or_, select, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 
 from ondeck.core.clock import aware
-from ondeck.core.errors import InvalidInput
+from ondeck.core.errors import Conflict, InvalidInput
 from ondeck.core.memory import (
     ORIGIN_AGENT_PREFIX,
     ORIGIN_HOOK,
@@ -43,7 +44,9 @@ from ondeck.services import events as event_log
 from ondeck.services.notes import check_note_text, note_from_row
 
 FORMAT = "ondeck-memory"
-VERSION = 1
+# 2: the file ends with an end line (its counts and digest). 1 (before it) is still read.
+VERSION = 2
+END = "end"
 LINE_MAX = 64 * 1024
 FILE_MAX = EXPORT_FILE_MAX
 
@@ -86,14 +89,36 @@ def _value(value: Any) -> Any:
 
 
 def export_jsonl(conn: Connection, now: datetime, *, side: str | None = None) -> Iterator[str]:
-    """The lines of a JSONL export (each ends with a line break)."""
+    """The lines of a JSONL export (each ends with a line break), the end line last: what
+    the file holds (its counts) and the SHA-256 of every line before it."""
+    digest = hashlib.sha256()
+    counts = {"session": 0, "note": 0}
+    for kind, line in _export_lines(conn, now, side):
+        digest.update(line.encode("utf-8"))
+        if kind in counts:
+            counts[kind] += 1
+        yield line
     yield _line(
         {
-            "format": FORMAT,
-            "version": VERSION,
-            "exported_at": aware(now).isoformat(),
-            "side": side,
+            "type": END,
+            "sessions": counts["session"],
+            "notes": counts["note"],
+            "sha256": digest.hexdigest(),
         }
+    )
+
+
+def _export_lines(conn: Connection, now: datetime, side: str | None) -> Iterator[tuple[str, str]]:
+    yield (
+        "header",
+        _line(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "exported_at": aware(now).isoformat(),
+                "side": side,
+            }
+        ),
     )
     where = _side_where(side)
     session_ids = select(notes.c.session_id).where(notes.c.session_id.is_not(None), *where)
@@ -101,14 +126,14 @@ def export_jsonl(conn: Connection, now: datetime, *, side: str | None = None) ->
         select(sessions).where(sessions.c.id.in_(session_ids)).order_by(sessions.c.id)
     ):
         record = {k: _value(v) for k, v in row._mapping.items()}
-        yield _line({"type": "session", **record})
+        yield "session", _line({"type": "session", **record})
     for row in conn.execute(select(notes).where(*where).order_by(notes.c.id)):
         note = note_from_row(row)
         record = {name: _value(getattr(note, name)) for name in ("id", *_NOTE_FIELDS)}
         record["supersedes"] = note.supersedes
         record["superseded_by"] = note.superseded_by
         record["session_id"] = note.session_id
-        yield _line({"type": "note", **record})
+        yield "note", _line({"type": "note", **record})
 
 
 def _line(data: dict[str, Any]) -> str:
@@ -224,8 +249,10 @@ def _markdown(entry: ProjectFile, now: datetime, zone: tzinfo) -> str:
 class Imported:
     notes: int = 0
     sessions: int = 0
-    skipped: int = 0  # already there
+    skipped: int = 0  # already there, as the file has it (or changed here since)
+    updated: int = 0  # already there, brought to the file's newer state
     ids: dict[int, int] = field(default_factory=dict)  # old id → new id
+    warnings: list[str] = field(default_factory=list)
 
 
 class _Bad(Exception):
@@ -362,56 +389,166 @@ def _session(data: dict[str, Any]) -> dict[str, Any]:
     return {**values, "_id": _int(data.get("id"), "session id", optional=False)}
 
 
-def _records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+@dataclass
+class _File:
+    """A whole export, read and checked line by line; nothing written yet."""
+
+    version: int = 0
+    sessions: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    notes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _json_line(number: int, line: str) -> dict[str, Any]:
+    if len(line) > LINE_MAX:
+        raise InvalidInput(f"line {number}: longer than {LINE_MAX} characters")
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"line {number}: not a JSON object")
+    return data
+
+
+def _header(data: dict[str, Any]) -> int:
+    """The export's format version, or why the first line is not an export's (_Bad)."""
+    version = data.get("version")
+    if data.get("format") != FORMAT or not isinstance(version, int) or isinstance(version, bool):
+        raise _Bad(f"not an ondeck memory export (format {FORMAT}, version {VERSION})")
+    if version > VERSION:
+        raise _Bad(
+            f"written by a newer ondeck (memory export version {version}; this ondeck reads "
+            f"versions 1 to {VERSION}): upgrade ondeck here, then import it"
+        )
+    if version < 1:
+        raise _Bad(f"not an ondeck memory export (version {version})")
+    return version
+
+
+def _read(lines: Iterable[str], sides: Any) -> _File:
+    """Every line checked; the export's end line (version 2) matched against what came
+    before it: a file cut short, added to or changed is refused with the reason."""
+    read = _File()
+    digest = hashlib.sha256()
+    end: tuple[int, dict[str, Any]] | None = None
+    last = 0
     for number, line in enumerate(lines, start=1):
+        last = number
         if not line.strip():
+            digest.update(line.encode("utf-8", "surrogatepass"))
             continue
-        if len(line) > LINE_MAX:
-            raise InvalidInput(f"line {number}: longer than {LINE_MAX} characters")
+        data = _json_line(number, line)
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from None
-        if not isinstance(data, dict):
-            raise InvalidInput(f"line {number}: not a JSON object")
-        yield number, data
+            if end is not None:
+                raise _Bad(f"after the end line (line {end[0]}): the file was added to")
+            if not read.version:
+                read.version = _header(data)
+            elif data.get("type") == END and read.version >= 2:
+                end = (number, data)
+                continue
+            elif data.get("type") == "session":
+                read.sessions.append((number, _session(data)))
+            elif data.get("type") == "note":
+                read.notes.append((number, _note(data, sides)))
+            else:
+                raise _Bad("type must be session or note")
+        except _Bad as exc:
+            raise InvalidInput(f"line {number}: {exc}") from None
+        digest.update(line.encode("utf-8", "surrogatepass"))
+    if not read.version:
+        raise InvalidInput("the file is empty: not an ondeck memory export")
+    if read.version == 1:
+        read.warnings.append(
+            "an export of memory export version 1 (older ondeck) has no end line: "
+            "whether it is complete cannot be checked"
+        )
+    elif end is None:
+        raise InvalidInput(
+            f"incomplete export: it stops after line {last} without its end line "
+            "(cut short?); nothing was imported"
+        )
+    else:
+        _check_end(end, read, digest.hexdigest())
+    _check_links(read)
+    return read
+
+
+def _check_end(end: tuple[int, dict[str, Any]], read: _File, digest: str) -> None:
+    number, data = end
+    held = (len(read.sessions), len(read.notes))
+    said = (data.get("sessions"), data.get("notes"))
+    if said != held:
+        raise InvalidInput(
+            f"incomplete export: its end line (line {number}) counts {said[1]} note(s) and "
+            f"{said[0]} session record(s), the file holds {held[1]} and {held[0]}; "
+            "nothing was imported"
+        )
+    if data.get("sha256") != digest:
+        raise InvalidInput(
+            f"the export was changed after it was written: the SHA-256 in its end line "
+            f"(line {number}) is not that of the lines before it; nothing was imported"
+        )
+
+
+def _check_links(read: _File) -> None:
+    """A note superseded by one the file does not hold: the current one is missing."""
+    held = {values["_id"] for _, values in read.notes}
+    for number, values in read.notes:
+        by = values["_superseded_by"]
+        if by is not None and by not in held:
+            raise InvalidInput(
+                f"line {number}: note {values['_id']} is superseded by note {by}, which is "
+                "not in the file: the export is incomplete; nothing was imported"
+            )
+
+
+# What an import compares of a note it already has, and brings when the file's is newer.
+_CARRIED = (
+    "text",
+    "pinned",
+    "status",
+    "status_reason",
+    "status_at",
+    "expires_on",
+    "side",
+    "project",
+    "git_root",
+    "branch",
+    "head",
+    "redactions",
+    "updated_at",
+)
 
 
 def import_jsonl(
     conn: Connection, now: datetime, lines: Iterable[str], *, sides: Any, actor: str
 ) -> Imported:
-    """Import an export into this database, in the caller's transaction (all or nothing)."""
-    result = Imported()
+    """Import an export into this database, in the caller's transaction (all or nothing).
+
+    A note already here (module doc) whose copy in the file is newer takes the file's
+    state (status, text, pin, links, …) with an event; one changed here since is kept.
+    Anything that would leave a chain contradicting itself refuses the whole file
+    (`Conflict`, listing each)."""
+    read = _read(lines, sides)
+    result = Imported(warnings=read.warnings)
     session_ids: dict[int, int] = {}
-    pending: list[tuple[int, dict[str, Any]]] = []
-    header_seen = False
-    for number, data in _records(lines):
+    for number, values in read.sessions:
+        values = dict(values)
+        old = values.pop("_id")
         try:
-            if not header_seen:
-                if data.get("format") != FORMAT or data.get("version") != VERSION:
-                    raise _Bad(f"not an ondeck memory export (format {FORMAT}, version {VERSION})")
-                header_seen = True
-                continue
-            kind = data.get("type")
-            if kind == "session":
-                values = _session(data)
-                old = values.pop("_id")
-                session_ids[old], created = _ensure_session(conn, values)
-                result.sessions += created
-            elif kind == "note":
-                pending.append((number, _note(data, sides)))
-            else:
-                raise _Bad("type must be session or note")
+            session_ids[old], created = _ensure_session(conn, values)
         except _Bad as exc:
             raise InvalidInput(f"line {number}: {exc}") from None
-    if not header_seen:
-        raise InvalidInput("the file is empty: not an ondeck memory export")
-    links: list[tuple[int, int | None, int | None]] = []
-    for number, values in sorted(pending, key=lambda item: item[1]["_id"]):
-        old_id = values.pop("_id")
-        supersedes = values.pop("_supersedes")
-        superseded_by = values.pop("_superseded_by")
-        old_session = values.pop("_session")
+        result.sessions += created
+    inserted: list[tuple[int, int, dict[str, Any]]] = []
+    matched: list[tuple[int, int, dict[str, Any]]] = []
+    claimed: set[int] = set()
+    conflicts: list[str] = []
+    for number, values in sorted(read.notes, key=lambda item: item[1]["_id"]):
+        values = dict(values)
+        old_id = values["_id"]
+        old_session = values["_session"]
         session_id = None
         if old_session is not None:
             if old_session not in session_ids:
@@ -419,19 +556,28 @@ def import_jsonl(
             session_id = session_ids[old_session]
         if values["kind"] == NoteKind.HANDOFF.value and session_id is None:
             raise InvalidInput(f"line {number}: a handoff needs its session")
-        existing = _same_note(conn, values, session_id)
-        if existing is not None:
-            result.ids[old_id] = existing
-            result.skipped += 1
+        existing, ambiguous = _same_note(conn, values, session_id, claimed)
+        if ambiguous:
+            conflicts.append(
+                f"line {number}: note {old_id} matches several notes here "
+                f"({', '.join(map(str, ambiguous))}): which one it is cannot be told"
+            )
             continue
+        if existing is not None:
+            claimed.add(existing)
+            result.ids[old_id] = existing
+            matched.append((number, existing, values))
+            continue
+        row = {k: v for k, v in values.items() if not k.startswith("_")}
         new_id = int(
             conn.execute(
-                insert(notes).values(**values, session_id=session_id).returning(notes.c.id)
+                insert(notes).values(**row, session_id=session_id).returning(notes.c.id)
             ).scalar_one()
         )
         result.ids[old_id] = new_id
+        claimed.add(new_id)  # this import's own: never "already here" for a later line
         result.notes += 1
-        links.append((new_id, supersedes, superseded_by))
+        inserted.append((number, new_id, values))
         event_log.record(
             conn,
             now,
@@ -440,16 +586,192 @@ def import_jsonl(
             subject=f"note:{new_id}",
             details={"old_id": old_id, "line": number},
         )
-    for new_id, supersedes, superseded_by in links:
-        conn.execute(
-            update(notes)
-            .where(notes.c.id == new_id)
-            .values(
-                supersedes=result.ids.get(supersedes) if supersedes else None,
-                superseded_by=result.ids.get(superseded_by) if superseded_by else None,
+    for number, new_id, values in inserted:
+        _link(conn, new_id, values, result.ids, number, conflicts)
+    recreated = {new_id for _, new_id, _ in inserted}
+    for number, local_id, values in matched:
+        _relink(conn, local_id, values, result.ids, recreated)
+        if _bring(conn, now, local_id, values, result.ids, number, conflicts, actor):
+            result.updated += 1
+        else:
+            result.skipped += 1
+    touched = {new_id for _, new_id, _ in inserted} | {local for _, local, _ in matched}
+    conflicts += _chain_faults(conn, touched)
+    if conflicts:
+        shown = "; ".join(conflicts[:10]) + (
+            f"; and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""
+        )
+        raise Conflict(f"the import conflicts with this database, nothing was imported: {shown}")
+    return result
+
+
+def _link(
+    conn: Connection,
+    note_id: int,
+    values: dict[str, Any],
+    ids: dict[int, int],
+    number: int,
+    conflicts: list[str],
+) -> None:
+    supersedes, superseded_by = values["_supersedes"], values["_superseded_by"]
+    if supersedes is None and superseded_by is None:
+        return
+    try:
+        with conn.begin_nested():  # uq_notes_supersedes: a note here already replaced
+            conn.execute(
+                update(notes)
+                .where(notes.c.id == note_id)
+                .values(
+                    supersedes=ids.get(supersedes) if supersedes else None,
+                    superseded_by=ids.get(superseded_by) if superseded_by else None,
+                )
+            )
+    except IntegrityError:
+        other = ids.get(supersedes) if supersedes else None
+        conflicts.append(
+            f"line {number}: the file's note {values['_id']} replaces note {other} here, "
+            "which another note here already replaces"
+        )
+
+
+def _relink(
+    conn: Connection,
+    local_id: int,
+    values: dict[str, Any],
+    ids: dict[int, int],
+    recreated: set[int],
+) -> None:
+    """A link this note lost when its partner was deleted here (SET NULL), back to the
+    partner the import has just made again: the chain as it was, not a change."""
+    here = conn.execute(
+        select(notes.c.status, notes.c.supersedes, notes.c.superseded_by).where(
+            notes.c.id == local_id
+        )
+    ).one()
+    back = {}
+    for link in ("supersedes", "superseded_by"):
+        old = values[f"_{link}"]
+        partner = ids.get(old) if old else None
+        # A note here that is not superseded lost no replacement: that is a change.
+        lost = link == "supersedes" or here.status == NoteStatus.SUPERSEDED.value
+        if lost and getattr(here, link) is None and partner in recreated:
+            back[link] = partner
+    if back:
+        conn.execute(update(notes).where(notes.c.id == local_id).values(**back))
+
+
+def _bring(
+    conn: Connection,
+    now: datetime,
+    local_id: int,
+    values: dict[str, Any],
+    ids: dict[int, int],
+    number: int,
+    conflicts: list[str],
+    actor: str,
+) -> bool:
+    """Bring the file's newer state of a note this database has; whether it changed it."""
+    here = conn.execute(select(notes).where(notes.c.id == local_id)).one()._mapping
+    theirs: dict[str, Any] = {name: values[name] for name in _CARRIED}
+    for link in ("supersedes", "superseded_by"):
+        old = values[f"_{link}"]
+        theirs[link] = ids.get(old) if old else None
+    changes = {
+        name: (here[name], value)
+        for name, value in theirs.items()
+        if name not in ("updated_at", "redactions") and not _same(here[name], value)
+    }
+    if not changes:
+        return False
+    mine, file_time = aware(here["updated_at"]), aware(values["updated_at"])
+    if file_time < mine:
+        return False  # changed here since the export: this database's state stands
+    if file_time == mine:
+        conflicts.append(
+            f"line {number}: note {local_id} here and note {values['_id']} in the file were "
+            f"both changed at {mine.isoformat()}, differently ({', '.join(sorted(changes))})"
+        )
+        return False
+    try:
+        with conn.begin_nested():
+            conn.execute(update(notes).where(notes.c.id == local_id).values(**theirs))
+    except IntegrityError:
+        conflicts.append(
+            f"line {number}: note {local_id} cannot take the file's links "
+            f"({', '.join(sorted(changes))}): another note here holds them"
+        )
+        return False
+    event_log.record(
+        conn,
+        now,
+        actor=actor,
+        kind="note.import_updated",
+        subject=f"note:{local_id}",
+        details={
+            "old_id": values["_id"],
+            "line": number,
+            "changed": {
+                name: {"here": _value(before), "file": _value(after)}
+                for name, (before, after) in changes.items()
+            },
+        },
+    )
+    return True
+
+
+def _same(here: Any, theirs: Any) -> bool:
+    if isinstance(here, datetime) and isinstance(theirs, datetime):
+        return aware(here) == aware(theirs)
+    return bool(here == theirs)
+
+
+def _chain_faults(conn: Connection, touched: set[int]) -> list[str]:
+    """What contradicts itself in the chains of the notes an import touched: a link one
+    way that the other note does not return, a replaced note that is not superseded."""
+    if not touched:
+        return []
+    rows = {
+        r.id: r
+        for r in conn.execute(
+            select(notes.c.id, notes.c.status, notes.c.supersedes, notes.c.superseded_by).where(
+                or_(
+                    notes.c.id.in_(touched),
+                    notes.c.supersedes.in_(touched),
+                    notes.c.superseded_by.in_(touched),
+                )
             )
         )
-    return result
+    }
+    partners = {
+        link for r in rows.values() for link in (r.supersedes, r.superseded_by) if link
+    } - set(rows)
+    if partners:
+        for r in conn.execute(
+            select(notes.c.id, notes.c.status, notes.c.supersedes, notes.c.superseded_by).where(
+                notes.c.id.in_(partners)
+            )
+        ):
+            rows[r.id] = r
+    faults = []
+    for r in sorted(rows.values(), key=lambda r: r.id):
+        if r.superseded_by is not None:
+            by = rows.get(r.superseded_by)
+            if r.status != NoteStatus.SUPERSEDED.value:
+                faults.append(
+                    f"note {r.id} is {r.status} but names note {r.superseded_by} as its replacement"
+                )
+            elif by is not None and by.supersedes != r.id:
+                faults.append(
+                    f"note {r.id} is superseded by note {by.id}, which does not say it replaces it"
+                )
+        if r.supersedes is not None:
+            old = rows.get(r.supersedes)
+            if old is not None and old.superseded_by != r.id:
+                what = (
+                    f"superseded by note {old.superseded_by}" if old.superseded_by else old.status
+                )
+                faults.append(f"note {r.id} replaces note {old.id}, which is {what} here")
+    return faults
 
 
 def _ensure_session(conn: Connection, values: dict[str, Any]) -> tuple[int, int]:
@@ -471,22 +793,41 @@ def _ensure_session(conn: Connection, values: dict[str, Any]) -> tuple[int, int]
     return int(new_id), 1
 
 
-def _same_note(conn: Connection, values: dict[str, Any], session_id: int | None) -> int | None:
+def _same_note(
+    conn: Connection, values: dict[str, Any], session_id: int | None, claimed: set[int]
+) -> tuple[int | None, list[int]]:
+    """The note here that a note of the file is, and the candidates when that cannot be
+    told. Its session's handoff for a handoff; else the note of the same kind, origin and
+    creation time: the one with the same place and text, or the only one changed since it
+    was made, here or in the file."""
     if values["kind"] == NoteKind.HANDOFF.value and session_id is not None:
-        # One handoff per session: the session's own stays.
+        # One handoff per session: the session's own.
         found = conn.execute(
             select(notes.c.id).where(
                 notes.c.session_id == session_id, notes.c.kind == NoteKind.HANDOFF.value
             )
         ).scalar()
-        return None if found is None else int(found)
-    found = conn.execute(
-        select(notes.c.id).where(
-            notes.c.kind == values["kind"],
-            notes.c.origin == values["origin"],
-            notes.c.created_at == values["created_at"],
-            notes.c.side.is_(None) if values["side"] is None else notes.c.side == values["side"],
-            notes.c.text == values["text"],
+        return (None if found is None else int(found)), []
+    candidates = [
+        r
+        for r in conn.execute(
+            select(notes.c.id, notes.c.side, notes.c.text, notes.c.created_at, notes.c.updated_at)
+            .where(
+                notes.c.kind == values["kind"],
+                notes.c.origin == values["origin"],
+                notes.c.created_at == values["created_at"],
+            )
+            .order_by(notes.c.id)
         )
-    ).scalar()
-    return None if found is None else int(found)
+        if r.id not in claimed
+    ]
+    for r in candidates:
+        if r.side == values["side"] and r.text == values["text"]:
+            return int(r.id), []
+    # Another text is the same note only where one of the two was changed since it was
+    # made: a note never changed is known by its text.
+    changed_there = values["updated_at"] != values["created_at"]
+    changed = [r for r in candidates if changed_there or aware(r.updated_at) != aware(r.created_at)]
+    if len(changed) == 1:
+        return int(changed[0].id), []
+    return None, [int(r.id) for r in changed]

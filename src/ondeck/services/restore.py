@@ -20,6 +20,7 @@ it is marked `abandoned` saying exactly that, not left for the next tick to gues
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -29,7 +30,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, func, select, text, update
 
-from ondeck.core import logs
+from ondeck.core import logs, private
 from ondeck.core.clock import aware, iso, today
 from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput, OndeckError, Unavailable
@@ -205,7 +206,7 @@ def _safety_copy(engine: Engine, settings: Settings, now: datetime) -> Path:
     ext = "dump" if engine.dialect.name == "postgresql" else "db"
     temp = backup_files.temp_path(folder, now)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        backup_files.private_folder(folder)
         backup_copies.write_copy(engine, temp)
         backup_files.fsync(temp)
         return backup_files.publish(temp, folder, f"pre-restore-{backup_files.stamp(now)}", ext)
@@ -245,6 +246,8 @@ def _restore_postgres(engine: Engine, path: Path) -> None:
 
 def _restore_sqlite(engine: Engine, path: Path) -> None:
     target = backup_copies.sqlite_path(engine)
+    with contextlib.suppress(OSError):  # there already, or SQLite will say why not
+        private.create_file(target)  # not SQLite's 0644 (core/private.py)
     source = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
     try:
         dest = sqlite3.connect(target, timeout=15)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from ondeck.core import clock
+from ondeck.core import clock, private
 
 EVENTS = "events.jsonl"
 DRAINING = "draining.jsonl"
@@ -81,11 +81,11 @@ def has_waiting(spool_dir: Where) -> bool:
 
 def append(spool_dir: Where, record: dict[str, Any]) -> None:
     """Add a record at the end, durably (fsync), safe against other hooks and a drainer."""
-    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    private.make_dirs(spool_dir, own=True)
     path = os.path.join(spool_dir, EVENTS)
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     for _ in range(20):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = private.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # A drainer may have taken the file (renamed it) between the open and the lock:
@@ -180,7 +180,7 @@ def drain(
 
 @contextlib.contextmanager
 def _drain_lock(spool_dir: Where, wait_s: float) -> Iterator[bool]:
-    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    private.make_dirs(spool_dir, own=True)
     fd = os.open(os.path.join(spool_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         until = time.monotonic() + wait_s

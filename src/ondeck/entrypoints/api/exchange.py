@@ -12,11 +12,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import PlainTextResponse, Response
 
-from ondeck.core.errors import InvalidInput
+from ondeck.core.errors import Forbidden, InvalidInput
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import StrictBody, errors
@@ -47,6 +47,10 @@ class ImportOut(BaseModel):
     notes: int = Field(description="Notes added.")
     sessions: int = Field(description="Session records added.")
     skipped: int = Field(description="Already there: kept as they were.")
+    updated: int = Field(
+        description="Already there, brought to the export's newer state (each an event)."
+    )
+    warnings: list[str] = Field(description="What the import could not check, one line each.")
 
 
 @router.get(
@@ -61,9 +65,15 @@ class ImportOut(BaseModel):
 )
 def export(
     store: StoreDep,
+    request: Request,
     format: Annotated[ExportFormat, Query(description="jsonl or markdown")],
     side: Annotated[
-        str | None, Query(pattern=PROJECT_PATTERN, max_length=64, description="Only this side.")
+        str | None,
+        Query(
+            pattern=PROJECT_PATTERN,
+            max_length=64,
+            description="Only this side (a token limited to a side: that side, its default).",
+        ),
     ] = None,
 ) -> Response:
     import json
@@ -72,6 +82,7 @@ def export(
     side = store.limited(side)
     if side is not None and side not in store.settings.sides:
         raise InvalidInput(f"side {side[:64]!r} is not configured")
+    side = _token_side(request, side)
     now = store.now()
     with store.read() as conn:
         if format is ExportFormat.jsonl:
@@ -82,7 +93,23 @@ def export(
     return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
 
 
-@router.post("/import", response_model=ImportOut, responses=errors(e422="Nothing was written."))
+def _token_side(request: Request, side: str | None) -> str | None:
+    """A device token limited to one side exports that side only (whatever is asked)."""
+    identity = getattr(request.state, "ondeck_identity", None)
+    limited = getattr(identity, "side", None)
+    if not limited:
+        return side
+    if side is not None and side != limited:
+        name = getattr(identity, "token", None)
+        raise Forbidden(f"token {name!r} sees the side {limited!r} only")
+    return str(limited)
+
+
+@router.post(
+    "/import",
+    response_model=ImportOut,
+    responses=errors(e422="Nothing was written.", e409="Conflicts; nothing was written."),
+)
 def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
     if store.side_limit is not None:
         from ondeck.core.errors import Forbidden
@@ -96,4 +123,10 @@ def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
         result = exchange.import_jsonl(
             conn, store.now(), body.lines, sides=store.settings.sides, actor=store.actor
         )
-    return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
+    return {
+        "notes": result.notes,
+        "sessions": result.sessions,
+        "skipped": result.skipped,
+        "updated": result.updated,
+        "warnings": result.warnings,
+    }

@@ -25,8 +25,12 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         fmt: Annotated[Format, typer.Option("--format", help="jsonl or markdown")],
         side: Annotated[
-            str | None, typer.Option("--side", help="Only this side (default: all).")
+            str | None,
+            typer.Option("--side", help="Only this side (default: the current directory's)."),
         ] = None,
+        all_sides: Annotated[
+            bool, typer.Option("--all-sides", help="Every side, the inbox included.")
+        ] = False,
         out: Annotated[
             Path | None,
             typer.Option(
@@ -40,8 +44,12 @@ def register(app: typer.Typer) -> None:
 
         cli = cli_of(ctx)
         settings = cli.settings
+        if side is not None and all_sides:
+            raise typer.BadParameter("give either --side or --all-sides")
         if side is not None and side not in settings.sides:
             raise InvalidInput(f"side {side[:64]!r} is not configured")
+        if settings.sides and side is None and not all_sides:
+            side = _directory_side(cli)
         if fmt is Format.markdown and out is None:
             raise InvalidInput("--format markdown writes one file per project: give --out DIR")
         if out is not None and fmt is Format.jsonl and out.exists():
@@ -78,7 +86,8 @@ def register(app: typer.Typer) -> None:
                 partial.replace(out)
             finally:
                 partial.unlink(missing_ok=True)
-        echo(f"exported {written - 1} record(s) to {out}", err=True)
+        # Not counted: the header and the end line.
+        echo(f"exported {written - 2} record(s) to {out}", err=True)
 
     @app.command("import")
     def import_(
@@ -109,7 +118,13 @@ def register(app: typer.Typer) -> None:
                 result = exchange.import_jsonl(
                     conn, cli.now(), handle, sides=cli.settings.sides, actor=cli.actor
                 )
-            return {"notes": result.notes, "sessions": result.sessions, "skipped": result.skipped}
+            return {
+                "notes": result.notes,
+                "sessions": result.sessions,
+                "skipped": result.skipped,
+                "updated": result.updated,
+                "warnings": result.warnings,
+            }
 
         try:
             with handle:
@@ -118,13 +133,32 @@ def register(app: typer.Typer) -> None:
                 counts = cli.fetch("POST", "/import", local, body=body)
         except UnicodeDecodeError:
             raise InvalidInput(f"{file}: not UTF-8 text") from None
+        for warning in counts.get("warnings", []):
+            echo(f"ondeck: warning: {warning}", err=True)
         if as_json:
             print_json(counts)
             return
+        updated = counts.get("updated", 0)
         echo(
             f"imported {counts['notes']} note(s) and {counts['sessions']} session record(s); "
             f"{counts['skipped']} already there"
+            + (f"; {updated} brought to the export's newer state" if updated else "")
         )
+
+
+def _directory_side(cli: Cli) -> str:
+    """The side this directory belongs to (by this machine's rules): what an export from
+    here holds, unless a side or every side is asked for by name."""
+    from ondeck.core.errors import InvalidInput
+    from ondeck.entrypoints.place import here
+
+    found = here(cli.settings)
+    if found.unclassified or not found.side:
+        raise InvalidInput(
+            f"this directory belongs to no side ({found.reason}): give --side "
+            f"({', '.join(sorted(cli.settings.sides))}) or --all-sides"
+        )
+    return str(found.side)
 
 
 @contextmanager
@@ -132,7 +166,10 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
     """The JSONL export's lines: read in one transaction here, or the server's answer."""
     if cli.client_mode:
         text = cli.remote.text("GET", "/export", params={"format": "jsonl", "side": side})
-        yield text.splitlines(keepends=True)
+        # At "\n" only: splitlines() also breaks at U+2028, U+0085 and others, which JSON
+        # leaves as they are inside a note's text.
+        *whole, rest = text.split("\n")
+        yield [line + "\n" for line in whole] + ([rest] if rest else [])
         return
     from ondeck.services import exchange
 
@@ -141,10 +178,14 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
 
 
 def _open_new(path: Path):  # type: ignore[no-untyped-def]
+    import os
+
+    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
 
     try:
-        return path.open("x", encoding="utf-8")
+        fd = private.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
     except FileExistsError:
         raise InvalidInput(f"{path} exists: give a new file name") from None
     except OSError as exc:
@@ -152,15 +193,16 @@ def _open_new(path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write_files(folder: Path, files: dict[Path, str]) -> None:
+    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
 
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private.make_dirs(folder)
         if any(folder.iterdir()):
             raise InvalidInput(f"{folder} is not empty: give a new or empty directory")
         for relative, text in files.items():
             target = folder / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            private.make_dirs(target.parent)
+            private.write_new_text(target, text)
     except OSError as exc:
         raise InvalidInput(f"{folder}: cannot be written ({exc.strerror})") from None
