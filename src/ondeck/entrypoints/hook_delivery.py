@@ -91,17 +91,22 @@ class Server:
         self.ok = True
         return results
 
-    def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
-        """The event as received: the server makes and stores its record(s)."""
+    def send_event(
+        self, verb: str, payload: dict[str, Any], at: str, *, last: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The event as received: the server makes and stores its record(s). `last`: an
+        end's transcript's last answer, read here (the server reads no file a request names)."""
         from ondeck.services.hook_records import transcript_size, trim
 
         self.drain_spool()
-        event = {
+        event: dict[str, Any] = {
             "hook": verb,
             "payload": trim(payload),
             "at": at,
             "transcript_size": transcript_size(payload),
         }
+        if last is not None:
+            event["last_message"] = last
         if verb == "session-start":  # and its context in the same answer: one round trip
             event["context"] = True
         body = {"events": [event], "rules": self.config.rules()}

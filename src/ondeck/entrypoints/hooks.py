@@ -346,27 +346,36 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
         return {"released": [], "owner": None} if kind == "end" else None
     config = load_hook_config(db_url)
     now = clock.now()
+    last = None
+    if kind == "end":  # the last turn's answer, in case Claude Code cancelled its Stop
+        from ondeck.services.transcript import last_message
+
+        last = last_message(payload)
     if config.server_url:  # client mode: the record is made here, then sent (hook_client.py)
-        return _record_here(kind, payload, config, now)
+        return _record_here(kind, payload, config, now, last)
     try:
-        result = Server(config).send_event(verb, payload, now.isoformat())
+        result = Server(config).send_event(verb, payload, now.isoformat(), last=last)
     except NoServer as exc:
         debug(f"server: {exc}")
     else:
         if kind != "end":
             return None
         return {"released": result.get("released", []), "owner": _owner(payload)}
-    return _record_here(kind, payload, config, now)
+    return _record_here(kind, payload, config, now, last)
 
 
 def _record_here(
-    kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
+    kind: str,
+    payload: dict[str, Any],
+    config: HookConfig,
+    now: datetime,
+    last: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The record made here, stored in the database, or in client mode sent to the server
     (either way, else spooled)."""
     from ondeck.services.hook_records import changes_of, make_record
 
-    record = make_record(kind, payload, config, now)
+    record = make_record(kind, payload, config, now, last=last)
     if record is None:
         return None
     local = _client(config) or Local(config)

@@ -102,7 +102,7 @@ def record_hook_events(
             if declined is not None:
                 results.append({"fingerprint": None, "outcome": "declined", "reason": declined})
                 continue
-            made = make_record(kind, payload, config, at, size=size)
+            made = make_record(kind, payload, config, at, size=size, last=event.get("last_message"))
             if made is None:
                 raise ValueError("no usable session_id in the payload")
             record = parse_record(made)

@@ -391,16 +391,29 @@ class _Change:
         text = self.record.get("text")
         if not self.capture or text is None:
             return
-        last = self.row["last_word_at"]
-        if last is not None and self.record["at"] < last:
-            return  # an older turn's Stop arriving late: the later last word stays
+        self.last_word(text, self.record["at"], None)
+
+    def last_word(self, text: dict[str, Any], said_at: datetime, by: str | None) -> None:
+        """Keep the latest last word: by when it was said (async Stop hooks may arrive out of
+        order, and an end brings the transcript's last answer, `by` "transcript")."""
+        last = self.get("last_word_at")
+        if last is not None and said_at < last:
+            return  # an older turn's answer arriving late: the later last word stays
+        if text["value"] == self.get("last_word"):
+            # The same answer twice (the end read it from the transcript, then the Stop
+            # Claude Code did not cancel came): one answer, one event, one count.
+            if last is None or said_at > last:
+                self.set("last_word_at", said_at)
+            return
         self.set("last_word", text["value"])
-        self.set("last_word_at", self.record["at"])
+        self.set("last_word_at", said_at)
         self.count_redactions(text["redactions"], text["kinds"])
-        self.event(
-            "session.last_word",
-            {"chars": text["chars"], "kept": len(text["value"]), "redactions": text["redactions"]},
-        )
+        details = {
+            "chars": text["chars"],
+            "kept": len(text["value"]),
+            "redactions": text["redactions"],
+        }
+        self.event("session.last_word", {**details, **({"from": by} if by else {})})
 
     def on_compact(self, created: bool) -> None:
         self.reopen_if_lost("compaction")
@@ -425,6 +438,9 @@ class _Change:
         )
 
     def on_end(self, created: bool) -> None:
+        text = self.record.get("text")
+        if text is not None and self.capture:
+            self.last_word(text, self.record.get("text_at") or self.record["at"], "transcript")
         status = self.get("status")
         if status == "ended":
             return  # ended before (and not resumed since): the first end stands
