@@ -158,9 +158,10 @@ def test_an_interactive_session_closed_within_a_second_keeps_its_last_answer(
               *command)  # fmt: skip
         try:
             screen = lambda: _tmux("-S", socket, "capture-pane", "-p")  # noqa: E731
-            assert wait_for(lambda: ">" in screen() or "│" in screen(), 120), screen()
-            time.sleep(2)  # the prompt takes keys once its hooks ran
+            assert wait_for(lambda: "❯" in screen(), 120), screen()
+            time.sleep(3)  # the prompt is drawn before it takes keys
             _tmux("-S", socket, "send-keys", "-l", "hi")
+            time.sleep(0.5)
             _tmux("-S", socket, "send-keys", "Enter")
             assert wait_for(lambda: "The last word of the run" in screen(), 120), screen()
             time.sleep(0.3)
