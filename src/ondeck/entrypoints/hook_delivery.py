@@ -262,7 +262,7 @@ class Local:
         from ondeck.services import session_store
 
         with self._bare.transaction() as db:
-            applied = session_store.apply(db, record, now)
+            applied = session_store.apply(db, record, now, grace=self.config.session_grace)
             held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
         released: list[int] = []
         if held:  # rare: only then is SQLAlchemy worth its import
@@ -302,7 +302,7 @@ class Local:
 
         try:
             with writing(self.engine()) as conn:
-                return apply_record(conn, now, record)
+                return apply_record(conn, now, record, grace=self.config.session_grace)
         except Unavailable as exc:
             raise Unreachable(str(exc)) from None
 

@@ -9,7 +9,7 @@ for the server's warm path, making the records of events as a hook received them
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -25,12 +25,15 @@ from ondeck.services.hook_records import parse_record
 log = logs.logger("ondeck.sessions")
 
 
-def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
+def apply_record(
+    conn: Connection, now: datetime, record: dict[str, Any], *, grace: timedelta | None = None
+) -> dict[str, Any]:
     """Apply a checked hook record in the caller's transaction; at a session's end, release
-    the leases it held (the reaper covers sessions that never end). Returns the outcome."""
+    the leases it held (the reaper covers sessions that never end). Returns the outcome.
+    `grace`: ONDECK_SESSION_GRACE (session_store.apply)."""
     from ondeck.services.backlog import release_held_by
 
-    applied = session_store.apply(SqlaDb(conn), record, aware(now))
+    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace)
     released: list[int] = []
     if applied["ended"]:
         released = release_held_by(
@@ -43,7 +46,9 @@ def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dic
     return session_store.outcome(applied, record, released)
 
 
-def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dict[str, Any]]:
+def apply_records(
+    engine: Engine, now: datetime, raw: Sequence[Any], *, grace: timedelta | None = None
+) -> list[dict[str, Any]]:
     """Records from the API or the spool, each checked and applied in its own transaction
     (one refused record does not undo the others). A malformed one is answered `rejected`
     with the reason; a database that goes away raises `Unavailable`."""
@@ -62,7 +67,7 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
             )
             continue
         with writing(engine) as conn:
-            results.append(apply_record(conn, now, record))
+            results.append(apply_record(conn, now, record, grace=grace))
     return results
 
 
@@ -72,6 +77,7 @@ def record_hook_events(
     events: Sequence[Any],
     rules: Any,
     *,
+    grace: timedelta | None = None,
     later: Callable[[Callable[[], None]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
@@ -110,9 +116,9 @@ def record_hook_events(
             results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
             continue
         with writing(engine) as conn:
-            result = apply_record(conn, now, record)
+            result = apply_record(conn, now, record, grace=grace)
         if kind == "end":
-            follow = _read_changes(engine, now, made, result["session"], config, at)
+            follow = _read_changes(engine, now, made, result["session"], config, at, grace)
             if later is None:
                 follow()
             else:
@@ -136,6 +142,7 @@ def _read_changes(
     start: dict[str, Any],
     config: Any,
     at: datetime,
+    grace: timedelta | None,
 ) -> Callable[[], None]:
     from ondeck.services.hook_records import changes_of
 
@@ -144,7 +151,7 @@ def _read_changes(
             changes = changes_of(end, start, config, at)
             if changes is not None:
                 with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes))
+                    apply_record(conn, now, parse_record(changes), grace=grace)
         except Exception:  # after the answer: nobody else to tell
             log.exception("reading git at the end of session %s failed", end["session"])
 

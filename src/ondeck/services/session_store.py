@@ -28,11 +28,12 @@ How a record changes a session (each hook is idempotent on what it received):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
 from ondeck.db.plain import render as _for
+from ondeck.db.predicates import lost_before
 
 OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
 DISAGREEMENTS_MAX = 50
@@ -214,8 +215,17 @@ class Applied(dict[str, Any]):
     written), `ended` (the session ended now: its leases are to be released)."""
 
 
-def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = None) -> Applied:
-    """Apply one checked record (hook_records.parse_record) in the caller's transaction."""
+def apply(
+    db: Db,
+    record: dict[str, Any],
+    now: datetime,
+    *,
+    grace: timedelta | None = None,
+    actor: str | None = None,
+) -> Applied:
+    """Apply one checked record (hook_records.parse_record) in the caller's transaction.
+    `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
+    minus it reopens nothing; None: any event may)."""
     if record["at"] > now:
         # A hook whose clock runs ahead must not keep its session "heard from" in the
         # future (never lost); what the store's clock says is the latest it can be.
@@ -244,7 +254,8 @@ def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = 
     )
     if not receipt:
         return Applied(session=row, duplicate=True, events=[], ended=False)
-    change = _Change(row, record, now)
+    cutoff = lost_before(now, grace) if grace is not None else None
+    change = _Change(row, record, now, cutoff)
     if created:
         change.event("session.started", change.started_details(late=False))
     else:
@@ -278,8 +289,15 @@ def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = 
 class _Change:
     """The changes one record makes to one session row, and the events they write."""
 
-    def __init__(self, row: dict[str, Any], record: dict[str, Any], now: datetime) -> None:
+    def __init__(
+        self,
+        row: dict[str, Any],
+        record: dict[str, Any],
+        now: datetime,
+        cutoff: datetime | None,
+    ) -> None:
         self.row, self.record, self.now = row, record, now
+        self.lost_before = cutoff
         self.values: dict[str, Any] = {}
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.compaction: dict[str, Any] | None = None
@@ -318,8 +336,18 @@ class _Change:
         if at > self.row["last_seen_at"]:
             self.set("last_seen_at", at)
 
+    def alive_since(self) -> bool:
+        """Whether this record shows the session alive after what the row knows: heard
+        within the grace (older, and a lost session stays lost: a spooled Stop of 14 hours
+        ago adds its last word and reopens nothing), and after an end it has."""
+        at = self.record["at"]
+        if self.lost_before is not None and at < self.lost_before:
+            return False
+        ended = self.get("ended_at")
+        return ended is None or at > ended
+
     def reopen_if_lost(self, by: str) -> None:
-        if self.get("status") == "lost":
+        if self.get("status") == "lost" and self.alive_since():
             self.set("status", "open")
             self.event("session.reopened", {"from": "lost", "by": by})
 
@@ -356,7 +384,7 @@ class _Change:
         status = self.get("status")
         # A resume reopens; so does any start of a session thought lost (it was not). A new
         # `startup` always comes with a new session id: for a known one it is a replay.
-        if source == "resume" or status == "lost":
+        if (source == "resume" or status == "lost") and self.alive_since():
             self.set("status", "open")
             self.set("ended_at", None)
             self.set("end_reason", None)

@@ -149,7 +149,13 @@ def list_sessions(
 ) -> list[dict[str, Any]]:
     with store.read() as conn:
         found = sessions.list_sessions(
-            conn, status=status, side=side, project=project, before_id=before_id, limit=limit
+            conn,
+            status=status,
+            side=side,
+            project=project,
+            before_id=before_id,
+            limit=limit,
+            lost_before=sessions.lost_before(store.now(), store.settings),
         )
     return [s.summary_json(store.settings.zone) for s in found]
 
@@ -157,7 +163,9 @@ def list_sessions(
 @router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
 def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
     with store.read() as conn:
-        detail = sessions.session_detail(conn, ref)
+        detail = sessions.session_detail(
+            conn, ref, lost_before=sessions.lost_before(store.now(), store.settings)
+        )
     return detail.to_json(store.settings.zone)
 
 
@@ -201,7 +209,9 @@ def post_records(
     ] = None,
 ) -> dict[str, Any]:
     _same_store(store.settings.store_id, expected)
-    results = session_hooks.apply_records(store.engine, store.now(), body.records)
+    results = session_hooks.apply_records(
+        store.engine, store.now(), body.records, grace=store.settings.session_grace
+    )
     return {"results": results}
 
 
@@ -236,7 +246,12 @@ def post_hook_events(
     _same_store(store.settings.store_id, expected)
     now = store.now()
     results = session_hooks.record_hook_events(
-        store.engine, now, body.events, body.rules, later=background.add_task
+        store.engine,
+        now,
+        body.events,
+        body.rules,
+        grace=store.settings.session_grace,
+        later=background.add_task,
     )
     # A session-start asks for its context in the same answer (the hook saves a request).
     for event, result in zip(body.events, results, strict=True):
