@@ -140,7 +140,11 @@ class Messages:
             ("message_start", {"type": "message_start", "message": start}),
             (
                 "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
             ),
             ("ping", {"type": "ping"}),
             *[

@@ -26,6 +26,7 @@ def status_is(table: str, status: str) -> str:
     status_is says why; tests/unit/test_predicates.py holds the two forms together)."""
     return f"{table}.status = '{status}'"
 
+
 # A session presumed lost when it is read: still `open` in its row, but silent (no hook
 # event) since before :lost_before, which is now minus ONDECK_SESSION_GRACE. Whether a
 # session is lost is decided here, at every read, on every surface (the brief, lists, a

@@ -251,6 +251,8 @@ def _start_here(
     if result is None:
         notes.append(local.spooled_line("start"))
         return record["classification"], None, facts
+    if result.get("warning"):
+        notes.append(f"ondeck: {result['warning']}.")
     return record["classification"], result["session"]["id"], facts
 
 
@@ -382,14 +384,19 @@ def _record_here(
     try:
         result = local.store(record, now)
         what = {"stop": "last word", "compact": "compaction", "end": "end"}[kind]
+        warning = result.get("warning") if result else None
         if kind != "end":
-            return None if result is not None else {"systemMessage": local.spooled_line(what)}
+            if result is None:
+                return {"systemMessage": local.spooled_line(what)}
+            return {"systemMessage": f"ondeck: {warning}."} if warning else None
         out: dict[str, Any] = {
             "released": result["released"] if result else [],
             "owner": _owner(payload),
         }
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
+        elif warning:
+            out["systemMessage"] = f"ondeck: {warning}."
         start = result["session"] if result else _start_in_spool(record, config)
         if result is not None and not isinstance(local, Local):
             # Client mode: the commits and files go after the answer, as the server path

@@ -210,9 +210,7 @@ def make_record(
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
-    record = new_record(
-        kind, payload, at=at, facts=facts, classification=classification, size=size
-    )
+    record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
     if kind == "end" and record["capture"] and last is not None:
         add_last_message(record, last)
     return record
@@ -234,7 +232,9 @@ def add_last_message(end: dict[str, Any], last: Any) -> None:
     # The answer came before the end that read it; a timestamp after it is not to be trusted.
     if said_at is None or said_at > end_at:
         said_at = end_at
-    end["text"] = scrubbed(text, LAST_WORD_MAX, len(last["text"]) if len(last["text"]) > TEXT_WINDOW else None)
+    end["text"] = scrubbed(
+        text, LAST_WORD_MAX, len(last["text"]) if len(last["text"]) > TEXT_WINDOW else None
+    )
     end["text_at"] = said_at.isoformat()
 
 

@@ -47,11 +47,21 @@ def apply_record(
 
 
 def apply_records(
-    engine: Engine, now: datetime, raw: Sequence[Any], *, grace: timedelta | None = None
+    engine: Engine,
+    now: datetime,
+    raw: Sequence[Any],
+    *,
+    grace: timedelta | None = None,
+    sent_at: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Records from the API or the spool, each checked and applied in its own transaction
     (one refused record does not undo the others). A malformed one is answered `rejected`
-    with the reason; a database that goes away raises `Unavailable`."""
+    with the reason; a database that goes away raises `Unavailable`. `sent_at`: the
+    sender's clock as it sent them; one far from `now` is a skewed clock: the records are
+    moved onto this clock, and each answer carries a `warning` naming both instants."""
+    offset = session_store.clock_offset(sent_at, now)
+    if offset is not None and sent_at is not None:
+        log.warning("%s", session_store.skew_warning(sent_at, now))
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
@@ -66,8 +76,13 @@ def apply_records(
                 }
             )
             continue
+        if offset is not None and sent_at is not None:
+            record = session_store.on_store_clock(record, offset, sent_at, now)
         with writing(engine) as conn:
-            results.append(apply_record(conn, now, record, grace=grace))
+            result = apply_record(conn, now, record, grace=grace)
+        if offset is not None and sent_at is not None:
+            result["warning"] = session_store.skew_warning(sent_at, now)
+        results.append(result)
     return results
 
 

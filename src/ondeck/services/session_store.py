@@ -36,6 +36,8 @@ from ondeck.db.plain import render as _for
 from ondeck.db.predicates import lost_before
 
 OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
+# A hook's clock this far from the store's is skewed, not late: a request takes seconds.
+CLOCK_SKEW_MAX = timedelta(minutes=5)
 DISAGREEMENTS_MAX = 50
 
 INSTANTS = frozenset(
@@ -215,6 +217,53 @@ class Applied(dict[str, Any]):
     written), `ended` (the session ended now: its leases are to be released)."""
 
 
+def clock_offset(hook_now: datetime | None, now: datetime) -> timedelta | None:
+    """How far the store's clock is ahead of the hook's (`hook_now`: the hook's clock when
+    it sent its records), when that is more than CLOCK_SKEW_MAX; else None."""
+    if hook_now is None:
+        return None
+    offset = now - hook_now
+    return offset if abs(offset) > CLOCK_SKEW_MAX else None
+
+
+def on_store_clock(
+    record: dict[str, Any], offset: timedelta, hook_now: datetime, now: datetime
+) -> dict[str, Any]:
+    """The record with its times moved onto the store's clock (a client 13 hours behind
+    would otherwise make a live session lost, then reopen it at every turn), and the two
+    instants kept for the warning."""
+
+    def on_ours(at: datetime) -> datetime:
+        try:
+            return at + offset
+        except OverflowError:  # a clock millennia off: the store's now is all there is
+            return now
+
+    moved = {**record, "at": on_ours(record["at"])}
+    if record.get("text_at") is not None:
+        moved["text_at"] = on_ours(record["text_at"])
+    moved["clock_skew"] = {"hook": hook_now.isoformat(), "server": now.isoformat()}
+    return moved
+
+
+def skew_warning(hook_now: datetime, now: datetime) -> str:
+    """The warning a hook is answered with, naming both instants."""
+    offset = now - hook_now
+    way = "behind" if offset.total_seconds() > 0 else "ahead of"
+    return (
+        f"this machine's clock ({hook_now.isoformat(timespec='seconds')}) is "
+        f"{_span(abs(offset))} {way} the server's ({now.isoformat(timespec='seconds')}): "
+        "the server ordered this session's events by its own clock; set this clock right "
+        "(NTP)"
+    )
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
 def apply(
     db: Db,
     record: dict[str, Any],
@@ -263,6 +312,11 @@ def apply(
     getattr(change, f"on_{record['kind']}")(created)
     if not created:
         change.place()
+    skew = record.get("clock_skew")
+    if skew is not None:
+        change.event(
+            "session.clock_skew", {"hook_clock": skew["hook"], "server_clock": skew["server"]}
+        )
     session = change.save(db)
     for kind, details in change.events:
         db.run(

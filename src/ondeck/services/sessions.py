@@ -37,8 +37,8 @@ from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Event
 from ondeck.core.validation import BIGINT_MAX, check_project
-from ondeck.db.engine import writing
 from ondeck.db import predicates
+from ondeck.db.engine import writing
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions, tasks
 from ondeck.services import events as event_log

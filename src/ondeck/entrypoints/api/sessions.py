@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
@@ -84,6 +84,11 @@ class RecordsIn(BaseModel):
         max_length=MAX_RECORDS,
         description="Hook records (services/hook_records.py), applied in order, each checked.",
     )
+    sent_at: AwareDatetime | None = Field(
+        None,
+        description="The sender's clock as it sent them (ISO-8601 with offset): one far "
+        "from the server's is warned about, and the records are ordered by the server's.",
+    )
 
 
 class HookEventsIn(BaseModel):
@@ -108,6 +113,9 @@ class Forbidden(OndeckError):
 
 
 class RecordResult(BaseModel):
+    warning: str | None = Field(
+        None, description="Something the hook is to tell (its clock far from the server's)."
+    )
     fingerprint: str | None
     outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
         description="declined: the hook is to make and store the record itself."
@@ -210,7 +218,11 @@ def post_records(
 ) -> dict[str, Any]:
     _same_store(store.settings.store_id, expected)
     results = session_hooks.apply_records(
-        store.engine, store.now(), body.records, grace=store.settings.session_grace
+        store.engine,
+        store.now(),
+        body.records,
+        grace=store.settings.session_grace,
+        sent_at=body.sent_at,
     )
     return {"results": results}
 
