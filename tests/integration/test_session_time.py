@@ -65,9 +65,7 @@ def test_the_brief_shows_a_silent_session_lost_not_still_open(engine: Engine) ->
         [s] = svc.list_sessions(conn)
     request = BriefRequest(sides_on=False, project=s.project, session="another-session")
     with engine.connect() as conn:
-        ctx = build_context(
-            conn, later(NOW, days=3), zone=UTC, brief=request, session_grace=GRACE
-        )
+        ctx = build_context(conn, later(NOW, days=3), zone=UTC, brief=request, session_grace=GRACE)
     assert ctx.brief is not None
     assert [(line.id, line.status) for line in ctx.brief.recent] == [(s.id, "lost")]
     # The last session of the project that is no longer open: the lost one.
@@ -87,7 +85,11 @@ def test_a_spooled_stop_from_14_hours_ago_adds_its_word_and_reopens_nothing(
     with engine.begin() as conn:
         assert svc.mark_lost(conn, later(NOW, hours=16), GRACE) == []
         [s] = svc.list_sessions(conn, lost_before=later(NOW, hours=16) - GRACE)
-    assert (s.status, s.last_word, s.last_seen_at) == ("lost", "오래된 마지막 말", later(NOW, hours=1))
+    assert (s.status, s.last_word, s.last_seen_at) == (
+        "lost",
+        "오래된 마지막 말",
+        later(NOW, hours=1),
+    )
     found = kinds(engine)
     assert found.count("session.lost") == 1 and "session.reopened" not in found
     # A stop heard now is a live session: that one reopens it.

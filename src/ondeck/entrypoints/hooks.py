@@ -251,9 +251,21 @@ def _start_here(
     if result is None:
         notes.append(local.spooled_line("start"))
         return record["classification"], None, facts
+    classification = record["classification"]
     if result.get("warning"):
         notes.append(f"ondeck: {result['warning']}.")
-    return record["classification"], result["session"]["id"], facts
+    stored = result.get("session") or {}
+    if stored.get("unclassified") and not classification.get("unclassified"):
+        # The server did not know the side this machine gave it: its inbox, not that side.
+        nowhere = {"value": None}
+        reason = stored.get("reason") or "the server does not know this session's side"
+        classification = {
+            "side": nowhere,
+            "project": nowhere,
+            "unclassified": True,
+            "reason": reason,
+        }
+    return classification, result["session"]["id"], facts
 
 
 def _unclassified_note(reason: str, number: int | None) -> str:

@@ -8,7 +8,7 @@ for the server's warm path, making the records of events as a hook received them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,14 +26,21 @@ log = logs.logger("ondeck.sessions")
 
 
 def apply_record(
-    conn: Connection, now: datetime, record: dict[str, Any], *, grace: timedelta | None = None
+    conn: Connection,
+    now: datetime,
+    record: dict[str, Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Apply a checked hook record in the caller's transaction; at a session's end, release
     the leases it held (the reaper covers sessions that never end). Returns the outcome.
-    `grace`: ONDECK_SESSION_GRACE (session_store.apply)."""
+    `grace`: ONDECK_SESSION_GRACE, `sides`: the store's sides (session_store.apply)."""
     from ondeck.services.backlog import release_held_by
 
-    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace)
+    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
+    if applied.get("warning") and not applied["duplicate"]:
+        log.warning("session %s: %s", record["session"][:60], applied["warning"])
     released: list[int] = []
     if applied["ended"]:
         released = release_held_by(
@@ -52,6 +59,7 @@ def apply_records(
     raw: Sequence[Any],
     *,
     grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
     sent_at: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Records from the API or the spool, each checked and applied in its own transaction
@@ -79,9 +87,10 @@ def apply_records(
         if offset is not None and sent_at is not None:
             record = session_store.on_store_clock(record, offset, sent_at, now)
         with writing(engine) as conn:
-            result = apply_record(conn, now, record, grace=grace)
+            result = apply_record(conn, now, record, grace=grace, sides=sides)
         if offset is not None and sent_at is not None:
-            result["warning"] = session_store.skew_warning(sent_at, now)
+            said = [result.get("warning"), session_store.skew_warning(sent_at, now)]
+            result["warning"] = "; ".join(w for w in said if w)
         results.append(result)
     return results
 
@@ -93,6 +102,7 @@ def record_hook_events(
     rules: Any,
     *,
     grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
     later: Callable[[Callable[[], None]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
@@ -131,9 +141,9 @@ def record_hook_events(
             results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
             continue
         with writing(engine) as conn:
-            result = apply_record(conn, now, record, grace=grace)
+            result = apply_record(conn, now, record, grace=grace, sides=sides)
         if kind == "end":
-            follow = _read_changes(engine, now, made, result["session"], config, at, grace)
+            follow = _read_changes(engine, now, made, result["session"], config, at, grace, sides)
             if later is None:
                 follow()
             else:
@@ -158,6 +168,7 @@ def _read_changes(
     config: Any,
     at: datetime,
     grace: timedelta | None,
+    sides: Collection[str] | None,
 ) -> Callable[[], None]:
     from ondeck.services.hook_records import changes_of
 
@@ -166,7 +177,7 @@ def _read_changes(
             changes = changes_of(end, start, config, at)
             if changes is not None:
                 with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes), grace=grace)
+                    apply_record(conn, now, parse_record(changes), grace=grace, sides=sides)
         except Exception:  # after the answer: nobody else to tell
             log.exception("reading git at the end of session %s failed", end["session"])
 

@@ -27,7 +27,7 @@ How a record changes a session (each hook is idempotent on what it received):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -214,7 +214,8 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 class Applied(dict[str, Any]):
     """What applying a record did: `session` (the row after), `duplicate`, `events` (kinds
-    written), `ended` (the session ended now: its leases are to be released)."""
+    written), `ended` (the session ended now: its leases are to be released), `warning`
+    (what the hook is to be told, or None)."""
 
 
 def clock_offset(hook_now: datetime | None, now: datetime) -> timedelta | None:
@@ -264,17 +265,58 @@ def _span(delta: timedelta) -> str:
     return f"{hours} h {minutes} min" if hours else f"{minutes} min"
 
 
+def unknown_side(record: dict[str, Any], sides: Collection[str] | None) -> str | None:
+    """Why the record's side is not one this store knows (`sides`: the store's; None: not
+    checked, as when the hook's own settings are the store's), or None."""
+    if sides is None:
+        return None
+    c = record["classification"]
+    side = c["side"]["value"]
+    if c["unclassified"] or (side in sides if sides else side is None):
+        return None
+    known = ", ".join(sorted(sides)) if sides else "none (one pool)"
+    project = c["project"]["value"]
+    of_project = f" (project {project!r})" if project else ""
+    if side is None:
+        return (
+            f"the hook gave this session no side{of_project}, and this server's sides are {known}"
+        )
+    return f"side {side!r}{of_project} is not one of this server's sides: {known}"
+
+
+def _to_inbox(record: dict[str, Any], why: str) -> dict[str, Any]:
+    """The record unclassified: its session waits in the inbox for a person (`session
+    move`), as any whose side is undecided, rather than living under a side nobody sees."""
+    c = record["classification"]
+    nowhere = {"value": None, "rule": "none", "source": None}
+    moved = {
+        **c,
+        "side": nowhere,
+        "project": nowhere,
+        "unclassified": True,
+        "reason": why,
+        "problems": [*c.get("problems", []), why][-200:],
+    }
+    return {**record, "classification": moved}
+
+
 def apply(
     db: Db,
     record: dict[str, Any],
     now: datetime,
     *,
     grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
     actor: str | None = None,
 ) -> Applied:
     """Apply one checked record (hook_records.parse_record) in the caller's transaction.
     `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
-    minus it reopens nothing; None: any event may)."""
+    minus it reopens nothing; None: any event may). `sides`: the store's own, when the
+    record was classified by another machine's rules: a side it does not know sends the
+    session to the inbox, with a warning in the answer."""
+    warning = unknown_side(record, sides)
+    if warning is not None:
+        record = _to_inbox(record, warning)
     if record["at"] > now:
         # A hook whose clock runs ahead must not keep its session "heard from" in the
         # future (never lost); what the store's clock says is the latest it can be.
@@ -302,7 +344,7 @@ def apply(
         ),
     )
     if not receipt:
-        return Applied(session=row, duplicate=True, events=[], ended=False)
+        return Applied(session=row, duplicate=True, events=[], ended=False, warning=warning)
     cutoff = lost_before(now, grace) if grace is not None else None
     change = _Change(row, record, now, cutoff)
     if created:
@@ -337,6 +379,7 @@ def apply(
         duplicate=False,
         events=[kind for kind, _ in change.events],
         ended=change.ended,
+        warning=warning,
     )
 
 
@@ -651,4 +694,5 @@ def outcome(
             "reason": (row["classification"] or {}).get("reason"),
         },
         "released": released,
+        **({"warning": applied["warning"]} if applied.get("warning") else {}),
     }

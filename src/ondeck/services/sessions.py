@@ -577,7 +577,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         answers: list[str | None] = []
         for record in batch:
             with writing(engine) as conn:
-                apply_record(conn, now, record, grace=settings.session_grace)
+                apply_record(conn, now, record, grace=settings.session_grace, sides=settings.sides)
             answers.append(None)
         return answers
 

@@ -222,6 +222,7 @@ def post_records(
         store.now(),
         body.records,
         grace=store.settings.session_grace,
+        sides=store.settings.sides,
         sent_at=body.sent_at,
     )
     return {"results": results}
@@ -263,6 +264,7 @@ def post_hook_events(
         body.events,
         body.rules,
         grace=store.settings.session_grace,
+        sides=store.settings.sides,
         later=background.add_task,
     )
     # A session-start asks for its context in the same answer (the hook saves a request).
