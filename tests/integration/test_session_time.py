@@ -154,3 +154,60 @@ def test_a_spooled_record_from_a_right_clock_keeps_its_time(engine: Engine) -> N
     with engine.connect() as conn:
         s = svc.find_session(conn, SESSION_ID, lost_before=NOW - GRACE)
     assert s.started_at == NOW - timedelta(hours=14) and s.status == "lost"
+
+
+def _expiring(engine: Engine) -> Any:
+    from ondeck.services import notes
+
+    with engine.begin() as conn:
+        return notes.add_note(
+            conn,
+            NOW,
+            text="배포는 금요일까지 멈춤: deploys frozen until Friday",
+            side=None,
+            project=None,
+            sides=(),
+            zone=UTC,
+            expires_on=NOW.date(),
+            actor="t",
+        )
+
+
+def _refusals(engine: Engine, note_id: int, at: Any) -> list[str]:
+    """What editing the note back to life, pinning it and expiring it again answer."""
+    import pytest
+
+    from ondeck.core.errors import Conflict
+    from ondeck.services import notes
+
+    said = []
+    for change in (
+        lambda conn: notes.edit_note(
+            conn, at, note_id, expires_on=at.date() + timedelta(days=9), zone=UTC, actor="t"
+        ),
+        lambda conn: notes.set_pinned(conn, at, note_id, True, zone=UTC, actor="t"),
+        lambda conn: notes.expire_note(conn, at, note_id, zone=UTC, actor="t"),
+    ):
+        with pytest.raises(Conflict) as refused, engine.begin() as conn:
+            change(conn)
+        said.append(str(refused.value))
+    return said
+
+
+def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
+    engine: Engine,
+) -> None:
+    from ondeck.core.memory import Scope
+    from ondeck.services import notes
+
+    note = _expiring(engine)
+    next_day = later(NOW, days=1)
+    before_tick = _refusals(engine, note.id, next_day)
+    assert before_tick[0] == f"note {note.id} is expired: it cannot be edited"
+    with engine.connect() as conn:
+        shown = notes.get_note(conn, note.id).to_json(UTC, next_day.date())
+        listed = notes.list_notes(conn, Scope(sides_on=False), next_day.date())
+    assert shown["status"] == "expired" and listed == []
+    with engine.begin() as conn:
+        assert notes.expire_due(conn, next_day, next_day.date()) == [note.id]
+    assert _refusals(engine, note.id, next_day) == before_tick
