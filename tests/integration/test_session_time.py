@@ -211,3 +211,46 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
     with engine.begin() as conn:
         assert notes.expire_due(conn, next_day, next_day.date()) == [note.id]
     assert _refusals(engine, note.id, next_day) == before_tick
+
+
+def _end_with(at: Any, text: str, said_at: Any) -> dict[str, Any]:
+    from ondeck.services.hook_records import add_last_message, parse_record
+
+    made = _sent("end", at)
+    add_last_message(made, {"text": text, "at": said_at.isoformat()})
+    return parse_record(made)
+
+
+def test_the_end_brings_the_last_answer_a_cancelled_stop_never_did(engine: Engine) -> None:
+    """Item 1: Claude Code cancelled the last turn's Stop; the end read it."""
+    apply(engine, record("start", NOW))
+    apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="turn one"))
+    apply(
+        engine,
+        _end_with(
+            later(NOW, minutes=3),
+            "마지막 답 <private>비밀번호 1234</private>",
+            later(NOW, minutes=2),
+        ),
+    )
+    with engine.connect() as conn:
+        s = svc.find_session(conn, SESSION_ID)
+    assert s.status == "ended" and s.last_word is not None
+    assert s.last_word.startswith("마지막 답") and "비밀번호" not in s.last_word  # scrubbed
+    assert s.last_word_at == later(NOW, minutes=2)
+    # The Stop that was not cancelled after all, arriving late: the same answer, one event.
+    apply(
+        engine, record("stop", later(NOW, minutes=2, seconds=1), last_assistant_message=s.last_word)
+    )
+    assert kinds(engine).count("session.last_word") == 2
+
+
+def test_the_end_never_replaces_a_later_last_word(engine: Engine) -> None:
+    apply(engine, record("start", NOW))
+    apply(engine, record("stop", later(NOW, minutes=5), last_assistant_message="the latest"))
+    apply(engine, _end_with(later(NOW, minutes=6), "an older answer", later(NOW, minutes=4)))
+    apply(engine, _end_with(later(NOW, minutes=6), "the latest", later(NOW, minutes=5)))
+    with engine.connect() as conn:
+        s = svc.find_session(conn, SESSION_ID)
+    assert (s.status, s.last_word) == ("ended", "the latest")
+    assert kinds(engine).count("session.last_word") == 1
