@@ -61,6 +61,11 @@ class SessionOut(BaseModel):
     disagreements: int = Field(description="How many disagreements the record holds.")
     redactions: int = Field(description="Secrets and private spans taken out before storing.")
     last_word_preview: str | None
+    presumed_lost: bool = Field(
+        False,
+        description="Shown lost (silent past ONDECK_SESSION_GRACE) while no jobs tick has "
+        "recorded it yet.",
+    )
 
 
 class SessionDetailOut(BaseModel):
