@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,11 @@ def seed(engine: Engine, repo: Path) -> dict[str, Any]:
             conn, NOW, text="personal: deploy the blog on Sunday", side="personal",
             project="api", sides=sides, zone=ZoneInfo("UTC"), pinned=True, actor="t",
         )  # fmt: skip
+        # Heard from just now: the MCP server runs on the real clock, and a session silent
+        # past the grace is lost, not the open session of this directory (issue 22, item 13).
         session = make_session(
-            conn, NOW, external_id="agent-session-0001", side="work", project="api",
-            status="open", cwd=str(repo),
+            conn, datetime.now(UTC), external_id="agent-session-0001", side="work",
+            project="api", status="open", cwd=str(repo),
         )  # fmt: skip
     return {"personal": mine.id, "session": session}
 

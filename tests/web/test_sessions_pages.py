@@ -135,3 +135,20 @@ def test_the_system_page_shows_a_stuck_spool_with_its_count(
     assert "1 event(s) waiting since" in dash.get("/system").text
     at.move_to(later(NOW, minutes=11))
     assert "<strong>Stuck:</strong> 1 event(s) waiting" in dash.get("/system").text
+
+
+def test_a_session_silent_past_the_grace_is_lost_on_the_pages_before_any_tick(
+    sided: Dashboard, engine: Engine
+) -> None:
+    """Item 13 of issue 22: lost is decided as the page reads the session (the grace is
+    12 h; this dashboard's clock is NOW, the session was last heard 3 days before)."""
+    old = record("start", later(NOW, days=-3), rules=RULES, facts=Facts(cwd="/w/site"))
+    apply(engine, old)
+    html = sided.get("/sessions").text
+    assert '<tr class="session session-lost">' in html
+    assert 'class="badge badge-lost"' in html and 'class="badge badge-open"' not in html
+    assert "session-lost" in sided.get("/sessions", params={"status": "lost"}).text
+    assert "session-lost" not in sided.get("/sessions", params={"status": "open"}).text
+    with engine.connect() as conn:
+        number = svc.find_session(conn, SESSION_ID).id
+    assert 'class="badge badge-lost"' in sided.get(f"/sessions/{number}").text

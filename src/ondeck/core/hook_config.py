@@ -341,6 +341,7 @@ class HookConfig:
         "projects",
         "remotes",
         "server_url",
+        "session_grace",
         "sides",
         "tick_seconds",
         "token",
@@ -358,6 +359,7 @@ class HookConfig:
         token: str | None = None,
         tz: str | None = None,
         lease_grace: timedelta = timedelta(hours=6),
+        session_grace: timedelta = timedelta(hours=12),
         tick_seconds: float = 60.0,
         projects: dict[str, str] | None = None,
         sides: dict[str, list[str]] | None = None,
@@ -373,6 +375,9 @@ class HookConfig:
         self.token = token
         self.tz = tz if tz is not None else local_zone_name()
         self.lease_grace = lease_grace
+        # A session silent this long is shown lost (db/predicates.SESSION_PRESUMED_LOST), and
+        # an event older than that does not reopen it.
+        self.session_grace = session_grace
         self.tick_seconds = tick_seconds
         self.projects = projects or {}
         self.sides = sides or {}
@@ -486,6 +491,7 @@ _FIELDS = (
     "token",
     "tz",
     "lease_grace",
+    "session_grace",
     "tick_seconds",
     "projects",
     "sides",
@@ -493,7 +499,7 @@ _FIELDS = (
     "no_capture",
     "private_globs",
 )
-# Other settings (backup_keep, session_grace, …) change nothing for a hook: this reader
+# Other settings (backup_keep, …) change nothing for a hook: this reader
 # ignores them, and the full settings check them wherever they are used.
 
 
@@ -577,6 +583,12 @@ def _build(raw: dict[str, Any]) -> HookConfig:
         kwargs["tz"] = _text(raw["tz"])  # checked where used (HookConfig.zone)
     if "lease_grace" in raw:
         kwargs["lease_grace"] = _duration(raw["lease_grace"])
+    if "session_grace" in raw:
+        grace = _duration(raw["session_grace"])
+        # Its bounds are the full settings' (core/config.py), which word the refusal.
+        if not timedelta(minutes=10) <= grace <= timedelta(days=30):
+            raise _Unsure
+        kwargs["session_grace"] = grace
     if "tick_seconds" in raw:
         kwargs["tick_seconds"] = _seconds(raw["tick_seconds"])
     if "projects" in raw:

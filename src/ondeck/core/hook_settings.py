@@ -34,6 +34,7 @@ def hook_config_of(settings: Settings) -> HookConfig:
         token=settings.token_value,
         tz=settings.tz,
         lease_grace=settings.lease_grace,
+        session_grace=settings.session_grace,
         tick_seconds=settings.tick_seconds,
         projects=dict(settings.projects),
         sides={k: list(v) for k, v in settings.sides.items()},

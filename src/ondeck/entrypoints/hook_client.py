@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 
 from ondeck.entrypoints.hook_delivery import (
     RECORDS_PATH,
@@ -100,7 +101,10 @@ class Remote:
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        answer = self.request("POST", RECORDS_PATH, {"records": records})
+        # This machine's clock as the records leave: the server tells a clock far from its
+        # own, and orders what it stores by its own (session_store.clock_offset).
+        sent_at = datetime.now(UTC).isoformat()
+        answer = self.request("POST", RECORDS_PATH, {"records": records, "sent_at": sent_at})
         try:
             results = json.loads(answer)["results"]
         except (ValueError, KeyError, TypeError):

@@ -91,17 +91,22 @@ class Server:
         self.ok = True
         return results
 
-    def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
-        """The event as received: the server makes and stores its record(s)."""
+    def send_event(
+        self, verb: str, payload: dict[str, Any], at: str, *, last: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The event as received: the server makes and stores its record(s). `last`: an
+        end's transcript's last answer, read here (the server reads no file a request names)."""
         from ondeck.services.hook_records import transcript_size, trim
 
         self.drain_spool()
-        event = {
+        event: dict[str, Any] = {
             "hook": verb,
             "payload": trim(payload),
             "at": at,
             "transcript_size": transcript_size(payload),
         }
+        if last is not None:
+            event["last_message"] = last
         if verb == "session-start":  # and its context in the same answer: one round trip
             event["context"] = True
         body = {"events": [event], "rules": self.config.rules()}
@@ -257,7 +262,7 @@ class Local:
         from ondeck.services import session_store
 
         with self._bare.transaction() as db:
-            applied = session_store.apply(db, record, now)
+            applied = session_store.apply(db, record, now, grace=self.config.session_grace)
             held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
         released: list[int] = []
         if held:  # rare: only then is SQLAlchemy worth its import
@@ -297,7 +302,7 @@ class Local:
 
         try:
             with writing(self.engine()) as conn:
-                return apply_record(conn, now, record)
+                return apply_record(conn, now, record, grace=self.config.session_grace)
         except Unavailable as exc:
             raise Unreachable(str(exc)) from None
 

@@ -255,7 +255,21 @@ def _start_here(
     if result is None:
         notes.append(local.spooled_line("start"))
         return record["classification"], None, facts
-    return record["classification"], result["session"]["id"], facts
+    classification = record["classification"]
+    if result.get("warning"):
+        notes.append(f"ondeck: {result['warning']}.")
+    stored = result.get("session") or {}
+    if stored.get("unclassified") and not classification.get("unclassified"):
+        # The server did not know the side this machine gave it: its inbox, not that side.
+        nowhere = {"value": None}
+        reason = stored.get("reason") or "the server does not know this session's side"
+        classification = {
+            "side": nowhere,
+            "project": nowhere,
+            "unclassified": True,
+            "reason": reason,
+        }
+    return classification, result["session"]["id"], facts
 
 
 def _unclassified_note(reason: str, number: int | None) -> str:
@@ -350,10 +364,15 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
         return {"released": [], "owner": None} if kind == "end" else None
     config = load_hook_config(db_url)
     now = clock.now()
+    last = None
+    if kind == "end":  # the last turn's answer, in case Claude Code cancelled its Stop
+        from ondeck.services.transcript import last_message
+
+        last = last_message(payload)
     if config.server_url:  # client mode: the record is made here, then sent (hook_client.py)
-        return _record_here(kind, payload, config, now)
+        return _record_here(kind, payload, config, now, last)
     try:
-        result = Server(config).send_event(verb, payload, now.isoformat())
+        result = Server(config).send_event(verb, payload, now.isoformat(), last=last)
     except NoServer as exc:
         debug(f"server: {exc}")
     else:
@@ -361,7 +380,7 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
             return None
         _forget_start(config, payload)
         return {"released": result.get("released", []), "owner": _owner(payload)}
-    return _record_here(kind, payload, config, now)
+    return _record_here(kind, payload, config, now, last)
 
 
 def _remember_start(config: HookConfig, payload: dict[str, Any], start: Any) -> None:
@@ -392,27 +411,36 @@ def _forget_start(config: HookConfig, payload: dict[str, Any]) -> None:
 
 
 def _record_here(
-    kind: str, payload: dict[str, Any], config: HookConfig, now: datetime
+    kind: str,
+    payload: dict[str, Any],
+    config: HookConfig,
+    now: datetime,
+    last: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The record made here, stored in the database, or in client mode sent to the server
     (either way, else spooled)."""
     from ondeck.services.hook_records import changes_of, make_record
 
-    record = make_record(kind, payload, config, now)
+    record = make_record(kind, payload, config, now, last=last)
     if record is None:
         return None
     local = _client(config) or Local(config)
     try:
         result = local.store(record, now)
         what = {"stop": "last word", "compact": "compaction", "end": "end"}[kind]
+        warning = result.get("warning") if result else None
         if kind != "end":
-            return None if result is not None else {"systemMessage": local.spooled_line(what)}
+            if result is None:
+                return {"systemMessage": local.spooled_line(what)}
+            return {"systemMessage": f"ondeck: {warning}."} if warning else None
         out: dict[str, Any] = {
             "released": result["released"] if result else [],
             "owner": _owner(payload),
         }
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
+        elif warning:
+            out["systemMessage"] = f"ondeck: {warning}."
         start = result["session"] if result else _start_in_spool(record, config)
         if start is None:
             # The end was spooled and the store holds the start: the start commit this

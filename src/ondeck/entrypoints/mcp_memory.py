@@ -82,14 +82,17 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
     def out(at: Call, note: Any) -> NoteOut:
         return NoteOut(**note.to_json(zone, at.today()))
 
-    def session_of(conn: Any, ref: str | None) -> Any | None:
-        """The session named, else the open session last heard from in this directory."""
-        from ondeck.services.sessions import find_session
+    def session_of(conn: Any, ref: str | None, at: Call) -> Any | None:
+        """The session named, else the open session last heard from in this directory (one
+        silent past the grace is lost, not open: db/predicates.py)."""
+        from ondeck.db.predicates import SESSION_SHOWN_OPEN
+        from ondeck.services.sessions import find_session, lost_before, shown
 
         place = asker().place
+        cutoff = lost_before(at.now(), at.settings)
 
         if ref:
-            found = find_session(conn, ref)
+            found = find_session(conn, ref, lost_before=cutoff)
             if sides_on and (found.unclassified or found.side != place.side):
                 raise NotFound(f"no session {ref[:80]!r} in side {place.side}")
             return found
@@ -97,13 +100,13 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             return None
         row = conn.execute(
             select(sessions.c.id)
-            .where(sessions.c.status == "open", sessions.c.cwd == place.cwd)
+            .where(shown(SESSION_SHOWN_OPEN, cutoff), sessions.c.cwd == place.cwd)
             .order_by(sessions.c.last_seen_at.desc(), sessions.c.id.desc())
             .limit(2)
         ).all()
         if len(row) != 1:
             return None  # none, or several sessions here at once: the agent must say which
-        return find_session(conn, row[0].id)
+        return find_session(conn, row[0].id, lost_before=cutoff)
 
     # Named `recall` for clients; the Python name keeps the service's free.
     def actor(own: Any | None) -> str:
@@ -160,7 +163,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             where = scope(project)
             expires = parse_date(expires_on, "expires_on") if expires_on else None
             with at.write() as conn:
-                own = session_of(conn, session)
+                own = session_of(conn, session, at)
                 chosen = None if whole_side else (project or (own.project if own else None))
                 if own is None and not whole_side and project is None:
                     chosen = asker().place.project
@@ -193,7 +196,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             scope()
             place = asker().place
             with at.write() as conn:
-                own = session_of(conn, session)
+                own = session_of(conn, session, at)
                 if own is None:
                     raise InvalidInput(
                         "name your session (session=…): the brief's first lines give its id; "
@@ -224,7 +227,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         def run(at: Call) -> Superseded:
             where = scope()
             with at.write() as conn:
-                own = session_of(conn, session)
+                own = session_of(conn, session, at)
                 old, new = notes.supersede(
                     conn,
                     at.now(),

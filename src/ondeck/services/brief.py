@@ -18,12 +18,13 @@ An unclassified session is shown nothing of memory, and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.memory import Note, Scope
-from ondeck.db.plain import Columns, Db, as_db, date_in, expand
+from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
+from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.services.hook_records import AGENT
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ _NOTE_COLUMNS = (
 )
 _SESSION_COLUMNS = (
     "sessions.id, sessions.external_id, sessions.started_at, sessions.last_seen_at,"
-    " sessions.ended_at, sessions.status, sessions.end_reason, sessions.branch,"
+    f" sessions.ended_at, {SESSION_STATUS} AS status, sessions.end_reason, sessions.branch,"
     " sessions.commits, sessions.start_head"
 )
 
@@ -150,7 +151,7 @@ def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, lim
     if mine:
         where.append("sessions.external_id != :session")
     if what in ("ended", "later"):
-        where.append("sessions.status != 'open'")
+        where.append(f"NOT {SESSION_SHOWN_OPEN}")  # ended, or lost (recorded or presumed)
     if what == "later":
         where += [
             "sessions.id > :after",
@@ -360,9 +361,11 @@ def build_brief(
     request: BriefRequest,
     day: date,
     started: BriefStart | None = None,
+    *,
+    session_grace: timedelta = timedelta(hours=12),
 ) -> Brief:
     """The brief of `request` (`started`: its first step, taken earlier in the same
-    transaction; else taken here)."""
+    transaction; else taken here). A session silent past `session_grace` is shown lost."""
     db = as_db(conn)
     if started is None:
         started = begin_brief(db, request, day)
@@ -384,6 +387,7 @@ def build_brief(
         "side": request.side,
         "project": request.project,
         "day": date_in(db, day),
+        "lost_before": instant_in(db, lost_before(now, session_grace)),
     }
     mine = request.session is not None
     if mine:
@@ -396,7 +400,11 @@ def build_brief(
     own = later = last = None
     if handoff is not None:
         if handoff.session_id is not None:
-            found = SESSIONS.read(db, _ONE_SESSION, {"id": handoff.session_id})
+            found = SESSIONS.read(
+                db,
+                _ONE_SESSION,
+                {"id": handoff.session_id, "lost_before": values["lost_before"]},
+            )
             own = found[0] if found else None
         found = project_sessions("later", 1, after=handoff.session_id or 0)
         later = found[0] if found else None

@@ -309,6 +309,7 @@ def build_context(
     *,
     zone: tzinfo,
     lease_grace: timedelta = timedelta(hours=6),
+    session_grace: timedelta = timedelta(hours=12),
     tick_seconds: float = 60.0,
     extra_warnings: Sequence[tuple[str, str]] = (),
     brief: BriefRequest | None = None,
@@ -383,7 +384,7 @@ def build_context(
         if left_out > 0:
             ctx.omitted[name] = left_out
     if brief is not None:
-        ctx.brief = build_brief(db, now, brief, day, started)
+        ctx.brief = build_brief(db, now, brief, day, started, session_grace=session_grace)
     return ctx
 
 
@@ -395,6 +396,8 @@ class ContextSettings(Protocol):
     def zone(self) -> tzinfo: ...
     @property
     def lease_grace(self) -> timedelta: ...
+    @property
+    def session_grace(self) -> timedelta: ...
     @property
     def tick_seconds(self) -> float: ...
     @property
@@ -431,6 +434,7 @@ def context_for(
         budget,
         zone=settings.zone,
         lease_grace=settings.lease_grace,
+        session_grace=settings.session_grace,
         tick_seconds=settings.tick_seconds,
         extra_warnings=context_warnings(db, now, settings),
         brief=brief,

@@ -243,13 +243,40 @@ def make_record(
     at: datetime,
     *,
     size: int | None = None,
+    last: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The record of a hook event as the hook saw it (None: no usable session id)."""
+    """The record of a hook event as the hook saw it (None: no usable session id). `last`:
+    at an end, the transcript's last assistant message (services/transcript.py)."""
     if session_id_of(payload) is None:
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
-    return new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
+    record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
+    if kind == "end" and record["capture"] and last is not None:
+        add_last_message(record, last)
+    return record
+
+
+def add_last_message(end: dict[str, Any], last: Any) -> None:
+    """The end carries the transcript's last answer (scrubbed, capped) and its time: what a
+    Stop that Claude Code cancelled should have brought. Malformed input adds nothing."""
+    if not isinstance(last, dict) or not isinstance(last.get("text"), str):
+        return
+    text = last["text"][:TEXT_WINDOW]
+    if not text.strip():
+        return
+    try:
+        said_at = instant(last.get("at")) if last.get("at") is not None else None
+    except ValueError:
+        said_at = None
+    end_at = datetime.fromisoformat(end["at"])
+    # The answer came before the end that read it; a timestamp after it is not to be trusted.
+    if said_at is None or said_at > end_at:
+        said_at = end_at
+    end["text"] = scrubbed(
+        text, LAST_WORD_MAX, len(last["text"]) if len(last["text"]) > TEXT_WINDOW else None
+    )
+    end["text_at"] = said_at.isoformat()
 
 
 def new_record(
@@ -516,11 +543,16 @@ def parse_record(data: Any) -> dict[str, Any]:
         record[key] = value
     text = data.get("text")
     if text is not None:
-        if kind not in ("stop", "compact") or not capture:
-            raise ValueError("only a stop or a compaction of a captured session carries text")
-        record["text"] = _checked_text(text, LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX)
+        if kind not in ("stop", "compact", "end") or not capture:
+            raise ValueError(
+                "only a stop, a compaction or an end of a captured session carries text"
+            )
+        record["text"] = _checked_text(text, SUMMARY_MAX if kind == "compact" else LAST_WORD_MAX)
     else:
         record["text"] = None
+    # An end's text is the transcript's last answer: when it was said (else the end's time).
+    said = data.get("text_at")
+    record["text_at"] = instant(said) if kind == "end" and said is not None else None
     if kind == "changes":
         if not capture:
             raise ValueError("a session that does not capture has no changes record")

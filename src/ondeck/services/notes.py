@@ -297,12 +297,21 @@ def add_note(
     return note
 
 
-def _live(conn: Connection, note_id: int | str, scope: Scope | None, doing: str) -> Note:
+def _live(
+    conn: Connection,
+    note_id: int | str,
+    scope: Scope | None,
+    doing: str,
+    day: date | None = None,
+) -> Note:
+    """The note, if it may change: active as it is shown on `day` (one past its date is
+    expired whether or not a jobs tick has swept it yet: refused the same way)."""
     note = get_note(conn, note_id, scope)
-    if note.status is not NoteStatus.ACTIVE:
+    status = note.shown_status(day) if day is not None else note.status
+    if status is not NoteStatus.ACTIVE:
         where = f" by note {note.superseded_by}" if note.superseded_by else ""
         raise Conflict(
-            f"note {note.id} is {note.status.value}{where}: it cannot be {doing}"
+            f"note {note.id} is {status.value}{where}: it cannot be {doing}"
             + (" (supersede the note that replaced it)" if note.superseded_by else "")
         )
     return note
@@ -337,7 +346,7 @@ def edit_note(
     actor: str,
 ) -> Note:
     """Change an active note; the event keeps every value it replaced."""
-    before = _live(conn, note_id, scope, "edited")
+    before = _live(conn, note_id, scope, "edited", today(now, zone))
     values: dict[str, Any] = {}
     if text is not None:
         stored, redactions = check_note_text(text)
@@ -391,9 +400,11 @@ def set_pinned(
     pinned: bool,
     *,
     scope: Scope | None = None,
+    zone: Any = None,
     actor: str,
 ) -> Note:
-    before = _live(conn, note_id, scope, "pinned" if pinned else "unpinned")
+    day = today(now, zone) if zone is not None else None
+    before = _live(conn, note_id, scope, "pinned" if pinned else "unpinned", day)
     if before.pinned == pinned:
         raise InvalidInput(f"note {before.id} is already {'pinned' if pinned else 'not pinned'}")
     after = _guarded_update(conn, before, pinned=pinned, updated_at=aware(now))
@@ -415,7 +426,7 @@ def supersede(
 ) -> tuple[Note, Note]:
     """A new note replacing `note_id` (same kind, side, project and pin); the old one
     becomes `superseded` and names the new one. Returns (old, new)."""
-    before = _live(conn, note_id, scope, "superseded")
+    before = _live(conn, note_id, scope, "superseded", today(now, zone))
     if before.kind is NoteKind.HANDOFF:
         raise InvalidInput(
             "a handoff is replaced by its session writing it again, or by the next "
@@ -518,11 +529,13 @@ def expire_note(
     note_id: int | str,
     *,
     scope: Scope | None = None,
+    zone: Any = None,
     actor: str,
 ) -> Note:
     """Expired now, by a person (what the jobs tick does at a note's date): kept, never shown
     as true again."""
-    before = _live(conn, note_id, scope, "expired")
+    day = today(now, zone) if zone is not None else None
+    before = _live(conn, note_id, scope, "expired", day)
     after = _guarded_update(
         conn,
         before,

@@ -8,8 +8,8 @@ for the server's warm path, making the records of events as a hook received them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -25,12 +25,22 @@ from ondeck.services.hook_records import parse_record
 log = logs.logger("ondeck.sessions")
 
 
-def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
+def apply_record(
+    conn: Connection,
+    now: datetime,
+    record: dict[str, Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+) -> dict[str, Any]:
     """Apply a checked hook record in the caller's transaction; at a session's end, release
-    the leases it held (the reaper covers sessions that never end). Returns the outcome."""
+    the leases it held (the reaper covers sessions that never end). Returns the outcome.
+    `grace`: ONDECK_SESSION_GRACE, `sides`: the store's sides (session_store.apply)."""
     from ondeck.services.backlog import release_held_by
 
-    applied = session_store.apply(SqlaDb(conn), record, aware(now))
+    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
+    if applied.get("warning") and not applied["duplicate"]:
+        log.warning("session %s: %s", record["session"][:60], applied["warning"])
     released: list[int] = []
     if applied["ended"]:
         released = release_held_by(
@@ -43,10 +53,23 @@ def apply_record(conn: Connection, now: datetime, record: dict[str, Any]) -> dic
     return session_store.outcome(applied, record, released)
 
 
-def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dict[str, Any]]:
+def apply_records(
+    engine: Engine,
+    now: datetime,
+    raw: Sequence[Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+    sent_at: datetime | None = None,
+) -> list[dict[str, Any]]:
     """Records from the API or the spool, each checked and applied in its own transaction
     (one refused record does not undo the others). A malformed one is answered `rejected`
-    with the reason; a database that goes away raises `Unavailable`."""
+    with the reason; a database that goes away raises `Unavailable`. `sent_at`: the
+    sender's clock as it sent them; one far from `now` is a skewed clock: the records are
+    moved onto this clock, and each answer carries a `warning` naming both instants."""
+    offset = session_store.clock_offset(sent_at, now)
+    if offset is not None and sent_at is not None:
+        log.warning("%s", session_store.skew_warning(sent_at, now))
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
@@ -61,8 +84,14 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
                 }
             )
             continue
+        if offset is not None and sent_at is not None:
+            record = session_store.on_store_clock(record, offset, sent_at, now)
         with writing(engine) as conn:
-            results.append(apply_record(conn, now, record))
+            result = apply_record(conn, now, record, grace=grace, sides=sides)
+        if offset is not None and sent_at is not None:
+            said = [result.get("warning"), session_store.skew_warning(sent_at, now)]
+            result["warning"] = "; ".join(w for w in said if w)
+        results.append(result)
     return results
 
 
@@ -72,6 +101,8 @@ def record_hook_events(
     events: Sequence[Any],
     rules: Any,
     *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
     later: Callable[[Callable[[], None]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
@@ -102,7 +133,7 @@ def record_hook_events(
             if declined is not None:
                 results.append({"fingerprint": None, "outcome": "declined", "reason": declined})
                 continue
-            made = make_record(kind, payload, config, at, size=size)
+            made = make_record(kind, payload, config, at, size=size, last=event.get("last_message"))
             if made is None:
                 raise ValueError("no usable session_id in the payload")
             record = parse_record(made)
@@ -110,9 +141,9 @@ def record_hook_events(
             results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
             continue
         with writing(engine) as conn:
-            result = apply_record(conn, now, record)
+            result = apply_record(conn, now, record, grace=grace, sides=sides)
         if kind == "end":
-            follow = _read_changes(engine, now, made, result["session"], config, at)
+            follow = _read_changes(engine, now, made, result["session"], config, at, grace, sides)
             if later is None:
                 follow()
             else:
@@ -136,6 +167,8 @@ def _read_changes(
     start: dict[str, Any],
     config: Any,
     at: datetime,
+    grace: timedelta | None,
+    sides: Collection[str] | None,
 ) -> Callable[[], None]:
     from ondeck.services.hook_records import changes_of
 
@@ -144,7 +177,7 @@ def _read_changes(
             changes = changes_of(end, start, config, at)
             if changes is not None:
                 with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes))
+                    apply_record(conn, now, parse_record(changes), grace=grace, sides=sides)
         except Exception:  # after the answer: nobody else to tell
             log.exception("reading git at the end of session %s failed", end["session"])
 

@@ -27,14 +27,17 @@ How a record changes a session (each hook is idempotent on what it received):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
 from ondeck.db.plain import render as _for
+from ondeck.db.predicates import lost_before
 
 OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
+# A hook's clock this far from the store's is skewed, not late: a request takes seconds.
+CLOCK_SKEW_MAX = timedelta(minutes=5)
 DISAGREEMENTS_MAX = 50
 
 INSTANTS = frozenset(
@@ -217,11 +220,109 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 class Applied(dict[str, Any]):
     """What applying a record did: `session` (the row after), `duplicate`, `events` (kinds
-    written), `ended` (the session ended now: its leases are to be released)."""
+    written), `ended` (the session ended now: its leases are to be released), `warning`
+    (what the hook is to be told, or None)."""
 
 
-def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = None) -> Applied:
-    """Apply one checked record (hook_records.parse_record) in the caller's transaction."""
+def clock_offset(hook_now: datetime | None, now: datetime) -> timedelta | None:
+    """How far the store's clock is ahead of the hook's (`hook_now`: the hook's clock when
+    it sent its records), when that is more than CLOCK_SKEW_MAX; else None."""
+    if hook_now is None:
+        return None
+    offset = now - hook_now
+    return offset if abs(offset) > CLOCK_SKEW_MAX else None
+
+
+def on_store_clock(
+    record: dict[str, Any], offset: timedelta, hook_now: datetime, now: datetime
+) -> dict[str, Any]:
+    """The record with its times moved onto the store's clock (a client 13 hours behind
+    would otherwise make a live session lost, then reopen it at every turn), and the two
+    instants kept for the warning."""
+
+    def on_ours(at: datetime) -> datetime:
+        try:
+            return at + offset
+        except OverflowError:  # a clock millennia off: the store's now is all there is
+            return now
+
+    moved = {**record, "at": on_ours(record["at"])}
+    if record.get("text_at") is not None:
+        moved["text_at"] = on_ours(record["text_at"])
+    moved["clock_skew"] = {"hook": hook_now.isoformat(), "server": now.isoformat()}
+    return moved
+
+
+def skew_warning(hook_now: datetime, now: datetime) -> str:
+    """The warning a hook is answered with, naming both instants."""
+    offset = now - hook_now
+    way = "behind" if offset.total_seconds() > 0 else "ahead of"
+    return (
+        f"this machine's clock ({hook_now.isoformat(timespec='seconds')}) is "
+        f"{_span(abs(offset))} {way} the server's ({now.isoformat(timespec='seconds')}): "
+        "the server ordered this session's events by its own clock; set this clock right "
+        "(NTP)"
+    )
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def unknown_side(record: dict[str, Any], sides: Collection[str] | None) -> str | None:
+    """Why the record's side is not one this store knows (`sides`: the store's; None: not
+    checked, as when the hook's own settings are the store's), or None."""
+    if sides is None:
+        return None
+    c = record["classification"]
+    side = c["side"]["value"]
+    if c["unclassified"] or (side in sides if sides else side is None):
+        return None
+    known = ", ".join(sorted(sides)) if sides else "none (one pool)"
+    project = c["project"]["value"]
+    of_project = f" (project {project!r})" if project else ""
+    if side is None:
+        return (
+            f"the hook gave this session no side{of_project}, and this server's sides are {known}"
+        )
+    return f"side {side!r}{of_project} is not one of this server's sides: {known}"
+
+
+def _to_inbox(record: dict[str, Any], why: str) -> dict[str, Any]:
+    """The record unclassified: its session waits in the inbox for a person (`session
+    move`), as any whose side is undecided, rather than living under a side nobody sees."""
+    c = record["classification"]
+    nowhere = {"value": None, "rule": "none", "source": None}
+    moved = {
+        **c,
+        "side": nowhere,
+        "project": nowhere,
+        "unclassified": True,
+        "reason": why,
+        "problems": [*c.get("problems", []), why][-200:],
+    }
+    return {**record, "classification": moved}
+
+
+def apply(
+    db: Db,
+    record: dict[str, Any],
+    now: datetime,
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+    actor: str | None = None,
+) -> Applied:
+    """Apply one checked record (hook_records.parse_record) in the caller's transaction.
+    `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
+    minus it reopens nothing; None: any event may). `sides`: the store's own, when the
+    record was classified by another machine's rules: a side it does not know sends the
+    session to the inbox, with a warning in the answer."""
+    warning = unknown_side(record, sides)
+    if warning is not None:
+        record = _to_inbox(record, warning)
     if record["at"] > now:
         # A hook whose clock runs ahead must not keep its session "heard from" in the
         # future (never lost); what the store's clock says is the latest it can be.
@@ -249,8 +350,9 @@ def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = 
         ),
     )
     if not receipt:
-        return Applied(session=row, duplicate=True, events=[], ended=False)
-    change = _Change(row, record, now)
+        return Applied(session=row, duplicate=True, events=[], ended=False, warning=warning)
+    cutoff = lost_before(now, grace) if grace is not None else None
+    change = _Change(row, record, now, cutoff)
     if created:
         change.event("session.started", change.started_details(late=False))
     else:
@@ -258,6 +360,11 @@ def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = 
     getattr(change, f"on_{record['kind']}")(created)
     if not created:
         change.place()
+    skew = record.get("clock_skew")
+    if skew is not None:
+        change.event(
+            "session.clock_skew", {"hook_clock": skew["hook"], "server_clock": skew["server"]}
+        )
     session = change.save(db)
     for kind, details in change.events:
         db.run(
@@ -278,14 +385,22 @@ def apply(db: Db, record: dict[str, Any], now: datetime, *, actor: str | None = 
         duplicate=False,
         events=[kind for kind, _ in change.events],
         ended=change.ended,
+        warning=warning,
     )
 
 
 class _Change:
     """The changes one record makes to one session row, and the events they write."""
 
-    def __init__(self, row: dict[str, Any], record: dict[str, Any], now: datetime) -> None:
+    def __init__(
+        self,
+        row: dict[str, Any],
+        record: dict[str, Any],
+        now: datetime,
+        cutoff: datetime | None,
+    ) -> None:
         self.row, self.record, self.now = row, record, now
+        self.lost_before = cutoff
         self.values: dict[str, Any] = {}
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.compaction: dict[str, Any] | None = None
@@ -324,8 +439,18 @@ class _Change:
         if at > self.row["last_seen_at"]:
             self.set("last_seen_at", at)
 
+    def alive_since(self) -> bool:
+        """Whether this record shows the session alive after what the row knows: heard
+        within the grace (older, and a lost session stays lost: a spooled Stop of 14 hours
+        ago adds its last word and reopens nothing), and after an end it has."""
+        at = self.record["at"]
+        if self.lost_before is not None and at < self.lost_before:
+            return False
+        ended = self.get("ended_at")
+        return ended is None or at > ended
+
     def reopen_if_lost(self, by: str) -> None:
-        if self.get("status") == "lost":
+        if self.get("status") == "lost" and self.alive_since():
             self.set("status", "open")
             self.event("session.reopened", {"from": "lost", "by": by})
 
@@ -364,7 +489,7 @@ class _Change:
         status = self.get("status")
         # A resume reopens; so does any start of a session thought lost (it was not). A new
         # `startup` always comes with a new session id: for a known one it is a replay.
-        if source == "resume" or status == "lost":
+        if (source == "resume" or status == "lost") and self.alive_since():
             self.set("status", "open")
             self.set("ended_at", None)
             self.set("end_reason", None)
@@ -399,16 +524,29 @@ class _Change:
         text = self.record.get("text")
         if not self.capture or text is None:
             return
-        last = self.row["last_word_at"]
-        if last is not None and self.record["at"] < last:
-            return  # an older turn's Stop arriving late: the later last word stays
+        self.last_word(text, self.record["at"], None)
+
+    def last_word(self, text: dict[str, Any], said_at: datetime, by: str | None) -> None:
+        """Keep the latest last word: by when it was said (async Stop hooks may arrive out of
+        order, and an end brings the transcript's last answer, `by` "transcript")."""
+        last = self.get("last_word_at")
+        if last is not None and said_at < last:
+            return  # an older turn's answer arriving late: the later last word stays
+        if text["value"] == self.get("last_word"):
+            # The same answer twice (the end read it from the transcript, then the Stop
+            # Claude Code did not cancel came): one answer, one event, one count.
+            if last is None or said_at > last:
+                self.set("last_word_at", said_at)
+            return
         self.set("last_word", text["value"])
-        self.set("last_word_at", self.record["at"])
+        self.set("last_word_at", said_at)
         self.count_redactions(text["redactions"], text["kinds"])
-        self.event(
-            "session.last_word",
-            {"chars": text["chars"], "kept": len(text["value"]), "redactions": text["redactions"]},
-        )
+        details = {
+            "chars": text["chars"],
+            "kept": len(text["value"]),
+            "redactions": text["redactions"],
+        }
+        self.event("session.last_word", {**details, **({"from": by} if by else {})})
 
     def on_compact(self, created: bool) -> None:
         self.reopen_if_lost("compaction")
@@ -433,6 +571,9 @@ class _Change:
         )
 
     def on_end(self, created: bool) -> None:
+        text = self.record.get("text")
+        if text is not None and self.capture:
+            self.last_word(text, self.record.get("text_at") or self.record["at"], "transcript")
         status = self.get("status")
         if status == "ended":
             return  # ended before (and not resumed since): the first end stands
@@ -563,4 +704,5 @@ def outcome(
             "reason": (row["classification"] or {}).get("reason"),
         },
         "released": released,
+        **({"warning": applied["warning"]} if applied.get("warning") else {}),
     }

@@ -5,7 +5,10 @@ wrapped for SQLAlchemy callers by `session_hooks`.
 
 Statuses: `open` (heard from within ONDECK_SESSION_GRACE), `ended` (SessionEnd came),
 `lost` (silent past the grace: the record never claims a session still runs when nothing
-was heard from it). Unclassified is not a status but a state beside it: the inbox.
+was heard from it). Lost is decided when a session is read (db/predicates.SESSION_STATUS,
+from `lost_before`: now minus the grace), so a store without a jobs loop shows it too; the
+tick only records it (`mark_lost`). Unclassified is not a status but a state beside it: the
+inbox.
 """
 
 from __future__ import annotations
@@ -15,7 +18,18 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, func, literal_column, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    TextClause,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    text,
+    update,
+)
 
 from ondeck.core import logs
 from ondeck.core.clock import aware, iso
@@ -23,6 +37,7 @@ from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Event
 from ondeck.core.validation import BIGINT_MAX, check_project
+from ondeck.db import predicates
 from ondeck.db.engine import writing
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions, tasks
@@ -78,6 +93,9 @@ class Session:
     redaction_kinds: dict[str, int]
     created_at: datetime
     updated_at: datetime
+    # Shown lost (silent past the grace) while its row still says open: no jobs tick has
+    # recorded it yet.
+    presumed_lost: bool = False
 
     @property
     def owner(self) -> str:
@@ -119,6 +137,7 @@ class Session:
             "disagreements": len(self.disagreements),
             "redactions": self.redactions,
             "last_word_preview": None if word is None else word[:PREVIEW],
+            "presumed_lost": self.presumed_lost,
         }
 
     def to_json(self, zone: tzinfo) -> dict[str, Any]:
@@ -141,12 +160,41 @@ class Session:
         }
 
 
-_NAMES = tuple(f.name for f in fields(Session))
+_NAMES = tuple(f.name for f in fields(Session) if f.name != "presumed_lost")
+SHOWN_STATUS = "shown_status"
 
 
 def session_from_row(row: Any) -> Session:
+    """A session of a row; with the status it is shown with when the row has it (`reading`)."""
     values = row._mapping if hasattr(row, "_mapping") else row
-    return Session(**{name: values[name] for name in _NAMES})
+    found = {name: values[name] for name in _NAMES}
+    shown = values.get(SHOWN_STATUS) if hasattr(values, "get") else None
+    if shown is not None and shown != found["status"]:
+        found["presumed_lost"] = True
+        found["status"] = shown
+    return Session(**found)
+
+
+def lost_before(now: datetime, settings: Any) -> datetime:
+    """Before this instant, an open session's silence makes it lost (now minus
+    ONDECK_SESSION_GRACE): what every reader passes."""
+    return predicates.lost_before(aware(now), settings.session_grace)
+
+
+def shown(sql: str, cutoff: datetime) -> TextClause:
+    """A predicate of db/predicates.py on sessions, with its :lost_before bound as the
+    column stores instants."""
+    return text(sql).bindparams(
+        bindparam("lost_before", aware(cutoff), type_=sessions.c.last_seen_at.type)
+    )
+
+
+def reading(cutoff: datetime | None) -> Any:
+    """SELECT of sessions with the status each is shown with (none: the row's own)."""
+    if cutoff is None:
+        return select(sessions)
+    column = shown(f"{predicates.SESSION_STATUS} AS {SHOWN_STATUS}", cutoff)
+    return select(sessions, column)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,14 +269,24 @@ def list_sessions(
     project: str | None = None,
     before_id: int | None = None,
     limit: int = 50,
+    lost_before: datetime | None = None,
 ) -> list[Session]:
     """Newest first (by id); `before_id` pages back. `status` is open, ended, lost or
-    unclassified (the inbox)."""
-    query = select(sessions).order_by(sessions.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
+    unclassified (the inbox); open and lost as shown (silent since before `lost_before`:
+    lost; every entry point gives it, None reads the rows' own statuses)."""
+    query = reading(lost_before)
+    query = query.order_by(sessions.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
     if status is not None:
         if status not in FILTERS:
             raise InvalidInput(f"status {status[:20]!r} is not one of {', '.join(FILTERS)}")
-        query = query.where(_inbox() if status == "unclassified" else _status_is(status))
+        if status == "unclassified":
+            query = query.where(_inbox())
+        elif status == "open" and lost_before is not None:
+            query = query.where(shown(predicates.SESSION_SHOWN_OPEN, lost_before))
+        elif status == "lost" and lost_before is not None:
+            query = query.where(shown(predicates.SESSION_SHOWN_LOST, lost_before))
+        else:
+            query = query.where(_status_is(status))
     if side is not None:
         query = query.where(sessions.c.side == check_side_name(side))
     if project is not None:
@@ -266,8 +324,12 @@ def check_side_name(value: str) -> str:
     return value
 
 
-def find_session(conn: Connection, ref: str | int) -> Session:
-    """A session by its number, its agent's id, or (8 characters at least) the start of it."""
+def find_session(
+    conn: Connection, ref: str | int, *, lost_before: datetime | None = None
+) -> Session:
+    """A session by its number, its agent's id, or (8 characters at least) the start of it;
+    with the status it is shown with when `lost_before` is given."""
+    query = reading(lost_before)
     text_ref = str(ref).strip()
     if not text_ref:
         raise InvalidInput("give a session: its number or its session id")
@@ -275,19 +337,18 @@ def find_session(conn: Connection, ref: str | int) -> Session:
         number = int(text_ref)
         if not 1 <= number <= BIGINT_MAX:
             raise InvalidInput(f"session {text_ref[:30]} is not a valid number")
-        row = conn.execute(select(sessions).where(sessions.c.id == number)).first()
+        row = conn.execute(query.where(sessions.c.id == number)).first()
         if row is None:
             raise NotFound(f"no session {number}")
         return session_from_row(row)
     if len(text_ref) > 200 or not text_ref.isprintable():
         raise InvalidInput("a session id is 1 to 200 printable characters")
-    row = conn.execute(select(sessions).where(sessions.c.external_id == text_ref)).first()
+    row = conn.execute(query.where(sessions.c.external_id == text_ref)).first()
     if row is not None:
         return session_from_row(row)
     if len(text_ref) >= 8:
         found = conn.execute(
-            select(sessions)
-            .where(sessions.c.external_id.startswith(text_ref, autoescape=True))
+            query.where(sessions.c.external_id.startswith(text_ref, autoescape=True))
             .order_by(sessions.c.id)
             .limit(2)
         ).all()
@@ -298,8 +359,10 @@ def find_session(conn: Connection, ref: str | int) -> Session:
     raise NotFound(f"no session {text_ref[:80]!r}")
 
 
-def session_detail(conn: Connection, ref: str | int) -> SessionDetail:
-    session = find_session(conn, ref)
+def session_detail(
+    conn: Connection, ref: str | int, *, lost_before: datetime | None = None
+) -> SessionDetail:
+    session = find_session(conn, ref, lost_before=lost_before)
     compactions = [
         Compaction(
             **{
@@ -466,11 +529,12 @@ def mark_lost(
     conn: Connection, now: datetime, grace: timedelta, *, actor: str = "jobs"
 ) -> list[int]:
     """Every open session silent (no hook event) for longer than `grace` becomes `lost`."""
-    cutoff = aware(now) - grace
-    # ix_sessions_open_seen: open sessions by last_seen_at.
+    cutoff = predicates.lost_before(aware(now), grace)
+    # What every reader already shows (db/predicates.py); ix_sessions_open_seen: open
+    # sessions by last_seen_at.
     candidates = conn.execute(
         select(sessions.c.id, sessions.c.last_seen_at)
-        .where(_status_is("open"), sessions.c.last_seen_at < cutoff)
+        .where(shown(predicates.SESSION_PRESUMED_LOST, cutoff))
         .order_by(sessions.c.id)
         .with_for_update(skip_locked=True)
     ).all()
@@ -513,7 +577,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         answers: list[str | None] = []
         for record in batch:
             with writing(engine) as conn:
-                apply_record(conn, now, record)
+                apply_record(conn, now, record, grace=settings.session_grace, sides=settings.sides)
             answers.append(None)
         return answers
 

@@ -344,7 +344,15 @@ def edit_note(
 def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool) -> Any:
     scope = scope_of(store, side, None, inbox)
     with store.write() as conn:
-        note = notes.set_pinned(conn, store.now(), note_id, pinned, scope=scope, actor=store.actor)
+        note = notes.set_pinned(
+            conn,
+            store.now(),
+            note_id,
+            pinned,
+            scope=scope,
+            zone=store.settings.zone,
+            actor=store.actor,
+        )
     return note_out(store, note)
 
 

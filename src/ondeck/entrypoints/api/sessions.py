@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
@@ -61,6 +61,11 @@ class SessionOut(BaseModel):
     disagreements: int = Field(description="How many disagreements the record holds.")
     redactions: int = Field(description="Secrets and private spans taken out before storing.")
     last_word_preview: str | None
+    presumed_lost: bool = Field(
+        False,
+        description="Shown lost (silent past ONDECK_SESSION_GRACE) while no jobs tick has "
+        "recorded it yet.",
+    )
 
 
 class SessionDetailOut(BaseModel):
@@ -83,6 +88,11 @@ class RecordsIn(BaseModel):
     records: list[dict[str, Any]] = Field(
         max_length=MAX_RECORDS,
         description="Hook records (services/hook_records.py), applied in order, each checked.",
+    )
+    sent_at: AwareDatetime | None = Field(
+        None,
+        description="The sender's clock as it sent them (ISO-8601 with offset): one far "
+        "from the server's is warned about, and the records are ordered by the server's.",
     )
 
 
@@ -108,6 +118,9 @@ class Forbidden(OndeckError):
 
 
 class RecordResult(BaseModel):
+    warning: str | None = Field(
+        None, description="Something the hook is to tell (its clock far from the server's)."
+    )
     fingerprint: str | None
     outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
         description="declined: the hook is to make and store the record itself."
@@ -149,7 +162,13 @@ def list_sessions(
 ) -> list[dict[str, Any]]:
     with store.read() as conn:
         found = sessions.list_sessions(
-            conn, status=status, side=side, project=project, before_id=before_id, limit=limit
+            conn,
+            status=status,
+            side=side,
+            project=project,
+            before_id=before_id,
+            limit=limit,
+            lost_before=sessions.lost_before(store.now(), store.settings),
         )
     return [s.summary_json(store.settings.zone) for s in found]
 
@@ -157,7 +176,9 @@ def list_sessions(
 @router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
 def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
     with store.read() as conn:
-        detail = sessions.session_detail(conn, ref)
+        detail = sessions.session_detail(
+            conn, ref, lost_before=sessions.lost_before(store.now(), store.settings)
+        )
     return detail.to_json(store.settings.zone)
 
 
@@ -201,7 +222,14 @@ def post_records(
     ] = None,
 ) -> dict[str, Any]:
     _same_store(store.settings.store_id, expected)
-    results = session_hooks.apply_records(store.engine, store.now(), body.records)
+    results = session_hooks.apply_records(
+        store.engine,
+        store.now(),
+        body.records,
+        grace=store.settings.session_grace,
+        sides=store.settings.sides,
+        sent_at=body.sent_at,
+    )
     return {"results": results}
 
 
@@ -236,7 +264,13 @@ def post_hook_events(
     _same_store(store.settings.store_id, expected)
     now = store.now()
     results = session_hooks.record_hook_events(
-        store.engine, now, body.events, body.rules, later=background.add_task
+        store.engine,
+        now,
+        body.events,
+        body.rules,
+        grace=store.settings.session_grace,
+        sides=store.settings.sides,
+        later=background.add_task,
     )
     # A session-start asks for its context in the same answer (the hook saves a request).
     for event, result in zip(body.events, results, strict=True):

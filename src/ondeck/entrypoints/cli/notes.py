@@ -421,7 +421,15 @@ def _pin(
     from ondeck.services import notes
 
     def local(cli: Cli, conn: Any, scope: Scope) -> Note:
-        return notes.set_pinned(conn, cli.now(), note_id, pinned, scope=scope, actor=cli.actor)
+        return notes.set_pinned(
+            conn,
+            cli.now(),
+            note_id,
+            pinned,
+            scope=scope,
+            zone=cli.settings.zone,
+            actor=cli.actor,
+        )
 
     action = "pin" if pinned else "unpin"
     note = _change(ctx, note_id, side, inbox, action, local)

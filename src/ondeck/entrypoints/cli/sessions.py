@@ -59,7 +59,12 @@ def list_(
 
         with cli.read() as conn:
             found = sessions.list_sessions(
-                conn, status=status, side=side, project=project, limit=limit
+                conn,
+                status=status,
+                side=side,
+                project=project,
+                limit=limit,
+                lost_before=sessions.lost_before(cli.now(), cli.settings),
             )
         return [s.summary_json(cli.settings.zone) for s in found]
 
@@ -90,7 +95,9 @@ def _detail(cli: Cli, ref: str) -> dict[str, Any]:
         from ondeck.services import sessions
 
         with cli.read() as conn:
-            detail = sessions.session_detail(conn, ref)
+            detail = sessions.session_detail(
+                conn, ref, lost_before=sessions.lost_before(cli.now(), cli.settings)
+            )
         return detail.to_json(cli.settings.zone)
 
     found: dict[str, Any] = cli.fetch("GET", f"/sessions/{segment(ref)}", local)

@@ -202,7 +202,9 @@ def pin_note(request: Request, note_id: Id, next: Text = "/memory") -> Response:
     return _act(
         request,
         next,
-        lambda conn, now: notes.set_pinned(conn, now, note_id, True, actor=ACTOR),
+        lambda conn, now: notes.set_pinned(
+            conn, now, note_id, True, zone=store_of(request).settings.zone, actor=ACTOR
+        ),
         lambda n: f"pinned note {n.id}",
     )
 
@@ -212,7 +214,9 @@ def unpin_note(request: Request, note_id: Id, next: Text = "/memory") -> Respons
     return _act(
         request,
         next,
-        lambda conn, now: notes.set_pinned(conn, now, note_id, False, actor=ACTOR),
+        lambda conn, now: notes.set_pinned(
+            conn, now, note_id, False, zone=store_of(request).settings.zone, actor=ACTOR
+        ),
         lambda n: f"unpinned note {n.id}",
     )
 
@@ -234,7 +238,9 @@ def expire_note(request: Request, note_id: Id, next: Text = "/memory") -> Respon
     return _act(
         request,
         next,
-        lambda conn, now: notes.expire_note(conn, now, note_id, actor=ACTOR),
+        lambda conn, now: notes.expire_note(
+            conn, now, note_id, zone=store_of(request).settings.zone, actor=ACTOR
+        ),
         lambda n: f"note {n.id} expired",
     )
 

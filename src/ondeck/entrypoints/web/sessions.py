@@ -46,6 +46,7 @@ def sessions_page(
         status = ""
     store = store_of(request)
     extra: dict[str, Any] = {}
+    cutoff = sessions.lost_before(store.now(), store.settings)
     with store.read() as conn:
         try:
             found = sessions.list_sessions(
@@ -55,6 +56,7 @@ def sessions_page(
                 project=project.strip() or None,
                 before_id=before,
                 limit=PAGE_SIZE + 1,
+                lost_before=cutoff,
             )
         except InvalidInput as exc:  # a side or project that is not a name
             found = []
@@ -63,7 +65,9 @@ def sessions_page(
         inbox = (
             []
             if filtered
-            else sessions.list_sessions(conn, status="unclassified", limit=INBOX_SIZE)
+            else sessions.list_sessions(
+                conn, status="unclassified", limit=INBOX_SIZE, lost_before=cutoff
+            )
         )
         inbox_total = sessions.count_unclassified(conn)
         projects = sessions.session_projects(conn)
@@ -95,7 +99,9 @@ def _session_page(request: Request, ref: str, *, error: FormError | None = None)
 
     store = store_of(request)
     with store.read() as conn, refused():
-        detail = sessions.session_detail(conn, ref)
+        detail = sessions.session_detail(
+            conn, ref, lost_before=sessions.lost_before(store.now(), store.settings)
+        )
         handoff = handoff_of(conn, detail.session.id)
     extra: dict[str, Any] = {}
     if error is not None:

@@ -1,0 +1,179 @@
+"""The real Claude Code, from npm, talking to a stand-in for the Messages API on loopback.
+
+`install(folder)` puts a pinned `@anthropic-ai/claude-code` into a folder of the test run
+(never globally); `Messages` answers `POST /v1/messages` with scripted text in the streaming
+format Claude Code reads (message_start, content_block_start, content_block_delta,
+content_block_stop, message_delta, message_stop) and records every request, so a whole turn
+runs with no login and no network.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+VERSION = "2.1.332"
+PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+
+
+def install(folder: Path) -> Path | str:
+    """The `claude` executable of PACKAGE installed under `folder` (reused when it is there
+    already), or why it could not be installed."""
+    binary = folder / "node_modules" / ".bin" / "claude"
+    if _version(binary) == VERSION:
+        return binary
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), PACKAGE],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"npm could not run: {exc}"
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.split())[-300:]
+        return f"npm install {PACKAGE} failed: {tail}"
+    if _version(binary) != VERSION:
+        return f"npm installed {PACKAGE}, but {binary} does not answer --version"
+    return binary
+
+
+def _version(binary: Path) -> str | None:
+    if not binary.exists():
+        return None
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return words[0] if done.returncode == 0 and words else None
+
+
+class Messages:
+    """A Messages API on 127.0.0.1 answering every request with `answer`."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                owner.requests.append({"method": "GET", "path": self.path})
+                self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                owner.requests.append({"method": "POST", "path": self.path, "body": body})
+                if not self.path.split("?")[0].endswith("/v1/messages"):
+                    if "count_tokens" in self.path:
+                        self._json(200, {"input_tokens": 10})
+                    else:
+                        self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
+                    return
+                model = str(body.get("model") or "claude-sonnet-4-5")
+                if body.get("stream"):
+                    self._stream(model)
+                else:
+                    self._json(200, owner.message(model))
+
+            def _json(self, status: int, data: dict[str, Any]) -> None:
+                out = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def _stream(self, model: str) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                for name, data in owner.events(model):
+                    line = f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                    self.wfile.write(line.encode())
+                    self.wfile.flush()
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def message(self, model: str) -> dict[str, Any]:
+        return {
+            "id": "msg_ondeck_test",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": self.answer}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 8},
+        }
+
+    def events(self, model: str) -> list[tuple[str, dict[str, Any]]]:
+        start = {**self.message(model), "content": [], "stop_reason": None}
+        start["usage"] = {"input_tokens": 12, "output_tokens": 1}
+        half = len(self.answer) // 2
+        return [
+            ("message_start", {"type": "message_start", "message": start}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            ("ping", {"type": "ping"}),
+            *[
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": part},
+                    },
+                )
+                for part in (self.answer[:half], self.answer[half:])
+            ],
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": 8},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+
+    def __enter__(self) -> Messages:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
