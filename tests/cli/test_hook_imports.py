@@ -97,6 +97,10 @@ def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> 
             conn.execute(text("UPDATE alembic_version SET version_num = '0004'"))
             conn.execute(text("DROP TABLE tokens"))  # what 0005 made
             conn.execute(text("DROP TABLE dashboard_sessions"))  # what 0009 made
+            # What 0007 made (0006 changes PostgreSQL's indexes only, and remakes them).
+            conn.execute(text("DROP INDEX ix_tasks_side_status"))
+            for table in ("tasks", "schedules"):
+                conn.execute(text(f"ALTER TABLE {table} DROP COLUMN side"))
     finally:
         engine.dispose()
     again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}

@@ -28,8 +28,10 @@ ONLY_IN: dict[str, tuple[set[str], str]] = {
     "to_markdown": ({"store.py"}, "render it with Call.context_text() or render()"),
     "now": (
         # The command's instant (a `rule check` needs "today" and no database), the jobs
-        # loop's tick and a hook's event (sent to a server or the spool as it is), no Call.
-        {"store.py", "cli/common.py", "jobs.py", "hooks.py"},
+        # loop's tick and a hook's event (sent to a server or the spool as it is), no Call;
+        # and the instant a client hook's records leave (the server compares it with its own
+        # clock: a drain sends them long after their events).
+        {"store.py", "cli/common.py", "jobs.py", "hooks.py", "hook_client.py"},
         "take the instant from the Call (store.now())",
     ),
 }

@@ -97,6 +97,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("notes", "status"): _ENUM,
     ("tokens", "scope"): _ENUM,
     ("tokens", "hash"): "the SHA-256 of a device token: the token itself is never stored",
+    ("dashboard_sessions", "hash"): "the SHA-256 of a dashboard session's random id",
 }
 
 

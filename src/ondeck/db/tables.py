@@ -79,9 +79,6 @@ tasks = Table(
     Column("priority", Integer, nullable=False, server_default="2"),
     Column("due_on", Date),
     Column("project", ScrubbedText(64)),
-    # Sides are hard partitions (revision 0007). NULL: no sides are configured (one pool),
-    # or, while they are, the inbox: shown to no session until the owner gives it a side.
-    Column("side", ScrubbedText(64)),
     # "sch:{schedule_id}:{fire_date}" for tasks a schedule made: running twice creates once.
     Column("source", String(200)),
     Column("lease_owner", ScrubbedText(200)),
@@ -91,6 +88,9 @@ tasks = Table(
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
     Column("done_at", Instant),
+    # Sides are hard partitions (revision 0007). NULL: no sides are configured (one pool),
+    # or, while they are, the inbox: shown to no session until the owner gives it a side.
+    Column("side", ScrubbedText(64)),
     CheckConstraint(_in("status", TaskStatus), name="status"),
     CheckConstraint(
         f"({_RUNNING} AND lease_owner IS NOT NULL AND lease_until IS NOT NULL)"
@@ -149,8 +149,6 @@ schedules = Table(
     Column("kind", String(16), nullable=False, server_default=ScheduleKind.TASK.value),
     Column("rule", String(200), nullable=False),
     Column("project", ScrubbedText(64)),
-    # Its tasks and reminders take this side (revision 0007); NULL as for tasks.
-    Column("side", ScrubbedText(64)),
     Column("start_on", Date, nullable=False),
     Column("next_due", Date),
     Column("missed", String(16), nullable=False, server_default=MissedPolicy.LATEST.value),
@@ -162,6 +160,8 @@ schedules = Table(
     Column("updated_at", Instant, nullable=False),
     # Removed schedules keep their row so fires and events still name them.
     Column("deleted_at", Instant),
+    # Its tasks and reminders take this side (revision 0007); NULL as for tasks.
+    Column("side", ScrubbedText(64)),
     CheckConstraint(_in("kind", ScheduleKind), name="kind"),
     CheckConstraint(_in("missed", MissedPolicy), name="missed"),
     CheckConstraint("priority BETWEEN 0 AND 9", name="priority"),

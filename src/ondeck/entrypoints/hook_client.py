@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 
+from ondeck.core import clock
 from ondeck.entrypoints.hook_delivery import (
     RECORDS_PATH,
     SERVER_TIMEOUT_S,
@@ -103,7 +103,7 @@ class Remote:
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # This machine's clock as the records leave: the server tells a clock far from its
         # own, and orders what it stores by its own (session_store.clock_offset).
-        sent_at = datetime.now(UTC).isoformat()
+        sent_at = clock.now().isoformat()
         answer = self.request("POST", RECORDS_PATH, {"records": records, "sent_at": sent_at})
         try:
             results = json.loads(answer)["results"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
+
+from ondeck.core import clock
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def forget(data_dir: str, session: str) -> None:
 
 
 def _sweep(folder: str) -> None:
-    cutoff = time.time() - KEEP_DAYS * 86_400
+    cutoff = clock.now().timestamp() - KEEP_DAYS * 86_400
     try:
         with os.scandir(folder) as entries:
             for n, entry in enumerate(entries):
