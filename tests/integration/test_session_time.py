@@ -254,3 +254,17 @@ def test_the_end_never_replaces_a_later_last_word(engine: Engine) -> None:
         s = svc.find_session(conn, SESSION_ID)
     assert (s.status, s.last_word) == ("ended", "the latest")
     assert kinds(engine).count("session.last_word") == 1
+
+
+def test_recall_shows_a_silent_session_s_last_word_as_of_a_lost_session(engine: Engine) -> None:
+    from ondeck.core.memory import Scope
+    from ondeck.services.recall import recall
+
+    apply(engine, record("start", NOW))
+    apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="배포 준비 끝"))
+    three_days = later(NOW, days=3)
+    with engine.connect() as conn:
+        found = recall(
+            conn, "배포", Scope(sides_on=False), three_days.date(), lost_before=three_days - GRACE
+        )
+    assert [(h.kind, h.status) for h in found.hits] == [("last_word", "lost")]

@@ -52,3 +52,32 @@ def test_true_today_is_the_same_text(dialect: Dialect) -> None:
     compiled = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
     where = " ".join(compiled.split()).split(" WHERE ", 1)[1]
     assert where == brief.TRUE_TODAY.replace(":day", "'2026-03-14'")
+
+
+@pytest.mark.parametrize("status", ["open", "ended", "lost"])
+@pytest.mark.parametrize("heard", [-2, 0, 2])  # hours from the cutoff
+def test_a_session_presumed_lost_is_one_rule_in_sql_and_python(status: str, heard: int) -> None:
+    """db/predicates.SESSION_STATUS (every read) and presumed_lost (one row in Python, as
+    session_store and recall use it) say the same for every status and silence."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    cutoff = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+    seen = cutoff + timedelta(hours=heard)
+
+    def as_stored(at: datetime) -> str:  # db/types.Instant on SQLite
+        return at.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE sessions (status TEXT, last_seen_at TEXT)")
+    db.execute("INSERT INTO sessions VALUES (?, ?)", (status, as_stored(seen)))
+    [(shown,)] = db.execute(
+        f"SELECT {predicates.SESSION_STATUS} FROM sessions", {"lost_before": as_stored(cutoff)}
+    ).fetchall()
+    python = "lost" if predicates.presumed_lost(status, seen, cutoff) else status
+    assert shown == python
+    [(is_open, is_lost)] = db.execute(
+        f"SELECT {predicates.SESSION_SHOWN_OPEN}, {predicates.SESSION_SHOWN_LOST} FROM sessions",
+        {"lost_before": as_stored(cutoff)},
+    ).fetchall()
+    assert (bool(is_open), bool(is_lost)) == (shown == "open", shown == "lost")

@@ -29,6 +29,7 @@ from ondeck.entrypoints.place import Here
 from ondeck.entrypoints.store import Call, Store
 from ondeck.services import notes
 from ondeck.services.recall import parse_kinds, recall
+from ondeck.services.sessions import lost_before as sessions_lost_before
 
 T = TypeVar("T")
 
@@ -138,6 +139,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
                     kinds=parse_kinds(list(kinds or [])),
                     include_all=include_all,
                     limit=limit,
+                    lost_before=sessions_lost_before(at.now(), at.settings),
                 )
             return RecallOut(**found.to_json(zone, at.now()))
 

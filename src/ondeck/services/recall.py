@@ -51,6 +51,7 @@ from sqlalchemy import text as sql_text
 from ondeck.core.errors import InvalidInput
 from ondeck.core.humanize import span
 from ondeck.core.memory import NoteKind, NoteStatus, Scope
+from ondeck.db.predicates import presumed_lost
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
 from ondeck.services.notes import check_scope
 
@@ -514,6 +515,7 @@ _COLUMNS = {
         sessions.c.side,
         sessions.c.project,
         sessions.c.status,
+        sessions.c.last_seen_at,
     ),
     "tasks": (
         tasks.c.id,
@@ -792,6 +794,7 @@ def _search_sessions(
     whole: bool,
     skip: Sequence[int],
     guess: _Guess,
+    lost_before: datetime | None = None,
 ) -> list[Hit]:
     return [
         Hit(
@@ -802,7 +805,7 @@ def _search_sessions(
             text=row.last_word,
             side=row.side,
             project=row.project,
-            status=row.status,
+            status=_session_status(row, lost_before),
             origin=f"session {row.id}'s last word ({row.external_id[:12]})",
             true=True,
             label=None,
@@ -810,6 +813,13 @@ def _search_sessions(
         )
         for row in _rows(conn, "session_words", terms, scope, limit, skip, guess=guess)
     ]
+
+
+def _session_status(row: Any, lost_before: datetime | None) -> str:
+    """The session's status as it is shown (db/predicates.SESSION_PRESUMED_LOST)."""
+    if lost_before is not None and presumed_lost(row.status, row.last_seen_at, lost_before):
+        return "lost"
+    return str(row.status)
 
 
 def _search_compactions(
@@ -820,6 +830,7 @@ def _search_compactions(
     whole: bool,
     skip: Sequence[int],
     guess: _Guess,
+    lost_before: datetime | None = None,
 ) -> list[Hit]:
     return [
         Hit(
@@ -830,7 +841,7 @@ def _search_compactions(
             text=row.summary,
             side=row.side,
             project=row.project,
-            status=row.status,
+            status=_session_status(row, lost_before),
             origin=f"Claude's compaction summary in session {row.session_id}",
             true=True,
             label=None,
@@ -882,8 +893,10 @@ def recall(
     kinds: Sequence[str] = (),
     include_all: bool = False,
     limit: int = DEFAULT_LIMIT,
+    lost_before: datetime | None = None,
 ) -> Recall:
-    """Search everything `scope` may see for `text`: ranked by match, then recency."""
+    """Search everything `scope` may see for `text`: ranked by match, then recency. A hit's
+    session silent since before `lost_before` is shown lost (sessions.lost_before)."""
     query = parse_query(text)
     scope = check_scope(scope)
     wanted = parse_kinds(list(kinds))
@@ -901,10 +914,12 @@ def recall(
             conn, terms, scope, day, wanted, include_all, room, whole, seen["notes"], guess
         )
         if not wanted or "last_word" in wanted:
-            batch += _search_sessions(conn, terms, scope, room, whole, seen["sessions"], guess)
+            batch += _search_sessions(
+                conn, terms, scope, room, whole, seen["sessions"], guess, lost_before
+            )
         if not wanted or "compaction" in wanted:
             batch += _search_compactions(
-                conn, terms, scope, room, whole, seen["compactions"], guess
+                conn, terms, scope, room, whole, seen["compactions"], guess, lost_before
             )
         if not wanted or "task" in wanted:
             if scope.sides_on and not scope.inbox and side_projects is None:

@@ -327,6 +327,8 @@ def apply(
         # A hook whose clock runs ahead must not keep its session "heard from" in the
         # future (never lost); what the store's clock says is the latest it can be.
         record = {**record, "at": now}
+        if record.get("text_at") is not None and record["text_at"] > now:
+            record["text_at"] = now
     agent, external = record["agent"], record["session"]
     actor = actor or f"hook:{external[:60]}"
     row = _locked(db, agent, external)

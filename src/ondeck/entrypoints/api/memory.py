@@ -210,12 +210,22 @@ def get_recall(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     from ondeck.core.clock import today
+    from ondeck.services.sessions import lost_before
 
     scope = scope_of(store, side, project, unclassified)
     kinds = parse_kinds(",".join(kind or []))
     now, zone = store.now(), store.settings.zone
     with store.read() as conn:
-        found = recall(conn, q, scope, today(now, zone), kinds=kinds, include_all=all, limit=limit)
+        found = recall(
+            conn,
+            q,
+            scope,
+            today(now, zone),
+            kinds=kinds,
+            include_all=all,
+            limit=limit,
+            lost_before=lost_before(now, store.settings),
+        )
     return found.to_json(zone, now)
 
 

@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
 
         def local() -> dict[str, Any]:
             from ondeck.services.recall import parse_kinds, recall
+            from ondeck.services.sessions import lost_before
 
             now = cli.now()
             with cli.read() as conn:
@@ -70,6 +71,7 @@ def register(app: typer.Typer) -> None:
                     kinds=parse_kinds(kinds),
                     include_all=show_all,
                     limit=limit,
+                    lost_before=lost_before(now, cli.settings),
                 )
             return found.to_json(settings.zone, now)
 

@@ -54,6 +54,7 @@ def _scope(request: Request, side: str, project: str) -> tuple[Scope, str]:
 
 def _results(request: Request, q: str, scope: Scope, include_all: bool) -> dict[str, Any]:
     from ondeck.services.recall import recall
+    from ondeck.services.sessions import lost_before
 
     store = store_of(request)
     if not q.strip():
@@ -61,7 +62,13 @@ def _results(request: Request, q: str, scope: Scope, include_all: bool) -> dict[
     try:
         with store.read() as conn:
             found = recall(
-                conn, q, scope, _today(request), include_all=include_all, limit=PAGE_SIZE
+                conn,
+                q,
+                scope,
+                _today(request),
+                include_all=include_all,
+                limit=PAGE_SIZE,
+                lost_before=lost_before(store.now(), store.settings),
             )
     except InvalidInput as exc:
         return {"results": None, "query": q, "search_error": str(exc)}
