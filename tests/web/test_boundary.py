@@ -125,4 +125,13 @@ def test_a_page_of_another_site_may_link_but_not_load(client: TestClient) -> Non
     assert embedded.status_code == 403
     linked = client.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
     assert linked.status_code == 200
+    framed = client.get(
+        "/",
+        headers={
+            "Sec-Fetch-Site": "cross-site",
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "iframe",
+        },
+    )
+    assert framed.status_code == 403
     assert client.get("/", headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200

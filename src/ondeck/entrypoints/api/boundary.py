@@ -9,7 +9,8 @@
                 Referer is another origin, or whose Sec-Fetch-Site says another site, is
                 refused with 403. Ports count: a page on 127.0.0.1:9000 is another origin.
     embedding   a page of another site may link to ondeck (a navigation) but not load it as
-                a script, an image or a fetch (Sec-Fetch-Mode other than navigate): 403.
+                a script, an image, a fetch or a frame (Sec-Fetch-Mode other than navigate,
+                or Sec-Fetch-Dest a frame): 403.
     API writes  a body sent to `/api/` must be JSON (`Content-Type: application/json`)
                 unless the request carries a header no cross-site form can send
                 (Authorization, X-Ondeck-*): 415. A form or a `text/plain` fetch is what a
@@ -33,6 +34,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # Headers a cross-site form or a "simple" fetch cannot carry (the browser would ask first,
 # and ondeck answers no preflight).
 _NON_SIMPLE = (b"authorization", b"x-ondeck-")
+# A navigation inside another site's page (clickjacking): a link, not a frame.
+_FRAMES = frozenset({"iframe", "frame", "embed", "object"})
 
 
 class Boundary:
@@ -84,7 +87,8 @@ class Boundary:
         method = scope["method"].upper()
         if method in READ_METHODS:
             mode = headers.get(b"sec-fetch-mode", b"").decode("latin-1").lower()
-            if foreign_site and mode != "navigate":
+            dest = headers.get(b"sec-fetch-dest", b"").decode("latin-1").lower()
+            if foreign_site and (mode != "navigate" or dest in _FRAMES):
                 return (
                     403,
                     "forbidden",
