@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import time
 
+from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.hook_delivery import (
+    DRAIN_BUDGET_S,
     RECORDS_PATH,
     SERVER_TIMEOUT_S,
     as_sent,
@@ -40,6 +42,12 @@ if TYPE_CHECKING:
     from ondeck.core.hook_config import HookConfig
 
 BATCH = 100  # records per request when the spool drains (the route takes 500)
+# A request's body stays under the server's limit, with room for what wraps the records.
+BODY_ROOM = MAX_BODY_BYTES - 1024
+
+
+class TooLarge(Exception):
+    """The server refused a body as too large (413): sent again in smaller pieces."""
 
 
 class Refused(Exception):
@@ -65,7 +73,7 @@ class Remote:
 
     # --- requests --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None) -> bytes:
+    def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
         """The answer's body (status 200); Refused or Unanswered, saying why, otherwise."""
         if self._failed is not None:
             raise self._failed
@@ -80,7 +88,7 @@ class Remote:
                 self.url,
                 method,
                 path,
-                body=None if body is None else json.dumps(body, ensure_ascii=False).encode(),
+                body=None if body is None else body,
                 headers=headers,
                 timeout=left,
             )
@@ -90,6 +98,8 @@ class Remote:
         if status == 200:
             return answer
         said = _message_of(answer)
+        if status == 413:
+            raise TooLarge(f"the server {self.url} refused a body as too large: 413 {said}")
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
@@ -100,34 +110,45 @@ class Remote:
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        answer = self.request("POST", RECORDS_PATH, {"records": records})
+        return self._post_encoded([_encoded(r) for r in records])
+
+    def _post_encoded(self, encoded: list[bytes]) -> list[dict[str, Any]]:
+        body = b'{"records":[' + b",".join(encoded) + b"]}"
+        answer = self.request("POST", RECORDS_PATH, body)
         try:
             results = json.loads(answer)["results"]
         except (ValueError, KeyError, TypeError):
             results = None
-        if not isinstance(results, list) or len(results) != len(records):
+        if not isinstance(results, list) or len(results) != len(encoded):
             raise Refused(f"the server {self.url} answered for other records")
         return results
 
     # --- records ---------------------------------------------------------------------------
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Send `record` after whatever waits in the spool: its outcome, or None when it was
-        spooled (`self.problem` says why)."""
+        """Send `record`, then what waits in the spool for a bounded time: its outcome, or
+        None when it was spooled (`self.problem` says why)."""
         from ondeck.services.hook_records import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
-            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
-                self._drain()
             result = self.post_records([as_sent(record)])[0]
-        except (Refused, Unanswered) as exc:
+        except (Refused, Unanswered, TooLarge) as exc:
             self.problem = str(exc)
         else:
             if result.get("outcome") == "rejected":
-                raise ValueError(f"the server rejected the record: {result.get('reason')}")
+                from ondeck.services import spool
+
+                reason = f"refused by the server: {result.get('reason')}"
+                spool.reject(self.config.spool_dir, record, reason)
+                raise ValueError(
+                    f"the server rejected the record ({result.get('reason')}); it is set "
+                    f"aside in {self.config.spool_dir}/rejected.jsonl"
+                )
             debug(f"{record['kind']} stored through {self.url}")
+            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
+                self._drain()
             return dict(result)
         from ondeck.services import spool
 
@@ -136,31 +157,42 @@ class Remote:
         return None
 
     def _drain(self) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
+        server's body limit; the rest waits for the next hook."""
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
-            for at in range(0, len(batch), BATCH):
-                part = batch[at : at + BATCH]
+            for part in _packed([_encoded(as_sent(r)) for r in batch]):
                 try:
-                    results = self.post_records([as_sent(r) for r in part])
+                    answers += self._send_part(part)
                 except (Refused, Unanswered) as exc:
                     self._spool_problem = str(exc)
                     if not answers:
                         raise spool.Unreachable(str(exc)) from exc
                     return answers
-                answers += [
-                    r.get("reason") if r.get("outcome") == "rejected" else None for r in results
-                ]
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        debug(f"spool: {drained.applied} sent to {self.url}, {drained.left} left")
-        if drained.busy:
-            raise Unanswered("another hook is sending the spool")
-        if drained.left:
-            raise self._failed or Refused(self._spool_problem or "the spool could not be sent")
+        drained = spool.drain(
+            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
+        )
+        debug(
+            f"spool: {drained.applied} sent to {self.url}, {drained.rejected} set aside, "
+            f"{drained.left} left {self._spool_problem}".rstrip()
+        )
+
+    def _send_part(self, part: list[bytes]) -> list[str | None]:
+        """One request's records: their answers; refused as too large, sent again in halves
+        (a single record the server will not take is set aside, with the reason)."""
+        try:
+            results = self._post_encoded(part)
+        except TooLarge as exc:
+            if len(part) == 1:
+                return [str(exc)]
+            half = len(part) // 2
+            return self._send_part(part[:half]) + self._send_part(part[half:])
+        return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
 
     def waiting(self) -> int:
         from ondeck.services import spool
@@ -223,6 +255,23 @@ class Remote:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
+
+
+def _encoded(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _packed(encoded: list[bytes]) -> list[list[bytes]]:
+    """Records in requests of at most BATCH records and BODY_ROOM bytes each, in order."""
+    parts: list[list[bytes]] = [[]]
+    size = 0
+    for item in encoded:
+        if parts[-1] and (len(parts[-1]) >= BATCH or size + len(item) + 1 > BODY_ROOM):
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += len(item) + 1
+    return [p for p in parts if p]
 
 
 def _context_path(project: str | None, brief: dict[str, Any]) -> str:

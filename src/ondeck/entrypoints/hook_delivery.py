@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 SERVER_TIMEOUT_S = 3.0
+# How long a hook drains the spool once its own event is stored; what is left waits for the
+# next hook or jobs tick (a hook must end: Claude Code may kill a slow one).
+DRAIN_BUDGET_S = 1.0
 RECORDS_PATH = "/api/v1/sessions/records"
 EVENTS_PATH = "/api/v1/sessions/hook-events"
 
@@ -38,6 +41,10 @@ class NoServer(Exception):
 
 class Unreachable(Exception):
     """Neither can the database: the record goes to the spool."""
+
+
+class Refused(Exception):
+    """The database refuses the record for its own content: it is set aside, not retried."""
 
 
 # --- 1. the server ---------------------------------------------------------------------------
@@ -92,10 +99,10 @@ class Server:
         return results
 
     def send_event(self, verb: str, payload: dict[str, Any], at: str) -> dict[str, Any]:
-        """The event as received: the server makes and stores its record(s)."""
+        """The event as received: the server makes and stores its record(s); then what
+        waits in the spool, for a bounded time."""
         from ondeck.services.hook_records import transcript_size, trim
 
-        self.drain_spool()
         event = {
             "hook": verb,
             "payload": trim(payload),
@@ -109,10 +116,12 @@ class Server:
         if result.get("outcome") == "declined":  # the server cannot read this place
             raise NoServer(f"declined: {result.get('reason')}")
         debug(f"{verb} stored through {self.config.local_url}")
+        self.drain_spool()
         return result
 
     def drain_spool(self) -> None:
-        """What waits in the spool goes first (rare: two stats when nothing waits)."""
+        """What waits in the spool, sent for at most DRAIN_BUDGET_S (rare: two stats when
+        nothing waits); what is left waits for the next hook or jobs tick."""
         if not spool_waits(self.config.spool_dir):
             return
         from ondeck.services import spool
@@ -127,9 +136,10 @@ class Server:
                 raise spool.Unreachable(str(exc)) from exc
             return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.left:
-            raise NoServer("the spool could not be drained through the server")
+        drained = spool.drain(
+            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
+        )
+        debug(f"spool: {drained.applied} sent, {drained.rejected} set aside, {drained.left} left")
 
 
 def spool_waits(spool_dir: str) -> bool:
@@ -164,19 +174,27 @@ class Local:
         self._engine: Any = None
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Store `record` after whatever waits in the spool: its outcome, or None when it was
-        spooled (`self.problem` says why)."""
+        """Store `record`, then what waits in the spool for a bounded time: its outcome, or
+        None when it was spooled (`self.problem` says why). A record the database refuses
+        for its content is set aside (rejected.jsonl) and said: ValueError."""
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
         try:
-            self._drain(spool, now)
             result = self._apply(checked, now)
-            debug(f"{record['kind']} stored in the database")
-            return result
         except Unreachable as exc:
             self.problem = str(exc)
+        except Refused as exc:
+            spool.reject(self.config.spool_dir, record, f"refused by the database: {exc}")
+            raise ValueError(
+                f"the database refused it ({exc}); it is set aside in "
+                f"{self.config.spool_dir}/rejected.jsonl"
+            ) from None
+        else:
+            debug(f"{record['kind']} stored in the database")
+            self._drain(spool, now)
+            return result
         spool.append(self.config.spool_dir, record)
         debug(f"{record['kind']} kept in the spool: {self.problem}")
         return None
@@ -193,6 +211,7 @@ class Local:
             self._engine.dispose()
 
     def _drain(self, spool: Any, now: datetime) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
         from ondeck.services.hook_records import parse_record
 
         if not spool.has_waiting(self.config.spool_dir):
@@ -203,6 +222,9 @@ class Local:
             for record in batch:
                 try:
                     self._apply(record, now)
+                except Refused as exc:  # its own content: set aside, the rest goes on
+                    answers.append(f"refused by the database: {exc}")
+                    continue
                 except Unreachable as exc:
                     if not answers:
                         raise spool.Unreachable(str(exc)) from exc
@@ -210,14 +232,16 @@ class Local:
                 answers.append(None)
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.busy:
-            raise Unreachable("another process is draining the spool")
-        if drained.left:
-            raise Unreachable(drained.why or "the store went away while the spool drained")
+        drained = spool.drain(
+            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
+        )
+        why = drained.why or ("another process drains it" if drained.busy else "")
+        debug(f"spool: {drained.applied} stored, {drained.rejected} set aside, {drained.left} left")
+        if why:
+            debug(f"spool: {why}")
 
     def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare
+        from ondeck.db.bare import RecordRefused, SchemaBehind, StoreUnavailable, open_bare
 
         if self._engine is None:
             try:
@@ -227,6 +251,8 @@ class Local:
                     return self._apply_bare(record, now)
             except StoreUnavailable as exc:
                 raise Unreachable(f"database unavailable: {exc}") from None
+            except RecordRefused as exc:
+                raise Refused(str(exc)) from None
             except SchemaBehind:
                 debug("database schema behind: migrating it first")
         return self._apply_sqlalchemy(record, now)
@@ -291,8 +317,11 @@ class Local:
         return self._engine
 
     def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+        from sqlalchemy.exc import DBAPIError
+
         from ondeck.core.errors import Unavailable
         from ondeck.db.engine import writing
+        from ondeck.db.refusals import is_content
         from ondeck.services.session_hooks import apply_record
 
         try:
@@ -300,6 +329,12 @@ class Local:
                 return apply_record(conn, now, record)
         except Unavailable as exc:
             raise Unreachable(str(exc)) from None
+        except DBAPIError as exc:
+            reason = " ".join(str(exc.orig or exc).split())[:300]
+            if exc.orig is not None and is_content(exc.orig):
+                raise Refused(reason) from None
+            # Any other refusal by the store: the record waits for one that takes it.
+            raise Unreachable(f"database refused it: {reason}") from None
 
     def spooled_line(self, what: str) -> str:
         return (

@@ -13,12 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
+from ondeck.db.refusals import is_content
 from ondeck.services import session_store
 from ondeck.services.hook_records import parse_record
 
@@ -61,9 +63,28 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
                 }
             )
             continue
-        with writing(engine) as conn:
-            results.append(apply_record(conn, now, record))
+        results.append(apply_alone(engine, now, record))
     return results
+
+
+def apply_alone(engine: Engine, now: datetime, record: dict[str, Any]) -> dict[str, Any]:
+    """A checked record applied in a transaction of its own. One the store refuses for its
+    own content (a value too long for its column, a CHECK it breaks) is answered `rejected`
+    with the store's reason, so it is set aside instead of blocking every record behind it;
+    a store that takes nothing now raises (`Unavailable`, or the driver's error)."""
+    try:
+        with writing(engine) as conn:
+            return apply_record(conn, now, record)
+    except DBAPIError as exc:
+        if exc.orig is None or not is_content(exc.orig):
+            raise
+        reason = " ".join(str(exc.orig).split())[:300]
+        log.warning("hook record of session %s refused: %s", record["session"][:60], reason)
+        return {
+            "fingerprint": record["fingerprint"],
+            "outcome": "rejected",
+            "reason": f"refused by the database: {reason}",
+        }
 
 
 def record_hook_events(

@@ -296,6 +296,8 @@ class _Change:
         at = self.record["at"]
         if abs((self.now - at).total_seconds()) > 60:  # spooled: say when it happened
             details = {**details, "hook_at": at.isoformat()}
+        if self.record.get("input"):  # what the hook mended to keep it (hook_input.py)
+            details = {**details, "input": self.record["input"]}
         self.events.append((kind, details))
 
     @property
