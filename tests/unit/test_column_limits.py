@@ -1,11 +1,11 @@
-"""db/column_limits.py is db/tables.py's column lengths, for the hook path (no SQLAlchemy)."""
+"""core/column_limits.py is db/tables.py's column lengths, for the hook path (no SQLAlchemy)."""
 
 from __future__ import annotations
 
 from sqlalchemy import String
 
 from ondeck.db import tables
-from ondeck.db.column_limits import COLUMN_LIMITS
+from ondeck.core.column_limits import COLUMN_LIMITS
 from ondeck.services import hook_records
 
 
@@ -17,13 +17,13 @@ def test_the_hooks_column_limits_are_the_tables() -> None:
         if isinstance(column.type, String) and column.type.length
     }
     shown = "\n".join(f'    "{name}": {length},' for name, length in found.items())
-    assert found == COLUMN_LIMITS, f"db/column_limits.py should read:\n{{\n{shown}\n}}"
+    assert found == COLUMN_LIMITS, f"core/column_limits.py should read:\n{{\n{shown}\n}}"
 
 
 def test_the_hook_keeps_its_words_within_their_columns() -> None:
-    assert hook_records.WORD_LIMITS == {
+    assert {
         "source": COLUMN_LIMITS["sessions.start_source"],
         "reason": COLUMN_LIMITS["sessions.end_reason"],
         "trigger": COLUMN_LIMITS["session_compactions.trigger"],
-    }
-    assert hook_records.EXTERNAL_ID_MAX == COLUMN_LIMITS["sessions.external_id"]
+    } == hook_records.WORD_LIMITS
+    assert COLUMN_LIMITS["sessions.external_id"] == hook_records.EXTERNAL_ID_MAX

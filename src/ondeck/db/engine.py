@@ -116,7 +116,9 @@ def is_unavailable(exc: BaseException) -> bool:
         # that is not a database comes as DatabaseError: the store is unusable until mended.
         return isinstance(exc, DatabaseError) and unavailable(str(exc.orig))
     # A read-only standby, a missing privilege: the store refuses, whatever the statement.
-    return isinstance(exc, OperationalError) or is_pg_store_refusal(exc.orig)
+    return isinstance(exc, OperationalError) or (
+        exc.orig is not None and is_pg_store_refusal(exc.orig)
+    )
 
 
 def on_driver(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[list[str], list[Any]]:

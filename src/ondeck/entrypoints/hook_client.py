@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import time
 
-from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.hook_delivery import (
     DRAIN_BUDGET_S,
     RECORDS_PATH,
     SERVER_TIMEOUT_S,
     as_sent,
     debug,
+    encoded,
+    packed,
     spool_waits,
 )
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ondeck.core.hook_config import HookConfig
-
-BATCH = 100  # records per request when the spool drains (the route takes 500)
-# A request's body stays under the server's limit, with room for what wraps the records.
-BODY_ROOM = MAX_BODY_BYTES - 1024
 
 
 class TooLarge(Exception):
@@ -110,9 +107,9 @@ class Remote:
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._post_encoded([_encoded(r) for r in records])
+        return self._postencoded([encoded(r) for r in records])
 
-    def _post_encoded(self, encoded: list[bytes]) -> list[dict[str, Any]]:
+    def _postencoded(self, encoded: list[bytes]) -> list[dict[str, Any]]:
         body = b'{"records":[' + b",".join(encoded) + b"]}"
         answer = self.request("POST", RECORDS_PATH, body)
         try:
@@ -164,7 +161,7 @@ class Remote:
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
-            for part in _packed([_encoded(as_sent(r)) for r in batch]):
+            for part in packed([encoded(as_sent(r)) for r in batch]):
                 try:
                     answers += self._send_part(part)
                 except (Refused, Unanswered) as exc:
@@ -174,9 +171,7 @@ class Remote:
                     return answers
             return answers
 
-        drained = spool.drain(
-            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
-        )
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
         debug(
             f"spool: {drained.applied} sent to {self.url}, {drained.rejected} set aside, "
             f"{drained.left} left {self._spool_problem}".rstrip()
@@ -186,7 +181,7 @@ class Remote:
         """One request's records: their answers; refused as too large, sent again in halves
         (a single record the server will not take is set aside, with the reason)."""
         try:
-            results = self._post_encoded(part)
+            results = self._postencoded(part)
         except TooLarge as exc:
             if len(part) == 1:
                 return [str(exc)]
@@ -255,23 +250,6 @@ class Remote:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
-
-
-def _encoded(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _packed(encoded: list[bytes]) -> list[list[bytes]]:
-    """Records in requests of at most BATCH records and BODY_ROOM bytes each, in order."""
-    parts: list[list[bytes]] = [[]]
-    size = 0
-    for item in encoded:
-        if parts[-1] and (len(parts[-1]) >= BATCH or size + len(item) + 1 > BODY_ROOM):
-            parts.append([])
-            size = 0
-        parts[-1].append(item)
-        size += len(item) + 1
-    return [p for p in parts if p]
 
 
 def _context_path(project: str | None, brief: dict[str, Any]) -> str:

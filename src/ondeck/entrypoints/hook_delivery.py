@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from ondeck.core.http_limits import MAX_BODY_BYTES
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,6 +30,10 @@ SERVER_TIMEOUT_S = 3.0
 DRAIN_BUDGET_S = 1.0
 RECORDS_PATH = "/api/v1/sessions/records"
 EVENTS_PATH = "/api/v1/sessions/hook-events"
+BATCH = 100  # records per request when the spool drains (the route takes 500)
+# A request's body stays under the server's limit (core/http_limits.py), with room for what
+# wraps the records.
+BODY_ROOM = MAX_BODY_BYTES - 1024
 
 
 def debug(message: str) -> None:
@@ -63,7 +69,7 @@ class Server:
             headers["Authorization"] = f"Bearer {self.config.token}"
         return headers
 
-    def post(self, path: str, body: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    def post(self, path: str, body: dict[str, Any] | bytes, count: int) -> list[dict[str, Any]]:
         """POST and the `results` (one per item sent); NoServer when it is not usable."""
         if self.ok is False:
             raise NoServer("not usable")
@@ -74,7 +80,9 @@ class Server:
                 self.config.local_url,
                 "POST",
                 path,
-                body=json.dumps(body, ensure_ascii=False).encode(),
+                body=body
+                if isinstance(body, bytes)
+                else json.dumps(body, ensure_ascii=False).encode(),
                 headers=self.headers(),
                 timeout=SERVER_TIMEOUT_S,
             )
@@ -128,17 +136,21 @@ class Server:
         from ondeck.services.hook_records import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
-            try:
-                results = self.post(
-                    RECORDS_PATH, {"records": [as_sent(r) for r in batch]}, len(batch)
-                )
-            except NoServer as exc:
-                raise spool.Unreachable(str(exc)) from exc
-            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+            answers: list[str | None] = []
+            for part in packed([encoded(as_sent(r)) for r in batch]):
+                body = b'{"records":[' + b",".join(part) + b"]}"
+                try:
+                    results = self.post(RECORDS_PATH, body, len(part))
+                except NoServer as exc:
+                    if not answers:
+                        raise spool.Unreachable(str(exc)) from exc
+                    return answers
+                answers += [
+                    r.get("reason") if r.get("outcome") == "rejected" else None for r in results
+                ]
+            return answers
 
-        drained = spool.drain(
-            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
-        )
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
         debug(f"spool: {drained.applied} sent, {drained.rejected} set aside, {drained.left} left")
 
 
@@ -157,6 +169,23 @@ def as_sent(record: dict[str, Any]) -> dict[str, Any]:
     """A checked record back in the form it travels in (instants as ISO text)."""
     at = record["at"]
     return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}
+
+
+def encoded(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def packed(items: list[bytes]) -> list[list[bytes]]:
+    """Records in requests of at most BATCH records and BODY_ROOM bytes each, in order."""
+    parts: list[list[bytes]] = [[]]
+    size = 0
+    for item in items:
+        if parts[-1] and (len(parts[-1]) >= BATCH or size + len(item) + 1 > BODY_ROOM):
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += len(item) + 1
+    return [p for p in parts if p]
 
 
 # --- 2. the database, 3. the spool ---------------------------------------------------------
@@ -232,9 +261,7 @@ class Local:
                 answers.append(None)
             return answers
 
-        drained = spool.drain(
-            self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S
-        )
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
         why = drained.why or ("another process drains it" if drained.busy else "")
         debug(f"spool: {drained.applied} stored, {drained.rejected} set aside, {drained.left} left")
         if why:

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 # entry point runs it in a detached child once the answer is out (entrypoints/cli._hook).
 AFTER: list[Callable[[], None]] = []
 
+
 def read_payload(stream: TextIO) -> dict[str, Any]:
     """The hook's JSON object, mended where it is not clean text (entrypoints/hook_input)."""
     from ondeck.entrypoints.hook_input import read_payload as read

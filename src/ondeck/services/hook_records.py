@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from ondeck.db.column_limits import COLUMN_LIMITS
+from ondeck.core.column_limits import COLUMN_LIMITS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, 
 LINE_MAX = 1024 * 1024
 # What one batch of a drain holds at most, so a drain's memory does not grow with the spool.
 BATCH_RECORDS = 100
-BATCH_BYTES = 1024 * 1024
+BATCH_BYTES = 512 * 1024
 
 
 Where = str | os.PathLike[str]

@@ -14,15 +14,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ondeck import __version__
 from ondeck.core import logs
-from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.core.config import Settings
+from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.store import Store
 
 log = logs.logger("ondeck.api")
-
 
 
 def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) -> FastAPI:
