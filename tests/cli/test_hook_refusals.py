@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -22,7 +24,7 @@ from ondeck.core import clock
 from ondeck.db.engine import make_engine, reading
 from ondeck.db.tables import events
 from ondeck.services import sessions as svc
-from support.hooks import SESSION_ID, new_repo, payload, run_hook
+from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook
 from support.pg import free_port
 from support.procs import at_time, run_ondeck
 
@@ -46,9 +48,7 @@ class Hooks:
     def data_of(self, name: str, **changes: Any) -> dict[str, Any]:
         with self.transcript.open("a") as handle:  # a new turn each time
             handle.write(json.dumps({"turn": name}) + "\n")
-        return payload(
-            name, cwd=str(self.repo), transcript_path=str(self.transcript), **changes
-        )
+        return payload(name, cwd=str(self.repo), transcript_path=str(self.transcript), **changes)
 
     def hook(self, verb: str, name: str, *, url: str | None = None, **changes: Any) -> Any:
         env = {**self.env, "ONDECK_DATABASE_URL": url} if url else self.env
@@ -234,3 +234,162 @@ def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
     assert hooks.waiting() == [] and len(hooks.rejected()) == 1
     assert _session(engine).last_word == "after it"
     assert _session(engine, "silent-one").status == "lost"
+
+
+# --- item 5: a drain with no end ------------------------------------------------------------
+
+# Runs a hook as Claude Code would, kills it after KILL_AFTER seconds if it has not ended,
+# and reports its peak memory (the child's maximum resident set).
+WRAPPER = """
+import json, resource, subprocess, sys
+with open(sys.argv[3], "rb") as stdin:
+    child = subprocess.Popen([sys.argv[1], "hook", sys.argv[2]], stdin=stdin,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = child.communicate(timeout=float(sys.argv[4]))
+        killed = False
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        killed = True
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"killed": killed, "peak_kb": peak, "code": child.returncode,
+                  "stderr": err.decode()[-2000:]}))
+"""
+KILL_AFTER = 5.0  # as Claude Code was seen to (issue 22, item 5)
+SPOOLED = 15_000
+
+
+def _huge_spool(hooks: Hooks, template: dict[str, Any]) -> int:
+    """SPOOLED records of other sessions (1,000-character Korean last words): the size."""
+    path = hooks.spool / "events.jsonl"
+    with path.open("a", encoding="utf-8") as out:
+        for n in range(SPOOLED):
+            text = {**template["text"], "value": f"{n}: " + "오래 기다린 마지막 말 " * 80}
+            line = {**template, "session": f"old-{n}", "fingerprint": f"{n:032x}", "text": text}
+            out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return path.stat().st_size
+
+
+@pytest.mark.slow
+def test_a_huge_spool_never_keeps_a_hook_from_storing_its_own_event(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    hooks = Hooks(tmp_path, db_url)
+    hooks.hook("session-start", "start")
+    hooks.hook("stop", "stop", url=DOWN, session_id="template")
+    [template] = hooks.waiting()
+    size = _huge_spool(hooks, template)
+    assert size > 40 * 2**20  # tens of MB
+    stdin = tmp_path / "end.json"
+    stdin.write_text(json.dumps(hooks.data_of("end")))
+
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, ONDECK, "session-end", str(stdin), str(KILL_AFTER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **hooks.env, "ONDECK_DEBUG": "1"},
+        check=True,
+    )
+    took = time.monotonic() - began
+    report = json.loads(done.stdout)
+    assert _session(engine).status == "ended", report  # its own event, first
+    left = len(hooks.waiting())
+    assert 0 < left < SPOOLED + 1, "it drained some, for a bounded time, and left the rest"
+    assert not report["killed"] and took < KILL_AFTER, report  # bounded: it ended by itself
+    # Bounded memory: a hook's own (the interpreter, the driver), not the spool's 40+ MB.
+    assert report["peak_kb"] < 100 * 1024, report
+
+
+# --- item 6: a torn spool line --------------------------------------------------------------
+
+
+def test_a_torn_spool_line_takes_no_event_with_it(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    hooks = Hooks(tmp_path, db_url)
+    hooks.hook("session-start", "start")
+    hooks.hook("stop", "stop", url=DOWN, last_assistant_message="before the crash")
+    with (hooks.spool / "events.jsonl").open("a") as handle:
+        handle.write('{"v":1,"kind":"stop","agent":"claude-code","session":"3f1c')  # died here
+    hooks.hook("post-compact", "compact", url=DOWN)  # the next event, after the fragment
+    hooks.hook("stop", "stop", last_assistant_message="after it")
+    assert hooks.waiting() == []
+    [torn] = hooks.rejected()
+    assert torn["line"].endswith('"session":"3f1c') and torn["reason"].startswith("malformed")
+    s = _session(engine)
+    assert s.compactions == 1 and s.last_word == "after it"
+
+
+# --- item 7: input that is not clean text ---------------------------------------------------
+
+
+def _raw_hook(hooks: Hooks, verb: str, raw: bytes) -> subprocess.CompletedProcess[bytes]:
+    done = subprocess.run(
+        [ONDECK, "hook", verb],
+        input=raw,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, **hooks.env},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _input_notes(engine: Engine, kind: str) -> list[str]:
+    with reading(engine) as conn:
+        rows = conn.execute(events.select().where(events.c.kind == kind)).all()
+    return [note for r in rows for note in (r.details or {}).get("input", [])]
+
+
+def test_a_lone_surrogate_anywhere_is_stored_as_a_replacement_character(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    hooks = Hooks(tmp_path, db_url)
+    start = hooks.data_of("start", model="claude-\ud83d")  # cut in the middle of an emoji
+    done = _raw_hook(hooks, "session-start", json.dumps(start).encode())
+    context = _context(json.loads(done.stdout))
+    assert "could not" not in context and context.startswith("# On deck"), context
+    stop = hooks.data_of("stop", last_assistant_message="다 됐어요 \ud83d")
+    assert b"\\ud83d" in json.dumps(stop).encode()  # as JSON carries it
+    _raw_hook(hooks, "stop", json.dumps(stop).encode())
+    assert hooks.waiting() == []
+    assert _session(engine).last_word == "다 됐어요 \ufffd"
+    assert _input_notes(engine, "session.started") == [
+        "1 lone UTF-16 surrogate(s) replaced by U+FFFD"
+    ]
+    assert _input_notes(engine, "session.last_word") == [
+        "1 lone UTF-16 surrogate(s) replaced by U+FFFD"
+    ]
+
+
+def test_deeply_nested_input_is_cut_and_the_event_stored(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    hooks = Hooks(tmp_path, db_url)
+    data = json.dumps(hooks.data_of("start"))
+    deep = data[:-1] + ', "tool_input": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    done = _raw_hook(hooks, "session-start", deep.encode())
+    assert _context(json.loads(done.stdout)).startswith("# On deck")
+    assert _session(engine).status == "open"
+    [note] = _input_notes(engine, "session.started")
+    assert note == "1 structure(s) nested over 64 levels cut"
+
+
+@pytest.mark.slow
+def test_standard_input_over_256_mib_is_cut_and_the_event_stored(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    hooks = Hooks(tmp_path, db_url)
+    hooks.hook("session-start", "start")
+    head = json.dumps(hooks.data_of("stop", last_assistant_message=""))[:-2]  # ...: "
+    raw = head.encode() + b"a" * (257 * 2**20) + b'"}'
+    _raw_hook(hooks, "stop", raw)
+    del raw
+    s = _session(engine)
+    assert s.last_word == "a" * 4_000
+    assert _input_notes(engine, "session.last_word") == ["standard input over 256 MiB: cut there"]

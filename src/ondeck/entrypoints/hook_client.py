@@ -67,6 +67,7 @@ class Remote:
         self._spool_problem = ""
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
+        self._drained = False
 
     # --- requests --------------------------------------------------------------------------
 
@@ -144,7 +145,8 @@ class Remote:
                     f"aside in {self.config.spool_dir}/rejected.jsonl"
                 )
             debug(f"{record['kind']} stored through {self.url}")
-            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
+            if not self._drained and spool_waits(self.config.spool_dir):
+                self._drained = True  # one budget per hook (the spool module only then)
                 self._drain()
             return dict(result)
         from ondeck.services import spool

@@ -201,6 +201,7 @@ class Local:
         self.problem = ""
         self._bare: Any = None if bare else False  # False: straight to SQLAlchemy
         self._engine: Any = None
+        self._drained = False
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
         """Store `record`, then what waits in the spool for a bounded time: its outcome, or
@@ -243,12 +244,18 @@ class Local:
         """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
         from ondeck.services.hook_records import parse_record
 
-        if not spool.has_waiting(self.config.spool_dir):
+        if self._drained or not spool.has_waiting(self.config.spool_dir):
             return
+        self._drained = True  # one budget per hook, however many records it stores
+        import time
+
+        until = time.monotonic() + DRAIN_BUDGET_S
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
             for record in batch:
+                if answers and time.monotonic() >= until:
+                    return answers  # the budget is spent: the rest waits, in order
                 try:
                     self._apply(record, now)
                 except Refused as exc:  # its own content: set aside, the rest goes on

@@ -130,14 +130,15 @@ def reject(spool_dir: Where, record: dict[str, Any], reason: str) -> None:
 
 
 def status(spool_dir: Where) -> SpoolStatus:
-    """How many records wait, since when, and how many were refused."""
+    """How many records wait, since when, and how many were refused (lines counted, not
+    parsed: a large spool is read at the speed of the disk)."""
     waiting, oldest = 0, None
     for name in (DRAINING, EVENTS):
-        for line in _lines(os.path.join(spool_dir, name)):
+        for raw in _raw(os.path.join(spool_dir, name)):
             waiting += 1
-            if oldest is None:
-                oldest = _time_of(line)
-    rejected = sum(1 for _ in _lines(os.path.join(spool_dir, REJECTED)))
+            if oldest is None and raw is not None:
+                oldest = _time_of(raw.decode("utf-8", "replace"))
+    rejected = sum(1 for _ in _raw(os.path.join(spool_dir, REJECTED)))
     return SpoolStatus(
         path=os.fspath(spool_dir), waiting=waiting, oldest_at=oldest, rejected=rejected
     )
@@ -151,11 +152,11 @@ def find(
     at the speed of a search rather than of a parser."""
     needle = json.dumps(containing, ensure_ascii=False)[1:-1].encode() if containing else b""
     for name in (DRAINING, EVENTS):
-        for line in _lines(os.path.join(spool_dir, name)):
-            if needle and needle not in line.encode():
+        for raw in _raw(os.path.join(spool_dir, name)):
+            if raw is None or (needle and needle not in raw):
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict) and match(record):
@@ -331,14 +332,15 @@ def _raw_lines(handle: Any) -> Iterator[tuple[int, int, bytes | None]]:
             yield start, at, raw
 
 
-def _lines(path: str) -> Iterator[str]:
+def _raw(path: str) -> Iterator[bytes | None]:
+    """The lines of a file that are not blank, as bytes (None: a line over LINE_MAX)."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return
     with handle:
         for _, _, raw in _raw_lines(handle):
-            yield "" if raw is None else raw.decode("utf-8", "replace").strip()
+            yield raw
 
 
 def _time_of(line: str) -> datetime | None:
