@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import String
 
-from ondeck.db import tables
 from ondeck.core.column_limits import COLUMN_LIMITS
+from ondeck.db import tables
 from ondeck.services import hook_records
 
 
