@@ -147,7 +147,10 @@ class Remote:
             debug(f"{record['kind']} stored through {self.url}")
             if not self._drained and spool_waits(self.config.spool_dir):
                 self._drained = True  # one budget per hook (the spool module only then)
-                self._drain()
+                try:
+                    self._drain()
+                except Exception as exc:  # its own event is stored: the spool waits
+                    debug(f"spool: not sent ({exc})")
             return dict(result)
         from ondeck.services import spool
 

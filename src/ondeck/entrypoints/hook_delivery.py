@@ -124,7 +124,10 @@ class Server:
         if result.get("outcome") == "declined":  # the server cannot read this place
             raise NoServer(f"declined: {result.get('reason')}")
         debug(f"{verb} stored through {self.config.local_url}")
-        self.drain_spool()
+        try:
+            self.drain_spool()
+        except Exception as exc:  # its own event is stored: the spool waits for another
+            debug(f"spool: not drained ({exc})")
         return result
 
     def drain_spool(self) -> None:
@@ -223,7 +226,10 @@ class Local:
             ) from None
         else:
             debug(f"{record['kind']} stored in the database")
-            self._drain(spool, now)
+            try:
+                self._drain(spool, now)
+            except Exception as exc:  # its own event is stored: the spool waits for another
+                debug(f"spool: not drained ({exc})")
             return result
         spool.append(self.config.spool_dir, record)
         debug(f"{record['kind']} kept in the spool: {self.problem}")

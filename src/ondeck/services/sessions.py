@@ -536,6 +536,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         "drained": drained.applied,
         "rejected": drained.rejected,
         "waiting": drained.left,
+        **({"why": drained.why} if drained.left and drained.why else {}),
         "lost": len(lost),
         "ids": lost[:50],
     }
