@@ -314,7 +314,15 @@ def test_a_torn_spool_line_takes_no_event_with_it(
     hooks.hook("stop", "stop", url=DOWN, last_assistant_message="before the crash")
     with (hooks.spool / "events.jsonl").open("a") as handle:
         handle.write('{"v":1,"kind":"stop","agent":"claude-code","session":"3f1c')  # died here
-    hooks.hook("post-compact", "compact", url=DOWN)  # the next event, after the fragment
+    # The next event, while a jobs tick holds the drain (so nothing reads the spool first).
+    import fcntl
+
+    lock = os.open(hooks.spool / ".drain.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        hooks.hook("post-compact", "compact", url=DOWN)
+    finally:
+        os.close(lock)
     hooks.hook("stop", "stop", last_assistant_message="after it")
     assert hooks.waiting() == []
     [torn] = hooks.rejected()
