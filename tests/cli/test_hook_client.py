@@ -136,13 +136,8 @@ class Client:
         """Run `ondeck hook VERB`: (stdout, the modules it imported, seconds)."""
         with self.transcript.open("a") as handle:  # the turn Claude Code wrote first
             handle.write(json.dumps({"verb": verb}) + "\n")
-        data = payload(
-            kind,
-            session_id=SESSION,
-            cwd=str(self.repo),
-            transcript_path=str(self.transcript),
-            **changes,
-        )
+        given = {"session_id": SESSION, "cwd": str(self.repo)}
+        data = payload(kind, **{**given, "transcript_path": str(self.transcript), **changes})
         began = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-c", PROBE, verb],
@@ -336,3 +331,58 @@ def test_a_client_mode_hook_over_https_verifies_the_certificate(tmp_path: Path) 
         assert out == "" and client.spooled() == 0
     finally:
         server.stop()
+
+
+def test_a_body_over_the_limit_is_refused_with_a_clean_413(server: Server) -> None:
+    """The real server refuses a body over its limit unread: the hooks announce a large body
+    (`Expect: 100-continue`), so the refusal arrives as what it is, not as a reset."""
+    from ondeck.core.http_limits import MAX_BODY_BYTES
+    from ondeck.entrypoints.hook_http import request
+
+    body = b'{"records":[' + b"1," * MAX_BODY_BYTES + b"1]}"
+    status, _, answer = request(server.url, "POST", "/api/v1/sessions/records", body=body)
+    assert status == 413 and b"too_large" in answer
+
+
+def test_a_spool_larger_than_a_request_body_all_leaves_once_the_server_is_back(
+    server: Server, tmp_path: Path
+) -> None:
+    """Issue 22, item 2: 110 Stop events with 4,000-character Korean last words (some 1.4 MB
+    in all, over the server's 1 MiB body) and the session's end, spooled while the server was
+    down, all leave once it is back; the brief then shows the session ended."""
+    token = server.ondeck("token", "create", "laptop")
+    client = Client(tmp_path / "laptop-home", server, token)
+    client.hook("session-start", "start")
+    server.stop()
+    word = "한국어로 남긴 마지막 말입니다. "  # 17 characters
+    for n in range(110):
+        said = f"{n:03d} " + word * 235
+        out, _, _ = client.hook("stop", "stop", last_assistant_message=said[:4_000])
+        assert "kept in the spool" in json.loads(out)["systemMessage"]
+        if n == 1:  # the rest as that hook made them, one per turn (110 processes: minutes)
+            break
+    lines = (client.spool / "events.jsonl").read_text().splitlines()
+    template = json.loads(lines[-1])
+    with (client.spool / "events.jsonl").open("a") as handle:
+        for n in range(2, 110):
+            text = {**template["text"], "value": (f"{n:03d} " + word * 235)[:4_000]}
+            made = {**template, "fingerprint": f"{n:032x}", "text": text}
+            handle.write(json.dumps(made, ensure_ascii=False, separators=(",", ":")) + "\n")
+    client.hook("session-end", "end")
+    assert client.spooled() >= 111
+    assert (client.spool / "events.jsonl").stat().st_size > 1024 * 1024
+
+    server.start()
+    for _ in range(3):  # each hook drains for a second at most; this takes one or two
+        out, _, _ = client.hook("session-start", "resume", session_id="the-next-session")
+        if client.spooled() == 0:
+            break
+    context = _context(out)
+    assert client.spooled() == 0 and "reset by peer" not in context
+    assert not (client.spool / "rejected.jsonl").exists()
+    assert server.count("session.ended") == 1
+    ended = [s for s in server.get("/api/v1/sessions") if s["status"] == "ended"]
+    assert len(ended) == 1
+    out, _, _ = client.hook("session-start", "start", session_id="a-third-session")
+    [line] = [x for x in _context(out).splitlines() if x.startswith("- session 1:")]
+    assert "ended (prompt_input_exit)" in line and "still open" not in line

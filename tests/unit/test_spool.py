@@ -182,3 +182,60 @@ def test_empty_spools_wait_for_nothing(tmp_path: Path, text: str) -> None:
     (tmp_path / spool.EVENTS).write_text(text)
     assert spool.status(tmp_path).waiting == 0
     assert spool.drain(tmp_path, Store().apply, parse).left == 0
+
+
+def test_a_torn_line_takes_no_whole_record_with_it(tmp_path: Path) -> None:
+    """A writer that died mid-line (issue 22, item 6): the next record starts on a line of
+    its own, and only the fragment is refused."""
+    spool.append(tmp_path, rec(0))
+    with (tmp_path / spool.EVENTS).open("a") as handle:
+        handle.write('{"n": 1, "at": "2026-06-15T09:0')  # no newline: the crash
+    spool.append(tmp_path, rec(2))
+    store = Store()
+    drained = spool.drain(tmp_path, store.apply, parse)
+    assert (drained.applied, drained.rejected, drained.left) == (2, 1, 0)
+    assert store.got == [0, 2]
+    [fragment] = [json.loads(x) for x in (tmp_path / spool.REJECTED).read_text().splitlines()]
+    assert fragment["line"] == '{"n": 1, "at": "2026-06-15T09:0'
+
+
+def test_a_drain_with_a_budget_leaves_the_rest_in_order(tmp_path: Path) -> None:
+    """A hook's drain (issue 22, item 5): no batch starts after the budget; what is left
+    waits, in order, before anything newer."""
+    import time
+
+    for n in range(250):
+        spool.append(tmp_path, rec(n))
+
+    def slow(batch: list[dict[str, Any]]) -> list[str | None]:
+        time.sleep(0.2)
+        return Store().apply(batch)
+
+    drained = spool.drain(tmp_path, slow, parse, budget_s=0.1)
+    assert (drained.applied, drained.left) == (spool.BATCH_RECORDS, 250 - spool.BATCH_RECORDS)
+    spool.append(tmp_path, rec(250))
+    store = Store()
+    spool.drain(tmp_path, store.apply, parse)
+    assert store.got == list(range(spool.BATCH_RECORDS, 251))
+
+
+def test_a_drain_reads_the_spool_in_batches_never_whole(tmp_path: Path) -> None:
+    """Batches of at most BATCH_RECORDS records and about BATCH_BYTES: a large spool does not
+    grow a drain's memory, and a drain stopped mid-way keeps exactly what it did not apply."""
+    for n in range(40):
+        spool.append(tmp_path, {**rec(n), "pad": "가" * 20_000})  # 60 kB a line
+    sizes: list[int] = []
+
+    def take(batch: list[dict[str, Any]]) -> list[str | None]:
+        sizes.append(len(batch))
+        if len(sizes) == 3:
+            return [None] * (len(batch) // 2)  # the store went away half-way
+        return [None] * len(batch)
+
+    drained = spool.drain(tmp_path, take, parse)
+    assert max(sizes) <= spool.BATCH_BYTES // 60_000 + 1 and len(sizes) == 3
+    applied = sum(sizes[:2]) + sizes[2] // 2
+    assert drained.applied == applied and drained.left == 40 - applied
+    store = Store()
+    spool.drain(tmp_path, store.apply, parse)
+    assert store.got == list(range(applied, 40))

@@ -29,6 +29,10 @@ class StoreUnavailable(Exception):
     """The database cannot be reached or locked right now."""
 
 
+class RecordRefused(Exception):
+    """The store refuses the record for what it holds (db/refusals.py): set it aside."""
+
+
 class SchemaBehind(Exception):
     """The database lacks a table or column a statement reads (its revision is behind): the
     SQLAlchemy path migrates it first."""
@@ -94,7 +98,8 @@ class BareDb:
 
 @contextmanager
 def translate(dialect: str) -> Iterator[None]:
-    """Driver errors as the two cases a hook treats apart: unreachable, schema behind."""
+    """Driver errors as the three cases a hook treats apart: the store refuses (unreachable,
+    read-only, ...), the record is refused for its content, the schema is behind."""
     try:
         yield
     except Exception as exc:
@@ -105,27 +110,31 @@ def translate(dialect: str) -> Iterator[None]:
 
 
 def _classify(dialect: str, exc: Exception) -> Exception | None:
+    from ondeck.db.refusals import is_content
+
     message = " ".join(str(exc).split())[:300] or type(exc).__name__
     if dialect == "sqlite":
         import sqlite3
-
-        from ondeck.db.sqlite_errors import unavailable
 
         if not isinstance(exc, sqlite3.DatabaseError):  # OperationalError is one too
             return None
         lowered = message.lower()
         if "no such table" in lowered or "no such column" in lowered:
             return SchemaBehind(message)
-        if unavailable(lowered):
-            return StoreUnavailable(message)
-        return None
+        if is_content(exc):
+            return RecordRefused(message)
+        # Locked, read-only, full, not a database, or anything else SQLite refuses: the
+        # event waits in the spool with the reason (db/refusals.py says why).
+        return StoreUnavailable(message)
     import psycopg
 
     if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
         return SchemaBehind(message)
-    if isinstance(exc, psycopg.OperationalError):
-        return StoreUnavailable(message)
-    return None
+    if not isinstance(exc, psycopg.Error):
+        return None
+    if is_content(exc):
+        return RecordRefused(message)
+    return StoreUnavailable(message)
 
 
 def open_bare(url: str) -> BareDb | None:

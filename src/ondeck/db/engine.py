@@ -28,6 +28,7 @@ from ondeck.core import private
 from ondeck.core.errors import ConfigError, Unavailable
 from ondeck.core.urls import shown
 from ondeck.db import textpairs
+from ondeck.db.refusals import is_pg_store_refusal
 from ondeck.db.sqlite_errors import unavailable
 
 # How long a writer waits for another writer's lock before giving up with `Unavailable`
@@ -129,7 +130,10 @@ def is_unavailable(exc: BaseException) -> bool:
         # SQLite also reports "no such table" as OperationalError: that one is a bug. A file
         # that is not a database comes as DatabaseError: the store is unusable until mended.
         return isinstance(exc, DatabaseError) and unavailable(str(exc.orig))
-    return isinstance(exc, OperationalError)
+    # A read-only standby, a missing privilege: the store refuses, whatever the statement.
+    return isinstance(exc, OperationalError) or (
+        exc.orig is not None and is_pg_store_refusal(exc.orig)
+    )
 
 
 def on_driver(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[list[str], list[Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # "The store cannot be used now" rather than a bug. Never "no such table" (a bug, or a
 # schema behind).
-_UNREACHABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database")
+_UNREACHABLE = ("locked", "busy", "unable to open", "disk i/o", "readonly database", "disk is full")
 # A file that is not (or no longer) a database: unusable until it is restored or moved away.
 _BROKEN = ("not a database", "malformed")
 

@@ -25,10 +25,13 @@ import time
 
 from ondeck.core import clock
 from ondeck.entrypoints.hook_delivery import (
+    DRAIN_BUDGET_S,
     RECORDS_PATH,
     SERVER_TIMEOUT_S,
     as_sent,
     debug,
+    encoded,
+    packed,
     spool_waits,
 )
 
@@ -40,7 +43,9 @@ if TYPE_CHECKING:
 
     from ondeck.core.hook_config import HookConfig
 
-BATCH = 100  # records per request when the spool drains (the route takes 500)
+
+class TooLarge(Exception):
+    """The server refused a body as too large (413): sent again in smaller pieces."""
 
 
 class Refused(Exception):
@@ -63,10 +68,11 @@ class Remote:
         self._spool_problem = ""
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
+        self._drained = False
 
     # --- requests --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None) -> bytes:
+    def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
         """The answer's body (status 200); Refused or Unanswered, saying why, otherwise."""
         if self._failed is not None:
             raise self._failed
@@ -81,7 +87,7 @@ class Remote:
                 self.url,
                 method,
                 path,
-                body=None if body is None else json.dumps(body, ensure_ascii=False).encode(),
+                body=None if body is None else body,
                 headers=headers,
                 timeout=left,
             )
@@ -91,6 +97,8 @@ class Remote:
         if status == 200:
             return answer
         said = _message_of(answer)
+        if status == 413:
+            raise TooLarge(f"the server {self.url} refused a body as too large: 413 {said}")
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
@@ -101,37 +109,53 @@ class Remote:
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._postencoded([encoded(r) for r in records])
+
+    def _postencoded(self, encoded: list[bytes]) -> list[dict[str, Any]]:
         # This machine's clock as the records leave: the server tells a clock far from its
-        # own, and orders what it stores by its own (session_store.clock_offset).
-        sent_at = clock.now().isoformat()
-        answer = self.request("POST", RECORDS_PATH, {"records": records, "sent_at": sent_at})
+        # own, and orders what it stores by its own (session_store.clock_offset). BODY_ROOM
+        # leaves room for it.
+        sent_at = json.dumps(clock.now().isoformat()).encode()
+        body = b'{"records":[' + b",".join(encoded) + b'],"sent_at":' + sent_at + b"}"
+        answer = self.request("POST", RECORDS_PATH, body)
         try:
             results = json.loads(answer)["results"]
         except (ValueError, KeyError, TypeError):
             results = None
-        if not isinstance(results, list) or len(results) != len(records):
+        if not isinstance(results, list) or len(results) != len(encoded):
             raise Refused(f"the server {self.url} answered for other records")
         return results
 
     # --- records ---------------------------------------------------------------------------
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Send `record` after whatever waits in the spool: its outcome, or None when it was
-        spooled (`self.problem` says why)."""
+        """Send `record`, then what waits in the spool for a bounded time: its outcome, or
+        None when it was spooled (`self.problem` says why)."""
         from ondeck.services.hook_records import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
-            if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
-                self._drain()
             result = self.post_records([as_sent(record)])[0]
-        except (Refused, Unanswered) as exc:
+        except (Refused, Unanswered, TooLarge) as exc:
             self.problem = str(exc)
         else:
             if result.get("outcome") == "rejected":
-                raise ValueError(f"the server rejected the record: {result.get('reason')}")
+                from ondeck.services import spool
+
+                reason = f"refused by the server: {result.get('reason')}"
+                spool.reject(self.config.spool_dir, record, reason)
+                raise ValueError(
+                    f"the server rejected the record ({result.get('reason')}); it is set "
+                    f"aside in {self.config.spool_dir}/rejected.jsonl"
+                )
             debug(f"{record['kind']} stored through {self.url}")
+            if not self._drained and spool_waits(self.config.spool_dir):
+                self._drained = True  # one budget per hook (the spool module only then)
+                try:
+                    self._drain()
+                except Exception as exc:  # its own event is stored: the spool waits
+                    debug(f"spool: not sent ({exc})")
             return dict(result)
         from ondeck.services import spool
 
@@ -140,31 +164,40 @@ class Remote:
         return None
 
     def _drain(self) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
+        server's body limit; the rest waits for the next hook."""
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
-            for at in range(0, len(batch), BATCH):
-                part = batch[at : at + BATCH]
+            for part in packed([encoded(as_sent(r)) for r in batch]):
                 try:
-                    results = self.post_records([as_sent(r) for r in part])
+                    answers += self._send_part(part)
                 except (Refused, Unanswered) as exc:
                     self._spool_problem = str(exc)
                     if not answers:
                         raise spool.Unreachable(str(exc)) from exc
                     return answers
-                answers += [
-                    r.get("reason") if r.get("outcome") == "rejected" else None for r in results
-                ]
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        debug(f"spool: {drained.applied} sent to {self.url}, {drained.left} left")
-        if drained.busy:
-            raise Unanswered("another hook is sending the spool")
-        if drained.left:
-            raise self._failed or Refused(self._spool_problem or "the spool could not be sent")
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        debug(
+            f"spool: {drained.applied} sent to {self.url}, {drained.rejected} set aside, "
+            f"{drained.left} left {self._spool_problem}".rstrip()
+        )
+
+    def _send_part(self, part: list[bytes]) -> list[str | None]:
+        """One request's records: their answers; refused as too large, sent again in halves
+        (a single record the server will not take is set aside, with the reason)."""
+        try:
+            results = self._postencoded(part)
+        except TooLarge as exc:
+            if len(part) == 1:
+                return [str(exc)]
+            half = len(part) // 2
+            return self._send_part(part[:half]) + self._send_part(part[half:])
+        return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
 
     def waiting(self) -> int:
         from ondeck.services import spool

@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from ondeck.core.http_limits import MAX_BODY_BYTES
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,8 +25,15 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 SERVER_TIMEOUT_S = 3.0
+# How long a hook drains the spool once its own event is stored; what is left waits for the
+# next hook or jobs tick (a hook must end: Claude Code may kill a slow one).
+DRAIN_BUDGET_S = 1.0
 RECORDS_PATH = "/api/v1/sessions/records"
 EVENTS_PATH = "/api/v1/sessions/hook-events"
+BATCH = 100  # records per request when the spool drains (the route takes 500)
+# A request's body stays under the server's limit (core/http_limits.py), with room for what
+# wraps the records.
+BODY_ROOM = MAX_BODY_BYTES - 1024
 
 
 def debug(message: str) -> None:
@@ -38,6 +47,10 @@ class NoServer(Exception):
 
 class Unreachable(Exception):
     """Neither can the database: the record goes to the spool."""
+
+
+class Refused(Exception):
+    """The database refuses the record for its own content: it is set aside, not retried."""
 
 
 # --- 1. the server ---------------------------------------------------------------------------
@@ -56,7 +69,7 @@ class Server:
             headers["Authorization"] = f"Bearer {self.config.token}"
         return headers
 
-    def post(self, path: str, body: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    def post(self, path: str, body: dict[str, Any] | bytes, count: int) -> list[dict[str, Any]]:
         """POST and the `results` (one per item sent); NoServer when it is not usable."""
         if self.ok is False:
             raise NoServer("not usable")
@@ -67,7 +80,9 @@ class Server:
                 self.config.local_url,
                 "POST",
                 path,
-                body=json.dumps(body, ensure_ascii=False).encode(),
+                body=body
+                if isinstance(body, bytes)
+                else json.dumps(body, ensure_ascii=False).encode(),
                 headers=self.headers(),
                 timeout=SERVER_TIMEOUT_S,
             )
@@ -94,11 +109,11 @@ class Server:
     def send_event(
         self, verb: str, payload: dict[str, Any], at: str, *, last: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The event as received: the server makes and stores its record(s). `last`: an
-        end's transcript's last answer, read here (the server reads no file a request names)."""
+        """The event as received: the server makes and stores its record(s); then what
+        waits in the spool, for a bounded time. `last`: an end's transcript's last answer,
+        read here (the server reads no file a request names)."""
         from ondeck.services.hook_records import transcript_size, trim
 
-        self.drain_spool()
         event: dict[str, Any] = {
             "hook": verb,
             "payload": trim(payload),
@@ -114,27 +129,37 @@ class Server:
         if result.get("outcome") == "declined":  # the server cannot read this place
             raise NoServer(f"declined: {result.get('reason')}")
         debug(f"{verb} stored through {self.config.local_url}")
+        try:
+            self.drain_spool()
+        except Exception as exc:  # its own event is stored: the spool waits for another
+            debug(f"spool: not drained ({exc})")
         return result
 
     def drain_spool(self) -> None:
-        """What waits in the spool goes first (rare: two stats when nothing waits)."""
+        """What waits in the spool, sent for at most DRAIN_BUDGET_S (rare: two stats when
+        nothing waits); what is left waits for the next hook or jobs tick."""
         if not spool_waits(self.config.spool_dir):
             return
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
-            try:
-                results = self.post(
-                    RECORDS_PATH, {"records": [as_sent(r) for r in batch]}, len(batch)
-                )
-            except NoServer as exc:
-                raise spool.Unreachable(str(exc)) from exc
-            return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+            answers: list[str | None] = []
+            for part in packed([encoded(as_sent(r)) for r in batch]):
+                body = b'{"records":[' + b",".join(part) + b"]}"
+                try:
+                    results = self.post(RECORDS_PATH, body, len(part))
+                except NoServer as exc:
+                    if not answers:
+                        raise spool.Unreachable(str(exc)) from exc
+                    return answers
+                answers += [
+                    r.get("reason") if r.get("outcome") == "rejected" else None for r in results
+                ]
+            return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.left:
-            raise NoServer("the spool could not be drained through the server")
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        debug(f"spool: {drained.applied} sent, {drained.rejected} set aside, {drained.left} left")
 
 
 def spool_waits(spool_dir: str) -> bool:
@@ -154,6 +179,23 @@ def as_sent(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "at": at.isoformat() if hasattr(at, "isoformat") else at}
 
 
+def encoded(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def packed(items: list[bytes]) -> list[list[bytes]]:
+    """Records in requests of at most BATCH records and BODY_ROOM bytes each, in order."""
+    parts: list[list[bytes]] = [[]]
+    size = 0
+    for item in items:
+        if parts[-1] and (len(parts[-1]) >= BATCH or size + len(item) + 1 > BODY_ROOM):
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += len(item) + 1
+    return [p for p in parts if p]
+
+
 # --- 2. the database, 3. the spool ---------------------------------------------------------
 
 
@@ -167,21 +209,33 @@ class Local:
         self.problem = ""
         self._bare: Any = None if bare else False  # False: straight to SQLAlchemy
         self._engine: Any = None
+        self._drained = False
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Store `record` after whatever waits in the spool: its outcome, or None when it was
-        spooled (`self.problem` says why)."""
+        """Store `record`, then what waits in the spool for a bounded time: its outcome, or
+        None when it was spooled (`self.problem` says why). A record the database refuses
+        for its content is set aside (rejected.jsonl) and said: ValueError."""
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
 
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
         try:
-            self._drain(spool, now)
             result = self._apply(checked, now)
-            debug(f"{record['kind']} stored in the database")
-            return result
         except Unreachable as exc:
             self.problem = str(exc)
+        except Refused as exc:
+            spool.reject(self.config.spool_dir, record, f"refused by the database: {exc}")
+            raise ValueError(
+                f"the database refused it ({exc}); it is set aside in "
+                f"{self.config.spool_dir}/rejected.jsonl"
+            ) from None
+        else:
+            debug(f"{record['kind']} stored in the database")
+            try:
+                self._drain(spool, now)
+            except Exception as exc:  # its own event is stored: the spool waits for another
+                debug(f"spool: not drained ({exc})")
+            return result
         spool.append(self.config.spool_dir, record)
         debug(f"{record['kind']} kept in the spool: {self.problem}")
         return None
@@ -198,16 +252,26 @@ class Local:
             self._engine.dispose()
 
     def _drain(self, spool: Any, now: datetime) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
         from ondeck.services.hook_records import parse_record
 
-        if not spool.has_waiting(self.config.spool_dir):
+        if self._drained or not spool.has_waiting(self.config.spool_dir):
             return
+        self._drained = True  # one budget per hook, however many records it stores
+        import time
+
+        until = time.monotonic() + DRAIN_BUDGET_S
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
             for record in batch:
+                if answers and time.monotonic() >= until:
+                    return answers  # the budget is spent: the rest waits, in order
                 try:
                     self._apply(record, now)
+                except Refused as exc:  # its own content: set aside, the rest goes on
+                    answers.append(f"refused by the database: {exc}")
+                    continue
                 except Unreachable as exc:
                     if not answers:
                         raise spool.Unreachable(str(exc)) from exc
@@ -215,14 +279,14 @@ class Local:
                 answers.append(None)
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record)
-        if drained.busy:
-            raise Unreachable("another process is draining the spool")
-        if drained.left:
-            raise Unreachable(drained.why or "the store went away while the spool drained")
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        why = drained.why or ("another process drains it" if drained.busy else "")
+        debug(f"spool: {drained.applied} stored, {drained.rejected} set aside, {drained.left} left")
+        if why:
+            debug(f"spool: {why}")
 
     def _apply(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.db.bare import SchemaBehind, StoreUnavailable, open_bare
+        from ondeck.db.bare import RecordRefused, SchemaBehind, StoreUnavailable, open_bare
 
         if self._engine is None:
             try:
@@ -232,6 +296,8 @@ class Local:
                     return self._apply_bare(record, now)
             except StoreUnavailable as exc:
                 raise Unreachable(f"database unavailable: {exc}") from None
+            except RecordRefused as exc:
+                raise Refused(str(exc)) from None
             except SchemaBehind:
                 debug("database schema behind: migrating it first")
         return self._apply_sqlalchemy(record, now)
@@ -296,8 +362,11 @@ class Local:
         return self._engine
 
     def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
+        from sqlalchemy.exc import DBAPIError
+
         from ondeck.core.errors import Unavailable
         from ondeck.db.engine import writing
+        from ondeck.db.refusals import is_content
         from ondeck.services.session_hooks import apply_record
 
         try:
@@ -305,6 +374,12 @@ class Local:
                 return apply_record(conn, now, record, grace=self.config.session_grace)
         except Unavailable as exc:
             raise Unreachable(str(exc)) from None
+        except DBAPIError as exc:
+            reason = " ".join(str(exc.orig or exc).split())[:300]
+            if exc.orig is not None and is_content(exc.orig):
+                raise Refused(reason) from None
+            # Any other refusal by the store: the record waits for one that takes it.
+            raise Unreachable(f"database refused it: {reason}") from None
 
     def spooled_line(self, what: str) -> str:
         return (

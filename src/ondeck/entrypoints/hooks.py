@@ -20,7 +20,10 @@ Where an event goes, in this order:
    SQLAlchemy, no pydantic: at most the cost of importing SQLAlchemy); a new database, or
    one whose schema is behind, goes through SQLAlchemy, which creates or migrates it;
 3. the spool (services/spool.py), drained by the next hook or jobs tick that reaches the
-   store. Whatever waits in the spool goes before anything newer.
+   store. A hook stores its own event first, then drains for at most a second
+   (hook_delivery.DRAIN_BUDGET_S), a line at a time: a long outage's spool never keeps a
+   hook from recording itself, nor from ending. What is left waits for the next hook or
+   jobs tick; the store orders what arrives late by the events' own times.
 
 In client mode (`ONDECK_SERVER_URL`, entrypoints/hook_client.py) there is no database here:
 the hook makes the record itself (git and the marker file are this machine's, which the
@@ -54,16 +57,12 @@ if TYPE_CHECKING:
 # entry point runs it in a detached child once the answer is out (entrypoints/cli._hook).
 AFTER: list[Callable[[], None]] = []
 
-# A last word may be long (its texts are cut to a window later); past this, nothing is read.
-MAX_STDIN = 256 * 1024 * 1024
-
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
-    try:
-        data = json.loads(stream.read(MAX_STDIN) or "{}")
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """The hook's JSON object, mended where it is not clean text (entrypoints/hook_input)."""
+    from ondeck.entrypoints.hook_input import read_payload as read
+
+    return read(stream)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -312,6 +311,8 @@ def _context_from_server(
         return None
     if status != 200 or found.get("x-ondeck-store") != config.store_id:
         return None
+    from ondeck.entrypoints.hook_input import MAX_STDIN
+
     return body[:MAX_STDIN].decode("utf-8", "replace")
 
 
@@ -441,7 +442,10 @@ def _record_here(
             out["systemMessage"] = local.spooled_line(what)
         elif warning:
             out["systemMessage"] = f"ondeck: {warning}."
-        start = result["session"] if result else _start_in_spool(record, config)
+        start = result["session"] if result else None
+        if start is None or (start.get("capture", True) and not start.get("start_head")):
+            # Its start may still wait in the spool (this end was stored before it).
+            start = _start_in_spool(record, config) or start
         if start is None:
             # The end was spooled and the store holds the start: the start commit this
             # machine kept when the session began (git is here now, not when it drains).
@@ -477,6 +481,7 @@ def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] |
     found = spool.find(
         config.spool_dir,
         lambda r: r.get("kind") == "start" and r.get("session") == end["session"],
+        containing=end["session"],
     )
     if found is None:
         return None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from ondeck.core.column_limits import COLUMN_LIMITS
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
     from typing import Any
@@ -39,8 +41,17 @@ SUMMARY_MAX = 8_000
 SUBJECT_MAX = 300
 PATH_MAX = 1_000
 PLACE_MAX = 4_000
-EXTERNAL_ID_MAX = 200
-WORD_MAX = 64  # source, reason, trigger: Claude Code's short words
+EXTERNAL_ID_MAX = COLUMN_LIMITS["sessions.external_id"]
+# Claude Code's short words, each as long as its column holds (PostgreSQL refuses longer).
+WORD_LIMITS = {
+    "source": COLUMN_LIMITS["sessions.start_source"],
+    "reason": COLUMN_LIMITS["sessions.end_reason"],
+    "trigger": COLUMN_LIMITS["session_compactions.trigger"],
+}
+WORD_MAX = max(WORD_LIMITS.values())
+# What the hook mended in its input (entrypoints/hook_input.INPUT_NOTE): kept in the record.
+INPUT = "ondeck_input"
+INPUT_NOTES_MAX, INPUT_NOTE_MAX = 5, 200
 # The texts a hook keeps (capped at 4,000 and 8,000) are first cut to this window: the
 # scrubber then reads a bounded text (a secret starting before the cap would have to be
 # longer than the window to be cut), and the server path never sends megabytes.
@@ -150,10 +161,10 @@ def transcript_size(payload: dict[str, Any]) -> int:
     return -1
 
 
-def _word(value: Any) -> str | None:
+def _word(value: Any, limit: int = WORD_MAX) -> str | None:
     if not isinstance(value, str):
         return None
-    value = value.strip()[:WORD_MAX]
+    value = value.strip()[:limit]
     return value if value and value.isprintable() else None
 
 
@@ -305,11 +316,14 @@ def new_record(
         "facts": _facts(facts) if capture else {},
     }
     if kind == "start":
-        record["source"] = _word(payload.get("source"))
+        record["source"] = _word(payload.get("source"), WORD_LIMITS["source"])
     elif kind == "end":
-        record["reason"] = _word(payload.get("reason"))
+        record["reason"] = _word(payload.get("reason"), WORD_LIMITS["reason"])
     elif kind == "compact":
-        record["trigger"] = _word(payload.get("trigger"))
+        record["trigger"] = _word(payload.get("trigger"), WORD_LIMITS["trigger"])
+    mended = _input_notes(payload.get(INPUT))
+    if mended:
+        record["input"] = mended
     text_field = TEXT_FIELDS.get(kind)
     if text_field is not None and capture:
         value = payload.get(text_field)
@@ -536,11 +550,19 @@ def parse_record(data: Any) -> dict[str, Any]:
         "classification": classification,
         "facts": _checked_facts(data.get("facts"), capture),
     }
-    for key in ("source", "reason", "trigger"):
+    for key, limit in WORD_LIMITS.items():
         value = data.get(key)
-        if value is not None and (_word(value) != value):
-            raise ValueError(f"record {key} must be a short word")
+        if value is not None and (_word(value, limit) != value):
+            raise ValueError(f"record {key} must be a short word (at most {limit} characters)")
         record[key] = value
+    if data.get("input") is not None:
+        notes = _input_notes(data.get("input"))
+        if not notes or notes != data.get("input"):
+            raise ValueError(
+                f"record input must be at most {INPUT_NOTES_MAX} notes of at most "
+                f"{INPUT_NOTE_MAX} characters"
+            )
+        record["input"] = notes
     text = data.get("text")
     if text is not None:
         if kind not in ("stop", "compact", "end") or not capture:
@@ -558,6 +580,14 @@ def parse_record(data: Any) -> dict[str, Any]:
             raise ValueError("a session that does not capture has no changes record")
         record.update(_checked_changes(data))
     return record
+
+
+def _input_notes(value: Any) -> list[str] | None:
+    """What the hook mended in its input, as a record keeps it (None: nothing)."""
+    if not isinstance(value, list) or not value:
+        return None
+    notes = [clean_text(v)[:INPUT_NOTE_MAX] for v in value[:INPUT_NOTES_MAX] if isinstance(v, str)]
+    return notes or None
 
 
 def instant(value: Any) -> datetime:

@@ -13,12 +13,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
+from ondeck.db.refusals import is_content
 from ondeck.services import session_store
 from ondeck.services.hook_records import parse_record
 
@@ -86,13 +88,39 @@ def apply_records(
             continue
         if offset is not None and sent_at is not None:
             record = session_store.on_store_clock(record, offset, sent_at, now)
-        with writing(engine) as conn:
-            result = apply_record(conn, now, record, grace=grace, sides=sides)
+        result = apply_alone(engine, now, record, grace=grace, sides=sides)
         if offset is not None and sent_at is not None:
             said = [result.get("warning"), session_store.skew_warning(sent_at, now)]
             result["warning"] = "; ".join(w for w in said if w)
         results.append(result)
     return results
+
+
+def apply_alone(
+    engine: Engine,
+    now: datetime,
+    record: dict[str, Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """A checked record applied in a transaction of its own. One the store refuses for its
+    own content (a value too long for its column, a CHECK it breaks) is answered `rejected`
+    with the store's reason, so it is set aside instead of blocking every record behind it;
+    a store that takes nothing now raises (`Unavailable`, or the driver's error)."""
+    try:
+        with writing(engine) as conn:
+            return apply_record(conn, now, record, grace=grace, sides=sides)
+    except DBAPIError as exc:
+        if exc.orig is None or not is_content(exc.orig):
+            raise
+        reason = " ".join(str(exc.orig).split())[:300]
+        log.warning("hook record of session %s refused: %s", record["session"][:60], reason)
+        return {
+            "fingerprint": record["fingerprint"],
+            "outcome": "rejected",
+            "reason": f"refused by the database: {reason}",
+        }
 
 
 def record_hook_events(

@@ -419,6 +419,8 @@ class _Change:
         at = self.record["at"]
         if abs((self.now - at).total_seconds()) > 60:  # spooled: say when it happened
             details = {**details, "hook_at": at.isoformat()}
+        if self.record.get("input"):  # what the hook mended to keep it (hook_input.py)
+            details = {**details, "input": self.record["input"]}
         self.events.append((kind, details))
 
     @property
@@ -489,6 +491,10 @@ class _Change:
             self.event("session.start_heard_late", self.started_details(late=True))
             return
         status = self.get("status")
+        ended_at = self.get("ended_at")
+        if status == "ended" and ended_at is not None and self.record["at"] < ended_at:
+            return  # a resume from before the end, arriving after it (a hook stores its own
+            # event before it drains the spool): it does not reopen what ended since
         # A resume reopens; so does any start of a session thought lost (it was not). A new
         # `startup` always comes with a new session id: for a known one it is a replay.
         if (source == "resume" or status == "lost") and self.alive_since():

@@ -570,15 +570,25 @@ def mark_lost(
 
 def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
     """The jobs tick's sessions step: drain the spool, then mark silent sessions lost."""
+    from sqlalchemy.exc import DBAPIError
+
+    from ondeck.core.errors import Unavailable
     from ondeck.services import spool
-    from ondeck.services.session_hooks import apply_record
+    from ondeck.services.session_hooks import apply_alone
 
     def apply(batch: list[dict[str, Any]]) -> list[str | None]:
         answers: list[str | None] = []
         for record in batch:
-            with writing(engine) as conn:
-                apply_record(conn, now, record, grace=settings.session_grace, sides=settings.sides)
-            answers.append(None)
+            try:
+                result = apply_alone(
+                    engine, now, record, grace=settings.session_grace, sides=settings.sides
+                )
+            except (Unavailable, DBAPIError) as exc:
+                # The store takes nothing now: the rest waits, the step goes on.
+                if answers:
+                    return answers
+                raise spool.Unreachable(" ".join(str(exc).split())[:300]) from exc
+            answers.append(result["reason"] if result.get("outcome") == "rejected" else None)
         return answers
 
     drained = spool.drain(settings.spool_dir, apply, parse_record, wait_s=0.0)
@@ -592,6 +602,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         "drained": drained.applied,
         "rejected": drained.rejected,
         "waiting": drained.left,
+        **({"why": drained.why} if drained.left and drained.why else {}),
         "lost": len(lost),
         "ids": lost[:50],
     }

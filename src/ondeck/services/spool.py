@@ -12,6 +12,11 @@ drain that crashed after applying and before forgetting) changes nothing the sec
 
 Nothing here is deleted before the store has it: a record leaves `draining.jsonl` only once
 applied (or moved to `rejected.jsonl`, never dropped).
+
+A spool may be large (a long outage: tens of thousands of records, tens of MB): it is read a
+line at a time, never whole, and a drain may be given a time budget (a hook's), after which
+what is left waits, in order, for the next drain. A line torn by a crash mid-write is a
+fragment of its own: the next append starts on a new line, so only the fragment is refused.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ REJECTED = "rejected.jsonl"
 LOCK = ".drain.lock"
 STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, System page)
 LINE_MAX = 1024 * 1024
+# What one batch of a drain holds at most, so a drain's memory does not grow with the spool.
+BATCH_RECORDS = 100
+BATCH_BYTES = 512 * 1024
 
 
 Where = str | os.PathLike[str]
@@ -85,7 +93,8 @@ def append(spool_dir: Where, record: dict[str, Any]) -> None:
     path = os.path.join(spool_dir, EVENTS)
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     for _ in range(20):
-        fd = private.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        # Read too: whether the file ends mid-line (_after_torn).
+        fd = private.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # A drainer may have taken the file (renamed it) between the open and the lock:
@@ -96,7 +105,7 @@ def append(spool_dir: Where, record: dict[str, Any]) -> None:
                 same = False
             if not same:
                 continue
-            os.write(fd, line)
+            os.write(fd, _after_torn(fd) + line)
             os.fsync(fd)
             return
         finally:
@@ -104,26 +113,50 @@ def append(spool_dir: Where, record: dict[str, Any]) -> None:
     raise OSError(f"could not append to {path}: it kept being taken")
 
 
+def _after_torn(fd: int) -> bytes:
+    """A newline when the file does not end with one: a writer died mid-line (a crash, a
+    full disk), and this record must not be glued to its fragment."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return b""
+    return b"" if os.pread(fd, 1, size - 1) == b"\n" else b"\n"
+
+
+def reject(spool_dir: Where, record: dict[str, Any], reason: str) -> None:
+    """Set a record aside in rejected.jsonl with the reason (a store refused its content)."""
+    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    _reject(spool_dir, line, reason)
+
+
 def status(spool_dir: Where) -> SpoolStatus:
-    """How many records wait, since when, and how many were refused."""
+    """How many records wait, since when, and how many were refused (lines counted, not
+    parsed: a large spool is read at the speed of the disk)."""
     waiting, oldest = 0, None
     for name in (DRAINING, EVENTS):
-        for line in _lines(os.path.join(spool_dir, name)):
+        for raw in _raw(os.path.join(spool_dir, name)):
             waiting += 1
-            if oldest is None:
-                oldest = _time_of(line)
-    rejected = sum(1 for _ in _lines(os.path.join(spool_dir, REJECTED)))
+            if oldest is None and raw is not None:
+                oldest = _time_of(raw.decode("utf-8", "replace"))
+    rejected = sum(1 for _ in _raw(os.path.join(spool_dir, REJECTED)))
     return SpoolStatus(
         path=os.fspath(spool_dir), waiting=waiting, oldest_at=oldest, rejected=rejected
     )
 
 
-def find(spool_dir: Where, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-    """The first waiting record that `match` accepts (the session end looks for its start)."""
+def find(
+    spool_dir: Where, match: Callable[[dict[str, Any]], bool], *, containing: str = ""
+) -> dict[str, Any] | None:
+    """The first waiting record that `match` accepts (the session end looks for its start);
+    only lines holding `containing` (as its JSON text) are parsed, so a large spool is read
+    at the speed of a search rather than of a parser."""
+    needle = json.dumps(containing, ensure_ascii=False)[1:-1].encode() if containing else b""
     for name in (DRAINING, EVENTS):
-        for line in _lines(os.path.join(spool_dir, name)):
+        for raw in _raw(os.path.join(spool_dir, name)):
+            if raw is None or (needle and needle not in raw):
+                continue
             try:
-                record = json.loads(line)
+                record = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict) and match(record):
@@ -132,50 +165,112 @@ def find(spool_dir: Where, match: Callable[[dict[str, Any]], bool]) -> dict[str,
 
 
 def drain(
-    spool_dir: Where, apply: Apply, parse: Callable[[Any], Any], *, wait_s: float = 0.5
+    spool_dir: Where,
+    apply: Apply,
+    parse: Callable[[Any], Any],
+    *,
+    wait_s: float = 0.5,
+    budget_s: float | None = None,
 ) -> Drained:
-    """Apply every waiting record in order, in batches, and forget those the store has.
+    """Apply waiting records in order, in batches, and forget those the store has.
 
     `parse` checks a record (ValueError: malformed, moved to rejected.jsonl); `apply` stores
     a batch and answers per record (None: stored; a string: refused, moved to rejected.jsonl)
     and raises `Unreachable` (or answers for fewer records) when the store went away: what
-    it did not answer for stays, in order, for the next drain."""
+    it did not answer for stays, in order, for the next drain. With `budget_s`, no new batch
+    starts once that many seconds have passed: the rest waits for the next drain."""
     if not has_waiting(spool_dir):
         return Drained(applied=0, rejected=0, left=0)
+    until = None if budget_s is None else time.monotonic() + budget_s
     with _drain_lock(spool_dir, wait_s) as held:
         if not held:
             return Drained(applied=0, rejected=0, left=status(spool_dir).waiting, busy=True)
-        applied = rejected = 0
-        why = ""
+        total = _Tally()
         while True:
             draining = os.path.join(spool_dir, DRAINING)
             if not os.path.exists(draining) and not _take(spool_dir):
                 break
-            lines = list(_lines(draining))
-            good: list[tuple[str, Any]] = []
-            for line in lines:
-                try:
-                    good.append((line, parse(json.loads(line))))
-                except (ValueError, TypeError) as exc:
-                    _reject(spool_dir, line, f"malformed: {exc}")
-                    rejected += 1
+            done = _drain_file(spool_dir, draining, apply, parse, until, total)
+            if done < 0:  # all of it applied or set aside
+                os.unlink(draining)
+                if until is not None and time.monotonic() >= until and has_waiting(spool_dir):
+                    break
+                continue
+            if done > 0:
+                _rewrite_from(draining, done)
+            break
+        left = status(spool_dir).waiting if has_waiting(spool_dir) else 0
+        return Drained(applied=total.applied, rejected=total.rejected, left=left, why=total.why)
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.applied = self.rejected = 0
+        self.why = ""
+
+
+def _drain_file(
+    spool_dir: Where,
+    path: str,
+    apply: Apply,
+    parse: Callable[[Any], Any],
+    until: float | None,
+    total: _Tally,
+) -> int:
+    """Drain one taken file a batch at a time: -1 when all of it is done, else the offset
+    of the first line still waiting (0: nothing done)."""
+    with open(path, "rb") as handle:
+        lines = _raw_lines(handle)
+        done = 0
+        pending: tuple[int, int, bytes | None] | None = None
+        while True:
+            if until is not None and time.monotonic() >= until:
+                return done
+            batch: list[tuple[int, int, str, Any]] = []  # (start, end, line, parsed)
+            size = 0
+            while len(batch) < BATCH_RECORDS and size < BATCH_BYTES:
+                item = pending or next(lines, None)
+                pending = None
+                if item is None:
+                    break
+                start, end, raw = item
+                text, parsed, problem = _parsed(raw, parse)
+                if problem is not None:
+                    if not batch:  # nothing before it waits: set it aside now
+                        _reject(spool_dir, text, problem)
+                        total.rejected += 1
+                        done = end
+                        continue
+                    pending = item  # after this batch, once those before it are applied
+                    break
+                batch.append((start, end, text, parsed))
+                size += end - start
+            if not batch:
+                return -1 if pending is None else done
             try:
-                outcomes = apply([record for _, record in good]) if good else []
+                outcomes = apply([parsed for _, _, _, parsed in batch])
             except Unreachable as exc:
-                outcomes, why = [], str(exc)
-            for (line, _), outcome in zip(good, outcomes, strict=False):
+                outcomes, total.why = [], str(exc)
+            for (_, end, text, _), outcome in zip(batch, outcomes, strict=False):
                 if outcome is None:
-                    applied += 1
+                    total.applied += 1
                 else:
-                    _reject(spool_dir, line, outcome)
-                    rejected += 1
-            left = [line for line, _ in good[len(outcomes) :]]
-            if left:
-                _rewrite(draining, left)
-                waiting = status(spool_dir).waiting
-                return Drained(applied=applied, rejected=rejected, left=waiting, why=why)
-            os.unlink(draining)
-        return Drained(applied=applied, rejected=rejected, left=0)
+                    _reject(spool_dir, text, outcome)
+                    total.rejected += 1
+                done = end
+            if len(outcomes) < len(batch):
+                return batch[len(outcomes)][0]
+
+
+def _parsed(raw: bytes | None, parse: Callable[[Any], Any]) -> tuple[str, Any, str | None]:
+    """(the line as text, the parsed record, None) or (the line, None, why it is refused)."""
+    if raw is None:
+        return "", None, f"malformed: a line over {LINE_MAX} bytes"
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        return text, parse(json.loads(text)), None
+    except (ValueError, TypeError, RecursionError) as exc:
+        return text, None, f"malformed: {exc}"
 
 
 @contextlib.contextmanager
@@ -218,16 +313,34 @@ def _take(spool_dir: Where) -> bool:
         os.close(fd)
 
 
-def _lines(path: str) -> Iterator[str]:
+def _raw_lines(handle: Any) -> Iterator[tuple[int, int, bytes | None]]:
+    """(start offset, end offset, the line) for each line that is not blank, read a line at
+    a time; a line over LINE_MAX is skipped through and given as None."""
+    at = 0
+    while True:
+        raw = handle.readline(LINE_MAX + 1)
+        if not raw:
+            return
+        start = at
+        at += len(raw)
+        if len(raw) > LINE_MAX and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = handle.readline(LINE_MAX)
+                at += len(raw)
+            yield start, at, None
+        elif raw.strip():
+            yield start, at, raw
+
+
+def _raw(path: str) -> Iterator[bytes | None]:
+    """The lines of a file that are not blank, as bytes (None: a line over LINE_MAX)."""
     try:
-        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return
     with handle:
-        for line in handle:
-            line = line.strip()
-            if line:
-                yield line[:LINE_MAX] if len(line) > LINE_MAX else line
+        for _, _, raw in _raw_lines(handle):
+            yield raw
 
 
 def _time_of(line: str) -> datetime | None:
@@ -253,12 +366,17 @@ def _reject(spool_dir: Where, line: str, reason: str) -> None:
         os.close(fd)
 
 
-def _rewrite(path: str, lines: list[str]) -> None:
+def _rewrite_from(path: str, offset: int) -> None:
+    """Keep what follows `offset` (the lines not yet applied), copied in pieces: the file
+    may be large."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, "".join(line + "\n" for line in lines).encode())
+        with open(path, "rb") as source:
+            source.seek(offset)
+            while chunk := source.read(1024 * 1024):
+                os.write(fd, chunk)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ondeck import __version__
 from ondeck.core import logs
 from ondeck.core.config import Settings
+from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
@@ -22,8 +23,6 @@ from ondeck.entrypoints.api.boundary import Boundary
 from ondeck.entrypoints.store import Store
 
 log = logs.logger("ondeck.api")
-
-MAX_BODY_BYTES = 1024 * 1024
 
 
 def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) -> FastAPI:
