@@ -381,6 +381,14 @@ class HookConfig:
         return local_server_url(self.host, self.port)
 
     @property
+    def owner_socket(self) -> str:
+        """This machine's server's owner-only socket (core/channel.py): the hooks' only way
+        to it."""
+        from ondeck.core.channel import socket_path
+
+        return socket_path(posix_path(self.data_dir), self.port)
+
+    @property
     def spool_dir(self) -> str:
         return join(posix_path(self.data_dir), "spool")
 

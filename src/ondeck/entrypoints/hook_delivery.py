@@ -70,6 +70,7 @@ class Server:
                 body=json.dumps(body, ensure_ascii=False).encode(),
                 headers=self.headers(),
                 timeout=SERVER_TIMEOUT_S,
+                owner_socket=self.config.owner_socket,
             )
         except HttpError as exc:
             self.ok = False
@@ -108,7 +109,7 @@ class Server:
         result = self.post(EVENTS_PATH, body, 1)[0]
         if result.get("outcome") == "declined":  # the server cannot read this place
             raise NoServer(f"declined: {result.get('reason')}")
-        debug(f"{verb} stored through {self.config.local_url}")
+        debug(f"{verb} stored through {self.config.owner_socket}")
         return result
 
     def drain_spool(self) -> None:

@@ -157,7 +157,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             markdown = _context_from_client(client, project, brief)
         if markdown is None and server.ok:
             markdown = _context_from_server(config, project, brief)
-        source = config.local_url
+        source = config.owner_socket
         if markdown is None:
             source = "the database"
             try:
@@ -289,6 +289,7 @@ def _context_from_server(
             f"/api/v1/context?{query}",
             headers=headers,
             timeout=SERVER_TIMEOUT_S,
+            owner_socket=config.owner_socket,
         )
     except HttpError:
         return None

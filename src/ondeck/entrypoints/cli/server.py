@@ -37,7 +37,7 @@ def _serve(
     keyfile: Path | None = None,
 ) -> None:
     from ondeck.core import logs
-    from ondeck.entrypoints.server import check_bind, check_tls, serve
+    from ondeck.entrypoints.server import check_bind, check_tls, owner_socket, serve
 
     cli = cli_of(ctx)
     settings = cli.settings
@@ -60,6 +60,7 @@ def _serve(
             f"ondeck serving {scheme}://{shown}:{port}/  (API /api/v1, health /api/v1/health)"
         )
         typer.echo(f"database: {make_url(settings.url).render_as_string(hide_password=True)}")
+        typer.echo(f"this machine's hooks: {owner_socket(settings, port)} (owner only)")
         typer.echo(
             "jobs loop: " + ("off (--no-jobs)" if no_jobs else f"every {settings.tick_seconds:g}s")
         )
