@@ -276,3 +276,41 @@ def test_a_live_socket_is_refused_and_a_stale_one_replaced(db_url: str, tmp_path
         assert f"stored through {sock}" in done.stderr
     finally:
         assert server.stop() == 0
+
+
+def test_the_hook_scrubs_its_texts_before_it_sends_them_to_its_server(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Whatever listens on the owner socket (here a recorder that answers nothing) gets the
+    last word already scrubbed: the text leaves the capturing hook scrubbed."""
+    port = free_port()
+    env = _env(tmp_path, db_url, port)
+    sock = _socket_of(tmp_path, port)
+    sock.parent.mkdir(parents=True, mode=0o700)
+    recorder = socket.socket(socket.AF_UNIX)
+    recorder.bind(str(sock))
+    recorder.listen()
+    recorder.settimeout(30)
+    received = bytearray()
+
+    def record() -> None:
+        conn, _ = recorder.accept()
+        with conn:
+            conn.settimeout(1)
+            try:
+                while chunk := conn.recv(65536):
+                    received.extend(chunk)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=record, daemon=True)
+    thread.start()
+    try:
+        done = _hook(env, "stop", "stop", new_repo(tmp_path / "site"))
+        thread.join(timeout=30)
+    finally:
+        recorder.close()
+    sent = received.decode("utf-8", "replace")
+    assert "Authorization: Bearer" in sent and "배포 끝났습니다" in sent  # it was sent here
+    assert "4711" not in sent and "현관" not in sent and SECRET not in sent
+    assert "stored in the database" in done.stderr  # no answer: the hook stored it itself

@@ -20,7 +20,7 @@ from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.services import session_store
-from ondeck.services.hook_records import parse_record
+from ondeck.services.hook_records import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
 
@@ -50,7 +50,7 @@ def apply_records(engine: Engine, now: datetime, raw: Sequence[Any]) -> list[dic
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
-            record = parse_record(item)
+            record = rescrubbed(parse_record(item))
         except ValueError as exc:
             fp = item.get("fingerprint") if isinstance(item, dict) else None
             results.append(
