@@ -451,6 +451,13 @@ def _seed_0006() -> dict[str, list[dict[str, Any]]]:
     return _seed_0005()
 
 
+def _seed_0008() -> dict[str, list[dict[str, Any]]]:
+    """0008: the store's random id (one row)."""
+    seed = _seed_0006()
+    seed["store_identity"] = [{"id": 1, "store_id": "0123456789abcdef", "created_at": T}]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -458,6 +465,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0004": _seed_0004(),
     "0005": _seed_0005(),
     "0006": _seed_0006(),
+    "0008": _seed_0008(),
 }
 
 

@@ -84,3 +84,90 @@ def through(fd: int, name: str, path: str) -> str:
     `/proc/self/fd/<fd>/name` where /proc is there, else `path` itself."""
     proc = f"/proc/self/fd/{fd}"
     return f"{proc}/{name}" if os.path.isdir(proc) else path
+
+
+# --- the store id a hook expects ------------------------------------------------------------
+
+KNOWN_NAME = "store.json"
+
+
+def _key(salt: str, url: str) -> str:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover
+        from hashlib import sha256
+    return str(sha256(f"{salt}\n{url}".encode()).hexdigest())
+
+
+def _entries(fd: int) -> list[dict[str, str]]:
+    import json
+
+    try:
+        handle = os.open(KNOWN_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        with os.fdopen(handle, "rb") as found:
+            data = json.loads(found.read(16384))
+    except (OSError, ValueError):
+        return []
+    listed = data.get("stores") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [
+        e
+        for e in listed
+        if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in KNOWN_KEYS)
+    ]
+
+
+KNOWN_KEYS = ("salt", "key", "store_id")
+KNOWN_MAX = 8  # databases remembered (configs sharing a data directory)
+
+
+def read_known(data_dir: str, url: str) -> str | None:
+    """The id of the database at `url`, as this machine's owner last learned it from the
+    database itself (a hook that stored there, or the server at its start): None when it is
+    not known. Read from the owner-only directory, never asked of a listener. A URL is kept
+    only as a salted hash (it may hold a password)."""
+    try:
+        fd = open_private_dir(socket_dir(data_dir))
+    except OSError:
+        return None
+    try:
+        entries = _entries(fd)
+    finally:
+        os.close(fd)
+    for entry in entries:
+        if entry["key"] == _key(entry["salt"], url):
+            return entry["store_id"]
+    return None
+
+
+def write_known(data_dir: str, url: str, store_id: str) -> None:
+    """Remember `store_id` as the id of the database at `url` (mode 0600 in the 0700
+    directory, made if missing; replaced whole, never half written). Best effort: a hook
+    that cannot write it only keeps storing in the database itself."""
+    import json
+
+    path = socket_dir(data_dir)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = open_private_dir(path)
+    except OSError:
+        return
+    try:
+        entries = _entries(fd)
+        others = [e for e in entries if e["key"] != _key(e["salt"], url)]
+        if any(e["store_id"] == store_id for e in entries if e not in others):
+            return  # known already
+        salt = os.urandom(16).hex()
+        mine = {"salt": salt, "key": _key(salt, url), "store_id": store_id}
+        text = json.dumps({"stores": [mine, *others][:KNOWN_MAX]})
+        temporary = f".{KNOWN_NAME}.{os.getpid()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        handle = os.open(temporary, flags, 0o600, dir_fd=fd)
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(temporary, KNOWN_NAME, src_dir_fd=fd, dst_dir_fd=fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -156,7 +156,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         if client is not None:
             markdown = _context_from_client(client, project, brief)
         if markdown is None and server.ok:
-            markdown = _context_from_server(config, project, brief)
+            markdown = _context_from_server(config, server.expected(), project, brief)
         source = config.owner_socket
         if markdown is None:
             source = "the database"
@@ -265,7 +265,7 @@ def _unclassified_note(reason: str, number: int | None) -> str:
 
 
 def _context_from_server(
-    config: HookConfig, project: str | None, brief: dict[str, Any]
+    config: HookConfig, expected: str, project: str | None, brief: dict[str, Any]
 ) -> str | None:
     """Ask the running server, whose imports and connections are already warm."""
     import urllib.parse
@@ -293,7 +293,7 @@ def _context_from_server(
         )
     except HttpError:
         return None
-    if status != 200 or found.get("x-ondeck-store") != config.store_id:
+    if status != 200 or found.get("x-ondeck-store") != expected:
         return None
     return body[:MAX_STDIN].decode("utf-8", "replace")
 

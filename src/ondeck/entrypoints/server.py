@@ -162,6 +162,14 @@ def owner_listener(path: Path) -> socket.socket:
     return listener
 
 
+def _tell_hooks_the_store(settings: Settings, store_id: str) -> None:
+    """The database's id, where this machine's hooks read what to expect of the server
+    (core/channel.read_known): the owner's directory, not an answer of the server."""
+    from ondeck.core.channel import write_known
+
+    write_known(str(settings.data_dir.expanduser()), settings.url, store_id)
+
+
 def _remove_own_socket(path: Path, inode: int) -> None:
     # Only the socket this server bound: a newer server may have taken the name since.
     try:
@@ -245,6 +253,7 @@ def serve(
     try:
         engine = open_database(settings.url)
         app = create_app(settings, engine, run_jobs=jobs)
+        _tell_hooks_the_store(settings, app.state.store.store_id())
         config = uvicorn.Config(
             app,
             host=host,

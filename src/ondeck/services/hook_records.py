@@ -409,7 +409,7 @@ def changes_record(
 
 def _sha(data: str | bytes) -> str:
     """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
-    of a hook's whole process (as core/hook_config.store_fingerprint)."""
+    of a hook's whole process (as core/channel's key of a known store id)."""
     try:
         from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
