@@ -269,9 +269,7 @@ class Local:
             return reader(as_db(conn))
 
     def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.services import session_store
-
-        from ondeck.services import store_identity
+        from ondeck.services import session_store, store_identity
 
         with self._bare.transaction() as db:
             applied = session_store.apply(db, record, now)
@@ -311,10 +309,9 @@ class Local:
     def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
         from ondeck.core.errors import Unavailable
         from ondeck.db.engine import writing
-        from ondeck.services.session_hooks import apply_record
-
         from ondeck.db.plain import as_db
         from ondeck.services import store_identity
+        from ondeck.services.session_hooks import apply_record
 
         try:
             with writing(self.engine()) as conn:
