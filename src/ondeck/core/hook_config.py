@@ -378,6 +378,25 @@ class HookConfig:
         return local_server_url(self.host, self.port)
 
     @property
+    def server_store_id(self) -> str | None:
+        """Client mode: the store this machine's events are captured for (the id the first
+        server met answered with), or None before any."""
+        from ondeck.core.channel import read_known
+
+        return read_known(posix_path(self.data_dir), f"server {self.server_url}")
+
+    def learned_server_store_id(self, store_id: str) -> None:
+        from ondeck.core.channel import write_known
+
+        write_known(posix_path(self.data_dir), f"server {self.server_url}", store_id)
+
+    @property
+    def known_store_file(self) -> str:
+        from ondeck.core.channel import KNOWN_NAME, socket_dir
+
+        return join(socket_dir(posix_path(self.data_dir)), KNOWN_NAME)
+
+    @property
     def owner_socket(self) -> str:
         """This machine's server's owner-only socket (core/channel.py): the hooks' only way
         to it."""

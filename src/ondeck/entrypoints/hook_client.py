@@ -62,21 +62,31 @@ class Remote:
         self._spool_problem = ""
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
+        # Issue 22 item 11: the store this machine's events are captured for, learned from
+        # the first server met (kept in the owner-only run directory, core/channel.py), and
+        # the store the server said it serves in its last answer.
+        self.known_store: str | None = config.server_store_id
+        self.server_store: str | None = None
 
     # --- requests --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None) -> bytes:
-        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise."""
+    def request(
+        self, method: str, path: str, body: Any = None, *, store: str | None = None
+    ) -> bytes:
+        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise. With
+        `store`, the server refuses (409) unless it serves that store."""
         if self._failed is not None:
             raise self._failed
         from ondeck.entrypoints.hook_http import HttpError, request
 
         headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
+        if store is not None:
+            headers["X-Ondeck-Store-Expected"] = store
         left = self._until - time.monotonic()
         try:
             if left <= 0:
                 raise HttpError(f"no answer within {SERVER_TIMEOUT_S:g} s")
-            status, _, answer = request(
+            status, answered, answer = request(
                 self.url,
                 method,
                 path,
@@ -87,9 +97,12 @@ class Remote:
         except HttpError as exc:
             self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
             raise self._failed from None
+        self.server_store = answered.get("x-ondeck-store") or self.server_store
         if status == 200:
             return answer
         said = _message_of(answer)
+        if status == 409 and store is not None and b"store_mismatch" in answer[:2000]:
+            raise Refused(self._other_store(store))
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
@@ -99,8 +112,22 @@ class Remote:
             )
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
+    def _other_store(self, expected: str) -> str:
+        now = f" (id {self.server_store})" if self.server_store else ""
+        return (
+            f"the server {self.url} now serves another database{now} than the one this "
+            f"machine's events were captured for (id {expected}), so they wait here; if the "
+            f"move was meant, remove {self.config.known_store_file} to send new events there"
+        )
+
     def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        answer = self.request("POST", RECORDS_PATH, {"records": records})
+        """Sent with the store they were captured for (all the same one, or none yet): a
+        server serving another refuses them all."""
+        stores = {r.get("store") for r in records} - {None}
+        assert len(stores) <= 1, "records of two stores in one request"
+        store = next(iter(stores), None)
+        answer = self.request("POST", RECORDS_PATH, {"records": records}, store=store)
+        self._learn()
         try:
             results = json.loads(answer)["results"]
         except (ValueError, KeyError, TypeError):
@@ -117,6 +144,8 @@ class Remote:
         from ondeck.services.hook_records import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
+        if self.known_store is not None:
+            record = {**record, "store": self.known_store}
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
             if spool_waits(self.config.spool_dir):  # (the spool module only when it does)
@@ -141,8 +170,7 @@ class Remote:
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
-            for at in range(0, len(batch), BATCH):
-                part = batch[at : at + BATCH]
+            for part in _parts(batch):
                 try:
                     results = self.post_records([as_sent(r) for r in part])
                 except (Refused, Unanswered) as exc:
@@ -161,6 +189,12 @@ class Remote:
             raise Unanswered("another hook is sending the spool")
         if drained.left:
             raise self._failed or Refused(self._spool_problem or "the spool could not be sent")
+
+    def _learn(self) -> None:
+        """The first server met names the store this machine's events are captured for."""
+        if self.known_store is None and self.server_store is not None:
+            self.config.learned_server_store_id(self.server_store)
+            self.known_store = self.server_store
 
     def waiting(self) -> int:
         from ondeck.services import spool
@@ -223,6 +257,18 @@ class Remote:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
+
+
+def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch in requests of at most BATCH records, each of one store (in order)."""
+    parts: list[list[dict[str, Any]]] = []
+    for record in batch:
+        store = record.get("store")
+        if parts and len(parts[-1]) < BATCH and parts[-1][0].get("store") == store:
+            parts[-1].append(record)
+        else:
+            parts.append([record])
+    return parts
 
 
 def _context_path(project: str | None, brief: dict[str, Any]) -> str:

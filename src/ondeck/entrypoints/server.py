@@ -115,7 +115,7 @@ def _private_dir(path: Path) -> None:
         )
 
 
-def _clear_stale(path: Path) -> None:
+def _clear_stale(path: Path, reach: str) -> None:
     """Remove the socket a server that is gone left behind; refuse a live one, or anything
     else in its place (the directory is the owner's alone: whatever is there, they put)."""
     import stat
@@ -128,11 +128,8 @@ def _clear_stale(path: Path) -> None:
         raise ConfigError(f"{path} is there and is not a socket: move it away")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
-            probe.connect(str(path))
-        except ConnectionRefusedError:
-            path.unlink(missing_ok=True)  # nobody listens: a stale socket
-            return
-        except OSError:
+            probe.connect(reach)
+        except OSError:  # nobody listens: a stale socket
             path.unlink(missing_ok=True)
             return
     raise ConfigError(f"another ondeck server listens on {path} (same data directory and port)")
@@ -147,17 +144,33 @@ def owner_socket(settings: Settings, port: int) -> Path:
 
 def owner_listener(path: Path) -> socket.socket:
     """The bound, listening owner-only socket (core/channel.py), mode 0600 in its 0700
-    directory whatever the umask; ConfigError with the reason when it cannot be had."""
+    directory whatever the umask; ConfigError with the reason when it cannot be had. Bound
+    through the checked directory's descriptor (no swap between check and bind, and no
+    108-byte limit on the data directory's path)."""
+    import os
+
+    from ondeck.core.channel import ChannelRefused, open_private_dir, through
+
     _private_dir(path.parent)
-    _clear_stale(path)
+    try:
+        fd = open_private_dir(str(path.parent))
+    except (ChannelRefused, OSError) as exc:
+        raise ConfigError(f"refusing the socket directory: {exc}") from None
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(str(path))
-        path.chmod(0o600)
+        reach = through(fd, path.name, str(path))
+        _clear_stale(path, reach)
+        listener.bind(reach)
+        os.chmod(path.name, 0o600, dir_fd=fd)
         listener.listen(128)
     except OSError as exc:
         listener.close()
-        raise ConfigError(f"cannot listen on {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        listener.close()
+        raise
+    finally:
+        os.close(fd)
     listener.setblocking(False)
     return listener
 

@@ -514,6 +514,13 @@ def parse_record(data: Any) -> dict[str, Any]:
         "classification": classification,
         "facts": _checked_facts(data.get("facts"), capture),
     }
+    store = data.get("store")  # the store it was captured for (client mode; None: the first met)
+    if store is not None and not (
+        isinstance(store, str) and 16 <= len(store) <= 32 and store.isascii() and store.isalnum()
+    ):
+        raise ValueError("record store must be a store id (16 to 32 letters and digits)")
+    if store is not None:
+        record["store"] = store
     for key in ("source", "reason", "trigger"):
         value = data.get(key)
         if value is not None and (_word(value) != value):
