@@ -41,7 +41,7 @@ class LoggedServer(Server):
                 return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise AssertionError(Path(self.env["HOME"], "serve.log").read_text())
+                    raise AssertionError(Path(self.env["HOME"], "serve.log").read_text()) from None
                 time.sleep(0.1)
         raise AssertionError("the server did not answer")
 

@@ -96,6 +96,7 @@ def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> 
         with engine.begin() as conn:
             conn.execute(text("UPDATE alembic_version SET version_num = '0004'"))
             conn.execute(text("DROP TABLE tokens"))  # what 0005 made
+            conn.execute(text("DROP TABLE store_identity"))  # what 0008 made
     finally:
         engine.dispose()
     again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}
