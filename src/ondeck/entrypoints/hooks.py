@@ -10,10 +10,13 @@ the context at the start, on stdout otherwise).
 
 Where an event goes, in this order:
 
-1. the running server of the same database (its `X-Ondeck-Store` fingerprint matches): the
-   hook sends the event as it received it (`POST /api/v1/sessions/hook-events`, with the
-   hook's own classification rules) and the warm server reads git and the marker file,
-   classifies, scrubs and stores it. On this path the hook imports almost nothing: its whole
+1. the running server of the same database, reached only through its owner-only Unix
+   socket (core/channel.py: never the TCP port, where anyone may listen), and only once the
+   hook knows its database's id (learned from the database itself, never from a listener;
+   the server's `X-Ondeck-Store` must match it): the hook sends the event with its texts
+   already scrubbed (`POST /api/v1/sessions/hook-events`, with the hook's own
+   classification rules) and the warm server reads git and the marker file, classifies,
+   scrubs again and stores it. On this path the hook imports almost nothing: its whole
    process is meant to cost at most 4x `python -c pass`;
 2. the database itself: the hook makes the record (services/hook_records.py) and stores it
    through the bare driver, and session-start reads its context the same way (no
