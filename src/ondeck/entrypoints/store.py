@@ -55,12 +55,16 @@ class Store:
         """The id of the database this process serves (made on first use); `fresh` reads it
         again (a restore may have put another store's data in place meanwhile)."""
         if self.known_store_id is None or fresh:
-            from ondeck.db.engine import writing
+            from ondeck.db.engine import reading, writing
             from ondeck.db.plain import as_db
             from ondeck.services import store_identity
 
-            with writing(self.engine) as conn:
-                self.known_store_id = store_identity.ensure(as_db(conn), clock.now())
+            with reading(self.engine) as conn:  # no write lock for a row that is there
+                found = store_identity.read(as_db(conn))
+            if found is None:
+                with writing(self.engine) as conn:
+                    found = store_identity.ensure(as_db(conn), clock.now())
+            self.known_store_id = found
         return self.known_store_id
 
     def call(self, now: datetime | None = None) -> Call:
