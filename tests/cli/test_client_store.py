@@ -33,7 +33,7 @@ class LoggedServer(Server):
         import urllib.error
         import urllib.request
 
-        for _ in range(300):
+        for _ in range(1200):  # a loaded machine is slow to start a server
             try:
                 urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
                 return
@@ -43,6 +43,7 @@ class LoggedServer(Server):
                 if self.proc.poll() is not None:
                     raise AssertionError(Path(self.env["HOME"], "serve.log").read_text()) from None
                 time.sleep(0.1)
+        self.stop()
         raise AssertionError("the server did not answer")
 
 
@@ -62,10 +63,10 @@ def test_a_server_restarted_on_another_database_gets_none_of_the_spool(
     server = LoggedServer(tmp_path / "server-home")
     server.env["ONDECK_DATABASE_URL"] = server.db_url = db_url
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    server.start()
     # The admin token, which both databases' server takes: only the store tells them apart.
     client = Client(tmp_path / "laptop-home", server, ADMIN)
     try:
+        server.start()
         client.hook("session-start", "start")
         assert _sessions(db_url) == [(SESSION, "open")]
         server.stop()

@@ -158,7 +158,7 @@ class Serve:
         self.log = log
 
     def wait_listening(self, sock: Path) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded machine (PostgreSQL) is slow to start
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()
             if sock.exists():
