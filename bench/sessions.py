@@ -150,11 +150,13 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
                 except OSError:
                     time.sleep(0.1)
             via = f"http://127.0.0.1:{port}"
+            # This machine's hooks reach it through its owner-only socket (issue 21).
+            local = f"/run/server-{port}.sock"
             client_env = _client_env(env, server_env, root)
             found.update(
                 _measure_paths(
                     work,
-                    {"server": (server_env, via), "client": (client_env, via)},
+                    {"server": (server_env, local), "client": (client_env, via)},
                     runs,
                     "pass",
                 )

@@ -101,6 +101,7 @@ def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> 
             conn.execute(text("DROP INDEX ix_tasks_side_status"))
             for table in ("tasks", "schedules"):
                 conn.execute(text(f"ALTER TABLE {table} DROP COLUMN side"))
+            conn.execute(text("DROP TABLE store_identity"))  # what 0008 made
     finally:
         engine.dispose()
     again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}
@@ -212,7 +213,10 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
             except OSError:
                 time.sleep(0.1)
         for verb in ("session-start", "stop", "post-compact", "session-end"):
-            event = {"session_id": "s", "cwd": str(tmp_path), "last_assistant_message": "x"}
+            event = {"session_id": "s", "cwd": str(tmp_path)}
+            text = {"stop": "last_assistant_message", "post-compact": "compact_summary"}
+            if verb in text:
+                event[text[verb]] = "x"
             result = subprocess.run(
                 [sys.executable, "-c", PROBE_THIN.format(watched=THIN_SKIP, verb=verb)],
                 input=json.dumps(event),
@@ -223,9 +227,13 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
                 check=False,
             )
             assert result.returncode == 0, result.stderr
-            assert f"stored through http://127.0.0.1:{port}" in result.stderr, result.stderr
+            sock = tmp_path / "data" / "run" / f"server-{port}.sock"  # issue 21: never the TCP port
+            assert f"stored through {sock}" in result.stderr, result.stderr
             loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
-            assert loaded == ["LOADED []"], result.stderr
+            # Issue 21: a text is scrubbed where it is captured, before it is sent, so the
+            # hooks that carry one (stop, post-compact) load the scrubber; nothing else.
+            expected = '["ondeck.core.scrubber"]' if verb in ("stop", "post-compact") else "[]"
+            assert loaded == [f"LOADED {expected}"], result.stderr
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -295,7 +295,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
                 session.env,
             )
             assert done.returncode == 0
-            assert f"stored through http://127.0.0.1:{port}" in done.stderr, done.stderr
+            assert f"/run/server-{port}.sock" in done.stderr, done.stderr  # issue 21: the socket
         assert session.spooled() == []
         with engine.connect() as conn:
             assert svc.find_session(conn, "spooled-before").start_source == "startup"
@@ -309,6 +309,11 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
             time.sleep(0.1)
         assert s.commits == {"items": [], "total": 0}
         other = {**session.env, "ONDECK_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
+        # Issue 21: a hook asks no server before it knows its own database's id (it learns
+        # it where it stores), and then finds the server serves another database.
+        done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
+        assert "id of this database is not known here yet" in done.stderr
+        assert "stored in the database" in done.stderr
         done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
         assert "server: it serves another database" in done.stderr
         assert "stored in the database" in done.stderr

@@ -461,9 +461,16 @@ def _seed_0007() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0008() -> dict[str, list[dict[str, Any]]]:
+    """0008: the store's random id (one row)."""
+    seed = _seed_0007()
+    seed["store_identity"] = [{"id": 1, "store_id": "0123456789abcdef", "created_at": T}]
+    return seed
+
+
 def _seed_0009() -> dict[str, list[dict[str, Any]]]:
     """0009: dashboard sessions (the hashes of their ids; one live, one past its end)."""
-    seed = _seed_0007()
+    seed = _seed_0008()
     seed["dashboard_sessions"] = [
         {
             "hash": "c" * 64,
@@ -487,6 +494,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0005": _seed_0005(),
     "0006": _seed_0006(),
     "0007": _seed_0007(),
+    "0008": _seed_0008(),
     "0009": _seed_0009(),
 }
 

@@ -60,7 +60,6 @@ from ondeck.core.hook_config import (
     local_zone_name,
     rules_problem,
     sqlite_url,
-    store_fingerprint,
 )
 from ondeck.core.validation import PROJECT_PATTERN
 
@@ -310,12 +309,6 @@ class Settings(BaseSettings):
     @property
     def token_value(self) -> str | None:
         return self.token.get_secret_value() if self.token else None
-
-    @property
-    def store_id(self) -> str:
-        """A short fingerprint of the database URL: lets a client check that a server it
-        reaches serves the same database it is configured for (the session hook does)."""
-        return store_fingerprint(self.url)
 
     @property
     def local_url(self) -> str:

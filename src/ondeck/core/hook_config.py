@@ -10,7 +10,7 @@ the caller reads the full settings instead, which accept or refuse the value wit
 message: so the two can never disagree on a value they both accept, and
 tests/unit/test_hook_config.py holds them together.
 
-The path, URL, fingerprint and name rules below are the ones `config.Settings` uses. With a
+The path, URL and name rules below are the ones `config.Settings` uses. With a
 server running, a hook's whole process is meant to cost no more than 4x `python -c pass`, so
 this module imports nothing beyond `os` and `json` until it needs more: not `pathlib`,
 `typing` or `dataclasses` (each about half a `python -c pass`), not `zoneinfo` (the zone is
@@ -277,19 +277,6 @@ def check_server_url(value: str) -> str:
     return f"{scheme.lower()}://{authority}"
 
 
-def store_fingerprint(url: str) -> str:
-    """A short fingerprint of the database URL: lets a client check that a server it reaches
-    serves the same database it is configured for."""
-    try:
-        # Python's own SHA-256 (3.11): `hashlib` loads OpenSSL first, about a third of a
-        # `python -c pass`, and every hook computes this fingerprint.
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from hashlib import sha256
-
-    return str(sha256(url.encode()).hexdigest()[:16])
-
-
 def local_server_url(host: str, port: int) -> str:
     """Where this machine reaches its own server."""
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
@@ -410,12 +397,49 @@ class HookConfig:
         return database_url(self.database_url, self.data_dir)
 
     @property
-    def store_id(self) -> str:
-        return store_fingerprint(self.url)
+    def store_id(self) -> str | None:
+        """The id of this config's database as the owner last learned it from the database
+        itself (core/channel.read_known): what its server must answer; None: not known."""
+        from ondeck.core.channel import read_known
+
+        return read_known(posix_path(self.data_dir), self.url)
+
+    def learned_store_id(self, store_id: str) -> None:
+        """The id just read from this config's database: remembered for the next hooks."""
+        from ondeck.core.channel import write_known
+
+        write_known(posix_path(self.data_dir), self.url, store_id)
 
     @property
     def local_url(self) -> str:
         return local_server_url(self.host, self.port)
+
+    @property
+    def server_store_id(self) -> str | None:
+        """Client mode: the store this machine's events are captured for (the id the first
+        server met answered with), or None before any."""
+        from ondeck.core.channel import read_known
+
+        return read_known(posix_path(self.data_dir), f"server {self.server_url}")
+
+    def learned_server_store_id(self, store_id: str) -> None:
+        from ondeck.core.channel import write_known
+
+        write_known(posix_path(self.data_dir), f"server {self.server_url}", store_id)
+
+    @property
+    def known_store_file(self) -> str:
+        from ondeck.core.channel import KNOWN_NAME, socket_dir
+
+        return join(socket_dir(posix_path(self.data_dir)), KNOWN_NAME)
+
+    @property
+    def owner_socket(self) -> str:
+        """This machine's server's owner-only socket (core/channel.py): the hooks' only way
+        to it."""
+        from ondeck.core.channel import socket_path
+
+        return socket_path(posix_path(self.data_dir), self.port)
 
     @property
     def spool_dir(self) -> str:

@@ -98,6 +98,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("tokens", "scope"): _ENUM,
     ("tokens", "hash"): "the SHA-256 of a device token: the token itself is never stored",
     ("dashboard_sessions", "hash"): "the SHA-256 of a dashboard session's random id",
+    ("store_identity", "store_id"): "a random id ondeck made for this database",
 }
 
 

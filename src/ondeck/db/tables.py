@@ -498,6 +498,24 @@ tokens = Table(
 )
 
 
+# --- the store's identity (issue 21 item 2) ---------------------------------------------------
+
+store_identity = Table(
+    "store_identity",
+    metadata,
+    # One row: a random id of this database (services/store_identity.py), sent as
+    # `X-Ondeck-Store` so a hook or client knows the server it reached serves the database its
+    # events were captured for. Random, not derived from the URL (which may hold a password).
+    # It travels with the data: a restored backup says the id of the database it was taken
+    # from, and a copied file is the same store.
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("store_id", String(32), nullable=False),
+    Column("created_at", Instant, nullable=False),
+    CheckConstraint("id = 1", name="one_row"),
+    CheckConstraint("length(store_id) BETWEEN 16 AND 32", name="store_id_length"),
+)
+
+
 # --- dashboard sessions (issue 21) -----------------------------------------------------------
 
 dashboard_sessions = Table(

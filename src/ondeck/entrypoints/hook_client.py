@@ -69,21 +69,31 @@ class Remote:
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
         self._drained = False
+        # Issue 22 item 11: the store this machine's events are captured for, learned from
+        # the first server met (kept in the owner-only run directory, core/channel.py), and
+        # the store the server said it serves in its last answer.
+        self.known_store: str | None = config.server_store_id
+        self.server_store: str | None = None
 
     # --- requests --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
-        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise."""
+    def request(
+        self, method: str, path: str, body: bytes | None = None, *, store: str | None = None
+    ) -> bytes:
+        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise. With
+        `store`, the server refuses (409) unless it serves that store."""
         if self._failed is not None:
             raise self._failed
         from ondeck.entrypoints.hook_http import HttpError, request
 
         headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
+        if store is not None:
+            headers["X-Ondeck-Store-Expected"] = store
         left = self._until - time.monotonic()
         try:
             if left <= 0:
                 raise HttpError(f"no answer within {SERVER_TIMEOUT_S:g} s")
-            status, _, answer = request(
+            status, answered, answer = request(
                 self.url,
                 method,
                 path,
@@ -94,11 +104,14 @@ class Remote:
         except HttpError as exc:
             self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
             raise self._failed from None
+        self.server_store = answered.get("x-ondeck-store") or self.server_store
         if status == 200:
             return answer
         said = _message_of(answer)
         if status == 413:
             raise TooLarge(f"the server {self.url} refused a body as too large: 413 {said}")
+        if status == 409 and store is not None and b"store_mismatch" in answer[:2000]:
+            raise Refused(self._other_store(store))
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
@@ -108,16 +121,29 @@ class Remote:
             )
         raise Refused(f"the server {self.url} answered {status}: {said}")
 
-    def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._postencoded([encoded(r) for r in records])
+    def _other_store(self, expected: str) -> str:
+        now = f" (id {self.server_store})" if self.server_store else ""
+        return (
+            f"the server {self.url} now serves another database{now} than the one this "
+            f"machine's events were captured for (id {expected}), so they wait here; if the "
+            f"move was meant, remove {self.config.known_store_file} to send new events there"
+        )
 
-    def _postencoded(self, encoded: list[bytes]) -> list[dict[str, Any]]:
+    def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Sent with the store they were captured for (all the same one, or none yet): a
+        server serving another refuses them all."""
+        stores = {r.get("store") for r in records} - {None}
+        assert len(stores) <= 1, "records of two stores in one request"
+        return self._postencoded([encoded(r) for r in records], next(iter(stores), None))
+
+    def _postencoded(self, encoded: list[bytes], store: str | None) -> list[dict[str, Any]]:
         # This machine's clock as the records leave: the server tells a clock far from its
         # own, and orders what it stores by its own (session_store.clock_offset). BODY_ROOM
         # leaves room for it.
         sent_at = json.dumps(clock.now().isoformat()).encode()
         body = b'{"records":[' + b",".join(encoded) + b'],"sent_at":' + sent_at + b"}"
-        answer = self.request("POST", RECORDS_PATH, body)
+        answer = self.request("POST", RECORDS_PATH, body, store=store)
+        self._learn()
         try:
             results = json.loads(answer)["results"]
         except (ValueError, KeyError, TypeError):
@@ -134,6 +160,8 @@ class Remote:
         from ondeck.services.hook_records import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
+        if self.known_store is not None:
+            record = {**record, "store": self.known_store}
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
             result = self.post_records([as_sent(record)])[0]
@@ -171,14 +199,17 @@ class Remote:
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
-            for part in packed([encoded(as_sent(r)) for r in batch]):
-                try:
-                    answers += self._send_part(part)
-                except (Refused, Unanswered) as exc:
-                    self._spool_problem = str(exc)
-                    if not answers:
-                        raise spool.Unreachable(str(exc)) from exc
-                    return answers
+            # Requests of one store each (in order), under the server's body limit.
+            for group in _parts(batch):
+                store = group[0].get("store")
+                for part in packed([encoded(as_sent(r)) for r in group]):
+                    try:
+                        answers += self._send_part(part, store)
+                    except (Refused, Unanswered) as exc:
+                        self._spool_problem = str(exc)
+                        if not answers:
+                            raise spool.Unreachable(str(exc)) from exc
+                        return answers
             return answers
 
         drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
@@ -187,17 +218,23 @@ class Remote:
             f"{drained.left} left {self._spool_problem}".rstrip()
         )
 
-    def _send_part(self, part: list[bytes]) -> list[str | None]:
+    def _send_part(self, part: list[bytes], store: str | None) -> list[str | None]:
         """One request's records: their answers; refused as too large, sent again in halves
         (a single record the server will not take is set aside, with the reason)."""
         try:
-            results = self._postencoded(part)
+            results = self._postencoded(part, store)
         except TooLarge as exc:
             if len(part) == 1:
                 return [str(exc)]
             half = len(part) // 2
-            return self._send_part(part[:half]) + self._send_part(part[half:])
+            return self._send_part(part[:half], store) + self._send_part(part[half:], store)
         return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+
+    def _learn(self) -> None:
+        """The first server met names the store this machine's events are captured for."""
+        if self.known_store is None and self.server_store is not None:
+            self.config.learned_server_store_id(self.server_store)
+            self.known_store = self.server_store
 
     def waiting(self) -> int:
         from ondeck.services import spool
@@ -260,6 +297,18 @@ class Remote:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
+
+
+def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch in runs of one store each, in order (`packed` then sizes the requests)."""
+    parts: list[list[dict[str, Any]]] = []
+    for record in batch:
+        store = record.get("store")
+        if parts and parts[-1][0].get("store") == store:
+            parts[-1].append(record)
+        else:
+            parts.append([record])
+    return parts
 
 
 def _context_path(project: str | None, brief: dict[str, Any]) -> str:

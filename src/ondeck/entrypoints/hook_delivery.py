@@ -62,9 +62,21 @@ class Server:
     def __init__(self, config: HookConfig) -> None:
         self.config = config
         self.ok: bool | None = None  # None: not asked yet
+        self._expected: str | None = None
+
+    def expected(self) -> str:
+        """The id of the hook's database, learned from the database itself (never from a
+        listener); NoServer before anything is sent when it is not known yet: the hook then
+        stores in the database and learns it (Local)."""
+        if self._expected is None:
+            self._expected = self.config.store_id
+            if self._expected is None:
+                self.ok = False
+                raise NoServer("the id of this database is not known here yet")
+        return self._expected
 
     def headers(self) -> dict[str, str]:
-        headers = {"X-Ondeck-Store-Expected": self.config.store_id}
+        headers = {"X-Ondeck-Store-Expected": self.expected()}
         if self.config.token:
             headers["Authorization"] = f"Bearer {self.config.token}"
         return headers
@@ -75,6 +87,7 @@ class Server:
             raise NoServer("not usable")
         from ondeck.entrypoints.hook_http import HttpError, request
 
+        sent_headers = self.headers()  # (NoServer before connecting: no id to expect)
         try:
             status, headers, answer = request(
                 self.config.local_url,
@@ -83,13 +96,14 @@ class Server:
                 body=body
                 if isinstance(body, bytes)
                 else json.dumps(body, ensure_ascii=False).encode(),
-                headers=self.headers(),
+                headers=sent_headers,
                 timeout=SERVER_TIMEOUT_S,
+                owner_socket=self.config.owner_socket,
             )
         except HttpError as exc:
             self.ok = False
             raise NoServer(f"not reachable ({exc})") from None
-        if headers.get("x-ondeck-store") != self.config.store_id:
+        if headers.get("x-ondeck-store") != self.expected():
             self.ok = False
             raise NoServer("it serves another database")
         if status != 200:
@@ -128,7 +142,7 @@ class Server:
         result = self.post(EVENTS_PATH, body, 1)[0]
         if result.get("outcome") == "declined":  # the server cannot read this place
             raise NoServer(f"declined: {result.get('reason')}")
-        debug(f"{verb} stored through {self.config.local_url}")
+        debug(f"{verb} stored through {self.config.owner_socket}")
         try:
             self.drain_spool()
         except Exception as exc:  # its own event is stored: the spool waits for another
@@ -210,6 +224,7 @@ class Local:
         self._bare: Any = None if bare else False  # False: straight to SQLAlchemy
         self._engine: Any = None
         self._drained = False
+        self._known: str | None = None  # the store id this process last remembered
 
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
         """Store `record`, then what waits in the spool for a bounded time: its outcome, or
@@ -325,10 +340,11 @@ class Local:
             return reader(as_db(conn))
 
     def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.services import session_store
+        from ondeck.services import session_store, store_identity
 
         with self._bare.transaction() as db:
             applied = session_store.apply(db, record, now, grace=self.config.session_grace)
+            self._learned(store_identity.ensure(db, now))
             held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
         released: list[int] = []
         if held:  # rare: only then is SQLAlchemy worth its import
@@ -366,12 +382,16 @@ class Local:
 
         from ondeck.core.errors import Unavailable
         from ondeck.db.engine import writing
+        from ondeck.db.plain import as_db
         from ondeck.db.refusals import is_content
+        from ondeck.services import store_identity
         from ondeck.services.session_hooks import apply_record
 
         try:
             with writing(self.engine()) as conn:
-                return apply_record(conn, now, record, grace=self.config.session_grace)
+                result = apply_record(conn, now, record, grace=self.config.session_grace)
+                self._learned(store_identity.ensure(as_db(conn), now))
+                return result
         except Unavailable as exc:
             raise Unreachable(str(exc)) from None
         except DBAPIError as exc:
@@ -380,6 +400,13 @@ class Local:
                 raise Refused(reason) from None
             # Any other refusal by the store: the record waits for one that takes it.
             raise Unreachable(f"database refused it: {reason}") from None
+
+    def _learned(self, store_id: str) -> None:
+        """The database's own id, read where the record was stored: the next hooks expect
+        it of the server (Server.expected)."""
+        if store_id != self._known:
+            self.config.learned_store_id(store_id)
+            self._known = store_id
 
     def spooled_line(self, what: str) -> str:
         return (

@@ -7,6 +7,10 @@ so a request is written and its answer read here: HTTP/1.1 with `Connection: clo
 by Content-Length or chunked. Over http it uses the C module `_socket` itself: the `socket`
 module around it builds its enums at import, a sizeable share of a hook's whole process.
 
+To this machine's own server it goes through the owner-only socket (`owner_socket`,
+core/channel.py): the directory checked first, the listener's user checked after the
+connect and before a byte is sent.
+
 Over https it pays for `ssl` (and `socket`, which `ssl` needs) and verifies the server's
 certificate and name against the system's trust store, as `ssl.create_default_context()`
 does; a self-signed server is trusted by naming its certificate in `SSL_CERT_FILE` (OpenSSL's
@@ -66,8 +70,11 @@ def request(
     body: bytes | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 3.0,
+    owner_socket: str | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """(status, headers in lower case, body); raises HttpError when there is no answer."""
+    """(status, headers in lower case, body); raises HttpError when there is no answer.
+    With `owner_socket` (a Unix socket's path) the request goes there and nowhere else; `base`
+    gives only its Host header."""
     host, port = split_url(base)
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
     for name, value in (headers or {}).items():
@@ -81,8 +88,12 @@ def request(
         lines.append("Expect: 100-continue")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     try:
-        sock = _connect_tls(host, port, timeout) if base.startswith("https:") else None
-        sock = sock or _connect(host, port, timeout)
+        if owner_socket is not None:
+            sock = _connect_owner(owner_socket, timeout)
+        elif base.startswith("https:"):
+            sock = _connect_tls(host, port, timeout)
+        else:
+            sock = _connect(host, port, timeout)
         try:
             if announce:
                 sock.sendall(head)
@@ -142,6 +153,43 @@ def _early_answer(sock: _socket.socket, wait: float, timeout: float) -> bytes | 
             return rest
         return None
     return got
+
+
+def _connect_owner(path: str, timeout: float) -> _socket.socket:
+    """A connection to the socket at `path`, in a directory that is this user's alone, to a
+    process of this user: ChannelRefused (an HttpError's sibling, both OSError) otherwise."""
+    import os
+
+    from ondeck.core.channel import ChannelRefused, open_private_dir, through
+
+    directory, name = os.path.split(path)
+    fd = open_private_dir(directory)
+    try:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(through(fd, name, path))
+            uid = _peer_uid(sock)
+            if uid is not None and uid != os.getuid():
+                raise ChannelRefused(f"{path} is served by user id {uid}, not by this user")
+        except BaseException:
+            sock.close()
+            raise
+    finally:
+        os.close(fd)
+    return sock
+
+
+def _peer_uid(sock: _socket.socket) -> int | None:
+    """The user id of the process listening on the other end (Linux: SO_PEERCRED's pid, uid,
+    gid as three C ints), or None where the kernel does not say."""
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    import sys
+
+    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)
+    return int.from_bytes(raw[4:8], sys.byteorder)
 
 
 def _connect_tls(host: str, port: int, timeout: float) -> _socket.socket:

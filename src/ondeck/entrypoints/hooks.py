@@ -10,10 +10,13 @@ the context at the start, on stdout otherwise).
 
 Where an event goes, in this order:
 
-1. the running server of the same database (its `X-Ondeck-Store` fingerprint matches): the
-   hook sends the event as it received it (`POST /api/v1/sessions/hook-events`, with the
-   hook's own classification rules) and the warm server reads git and the marker file,
-   classifies, scrubs and stores it. On this path the hook imports almost nothing: its whole
+1. the running server of the same database, reached only through its owner-only Unix
+   socket (core/channel.py: never the TCP port, where anyone may listen), and only once the
+   hook knows its database's id (learned from the database itself, never from a listener;
+   the server's `X-Ondeck-Store` must match it): the hook sends the event with its texts
+   already scrubbed (`POST /api/v1/sessions/hook-events`, with the hook's own
+   classification rules) and the warm server reads git and the marker file, classifies,
+   scrubs again and stores it. On this path the hook imports almost nothing: its whole
    process is meant to cost at most 4x `python -c pass`;
 2. the database itself: the hook makes the record (services/hook_records.py) and stores it
    through the bare driver, and session-start reads its context the same way (no
@@ -156,8 +159,8 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         if client is not None:
             markdown = _context_from_client(client, project, brief)
         if markdown is None and server.ok:
-            markdown = _context_from_server(config, project, brief)
-        source = config.local_url
+            markdown = _context_from_server(config, server.expected(), project, brief)
+        source = config.owner_socket
         if markdown is None:
             source = "the database"
             try:
@@ -282,7 +285,7 @@ def _unclassified_note(reason: str, number: int | None) -> str:
 
 
 def _context_from_server(
-    config: HookConfig, project: str | None, brief: dict[str, Any]
+    config: HookConfig, expected: str, project: str | None, brief: dict[str, Any]
 ) -> str | None:
     """Ask the running server, whose imports and connections are already warm."""
     import urllib.parse
@@ -306,10 +309,11 @@ def _context_from_server(
             f"/api/v1/context?{query}",
             headers=headers,
             timeout=SERVER_TIMEOUT_S,
+            owner_socket=config.owner_socket,
         )
     except HttpError:
         return None
-    if status != 200 or found.get("x-ondeck-store") != config.store_id:
+    if status != 200 or found.get("x-ondeck-store") != expected:
         return None
     from ondeck.entrypoints.hook_input import MAX_STDIN
 

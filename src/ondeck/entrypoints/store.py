@@ -49,6 +49,24 @@ class Store:
     engine: Engine
     # The jobs loop running in this process: set by the server while it runs one.
     jobs: Wakeable | None = None
+    # The database's random id (services/store_identity.py), read once; see `store_id`.
+    known_store_id: str | None = None
+
+    def store_id(self, *, fresh: bool = False) -> str:
+        """The id of the database this process serves (made on first use); `fresh` reads it
+        again (a restore may have put another store's data in place meanwhile)."""
+        if self.known_store_id is None or fresh:
+            from ondeck.db.engine import reading, writing
+            from ondeck.db.plain import as_db
+            from ondeck.services import store_identity
+
+            with reading(self.engine) as conn:  # no write lock for a row that is there
+                found = store_identity.read(as_db(conn))
+            if found is None:
+                with writing(self.engine) as conn:
+                    found = store_identity.ensure(as_db(conn), clock.now())
+            self.known_store_id = found
+        return self.known_store_id
 
     def call(self, now: datetime | None = None) -> Call:
         """A new call, at `now` (default: the clock, read here and only here)."""

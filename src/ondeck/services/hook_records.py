@@ -58,6 +58,7 @@ INPUT_NOTES_MAX, INPUT_NOTE_MAX = 5, 200
 TEXT_WINDOW = 65_536
 TEXT_FIELDS = {"stop": "last_assistant_message", "compact": "compact_summary"}
 TRIMMED = "ondeck_trimmed"  # the payload's note of the lengths before the window
+SCRUBBED = "ondeck_scrubbed"  # its note of what the capturing machine's scrubber removed
 
 
 def hook_output(markdown: str) -> dict[str, Any]:
@@ -123,17 +124,50 @@ def _scrub(text: str) -> Any:
 
 
 def trim(payload: dict[str, Any]) -> dict[str, Any]:
-    """The payload with its long texts cut to TEXT_WINDOW (and their lengths noted): what
-    both paths make a record of, so an event has one fingerprint whichever path it took."""
+    """The payload with its long texts cut to TEXT_WINDOW (and their lengths noted), then
+    scrubbed (and what was removed counted): what both paths make a record of, so an event
+    has one fingerprint whichever path it took, and what the hook sends to its server
+    (entrypoints/hook_delivery.Server) is scrubbed on the machine that captured it. Scrubbing
+    a scrubbed text removes nothing more, so the server's trim of a payload the hook trimmed
+    gives the same payload."""
     long = {
         name: len(value)
         for name in TEXT_FIELDS.values()
         if isinstance(value := payload.get(name), str) and len(value) > TEXT_WINDOW
     }
-    if not long:
+    if long:
+        cut = {name: payload[name][:TEXT_WINDOW] for name in long}
+        payload = {**payload, **cut, TRIMMED: {**_counts_of(payload.get(TRIMMED)), **long}}
+    return _scrub_texts(payload)
+
+
+def _counts_of(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _scrub_texts(payload: dict[str, Any]) -> dict[str, Any]:
+    texts = [n for n in TEXT_FIELDS.values() if isinstance(payload.get(n), str) and payload[n]]
+    if not texts:  # session-start and session-end: no text, no scrubber to import
         return payload
-    cut = {name: payload[name][:TEXT_WINDOW] for name in long}
-    return {**payload, **cut, TRIMMED: long}
+    from ondeck.core.scrubber import scrub
+
+    changed: dict[str, Any] = {}
+    noted = _counts_of(payload.get(SCRUBBED))
+    for name in texts:
+        clean = scrub(clean_text(payload[name]))
+        if clean.text == payload[name] and not clean.redactions:
+            continue
+        changed[name] = clean.text
+        before = _counts_of(noted.get(name))
+        kinds = _counts_of(before.get("kinds"))
+        for kind, count in clean.kinds.items():
+            kinds[kind] = int(kinds.get(kind, 0) or 0) + count
+        redactions = before.get("redactions", 0)
+        total = (redactions if isinstance(redactions, int) else 0) + clean.redactions
+        noted[name] = {"redactions": total, "kinds": kinds}
+    if not changed:
+        return payload
+    return {**payload, **changed, SCRUBBED: noted}
 
 
 def clean_text(value: str) -> str:
@@ -331,8 +365,65 @@ def new_record(
             limit = LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX
             trimmed = payload.get(TRIMMED)
             chars = trimmed.get(text_field) if isinstance(trimmed, dict) else None
-            record["text"] = scrubbed(value, limit, chars if isinstance(chars, int) else None)
+            text = scrubbed(value, limit, chars if isinstance(chars, int) else None)
+            record["text"] = _with_earlier(text, _counts_of(payload.get(SCRUBBED)).get(text_field))
     return record
+
+
+def _with_earlier(text: dict[str, Any], earlier: Any) -> dict[str, Any]:
+    """A record's text counting what was removed before it was made (at capture: trim)."""
+    if not isinstance(earlier, dict):
+        return text
+    count = earlier.get("redactions")
+    kinds = dict(text["kinds"])
+    for kind, n in (
+        (earlier.get("kinds") or {}).items() if isinstance(earlier.get("kinds"), dict) else ()
+    ):
+        if isinstance(kind, str) and isinstance(n, int) and n > 0:
+            kinds[kind] = kinds.get(kind, 0) + n
+    more = count if isinstance(count, int) and count > 0 else 0
+    return {**text, "redactions": text["redactions"] + more, "kinds": kinds}
+
+
+def rescrubbed(record: dict[str, Any]) -> dict[str, Any]:
+    """A checked record (parse_record) scrubbed again where it is stored: the server trusts
+    no hook to have scrubbed what it sends (issue 21 item 2). What this removes is counted
+    with what the hook said it removed."""
+    from ondeck.core.scrubber import scrub
+
+    out = dict(record)
+    text = record.get("text")
+    if text is not None:
+        clean = scrub(text["value"])
+        if clean.redactions or clean.text != text["value"]:
+            kinds = dict(text["kinds"])
+            for kind, n in clean.kinds.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+            out["text"] = {
+                **text,
+                "value": clean.text,
+                "redactions": text["redactions"] + clean.redactions,
+                "kinds": kinds,
+            }
+    if record.get("kind") == "changes":
+        extra = 0
+        kinds = dict(record.get("kinds") or {})
+
+        def again(line: str) -> str:
+            nonlocal extra
+            clean = scrub(line)
+            extra += clean.redactions
+            for kind, n in clean.kinds.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+            return clean.text.replace("\n", " ")
+
+        if record.get("commits") is not None:
+            out["commits"] = [[sha, again(subject)] for sha, subject in record["commits"]]
+        if record.get("files") is not None:
+            out["files"] = [again(path) for path in record["files"]]
+        out["redactions"] = int(record.get("redactions") or 0) + extra
+        out["kinds"] = kinds
+    return out
 
 
 def changes_record(
@@ -405,7 +496,7 @@ def digest(text: str) -> str:
 
 def _sha(data: str | bytes) -> str:
     """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
-    of a hook's whole process (as core/hook_config.store_fingerprint)."""
+    of a hook's whole process (as core/channel's key of a known store id)."""
     try:
         from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
@@ -550,6 +641,13 @@ def parse_record(data: Any) -> dict[str, Any]:
         "classification": classification,
         "facts": _checked_facts(data.get("facts"), capture),
     }
+    store = data.get("store")  # the store it was captured for (client mode; None: the first met)
+    if store is not None and not (
+        isinstance(store, str) and 16 <= len(store) <= 32 and store.isascii() and store.isalnum()
+    ):
+        raise ValueError("record store must be a store id (16 to 32 letters and digits)")
+    if store is not None:
+        record["store"] = store
     for key, limit in WORD_LIMITS.items():
         value = data.get(key)
         if value is not None and (_word(value, limit) != value):

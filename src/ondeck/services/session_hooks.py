@@ -22,7 +22,7 @@ from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.db.refusals import is_content
 from ondeck.services import session_store
-from ondeck.services.hook_records import parse_record
+from ondeck.services.hook_records import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
 
@@ -75,7 +75,7 @@ def apply_records(
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
-            record = parse_record(item)
+            record = rescrubbed(parse_record(item))
         except ValueError as exc:
             fp = item.get("fingerprint") if isinstance(item, dict) else None
             results.append(

@@ -51,7 +51,7 @@ def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) ->
     errors.install(app)
 
     # Added first, so it runs after the body limit below.
-    app.add_middleware(Guard, settings=settings)
+    app.add_middleware(Guard, settings=settings, store=store)
     # A foreign Host or a cross-origin write is refused before routing (api/boundary.py).
     app.add_middleware(Boundary, public_hosts=settings.public_hosts)
     # Added last, so it runs first: an oversized body is refused before anything else looks
@@ -104,11 +104,12 @@ class Guard:
     A plain ASGI middleware, not `@app.middleware("http")`: that one runs each request in a
     task group with memory streams, which a session hook waits for at every turn."""
 
-    def __init__(self, app: ASGIApp, *, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, *, settings: Settings, store: Store) -> None:
         from ondeck.entrypoints.mcp_http import PATH
 
         self.app = app
         self.settings = settings
+        self.store = store
         self.mcp_path = PATH
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -125,10 +126,10 @@ class Guard:
             # The API's description is readable with a bearer, or from a browser logged in
             # to the dashboard; the API itself only with a bearer (api/access.py).
             refused = await admit(Request(scope, receive), browsable=path in API_DOCUMENTS)
-        store_id = self.settings.store_id
+        store_id = await self._store_id()
 
         async def stamped(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and store_id is not None:
                 MutableHeaders(scope=message)["X-Ondeck-Store"] = store_id
             await send(message)
 
@@ -136,6 +137,19 @@ class Guard:
             await refused(scope, receive, send)  # unstamped: the caller proved nothing
             return
         await self.app(scope, receive, stamped)
+
+    async def _store_id(self) -> str | None:
+        """The database's random id (read once, in a thread: it may have to be made); None
+        while the database cannot say (an answer then claims no store)."""
+        known = self.store.known_store_id
+        if known is not None:
+            return known
+        import anyio
+
+        try:
+            return await anyio.to_thread.run_sync(self.store.store_id)
+        except Exception:  # the database is away: the route itself will say so
+            return None
 
 
 @asynccontextmanager

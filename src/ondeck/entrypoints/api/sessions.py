@@ -221,7 +221,7 @@ def post_records(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    _same_store(store.settings.store_id, expected)
+    _same_store(store.store.store_id(fresh=expected is not None), expected)
     results = session_hooks.apply_records(
         store.engine,
         store.now(),
@@ -261,7 +261,7 @@ def post_hook_events(
     are read once the answer is sent."""
     if not from_loopback(request):
         raise Forbidden()
-    _same_store(store.settings.store_id, expected)
+    _same_store(store.store.store_id(fresh=expected is not None), expected)
     now = store.now()
     results = session_hooks.record_hook_events(
         store.engine,

@@ -37,7 +37,7 @@ def _serve(
     keyfile: Path | None = None,
 ) -> None:
     from ondeck.core import logs
-    from ondeck.entrypoints.server import check_bind, check_tls, serve
+    from ondeck.entrypoints.server import check_bind, check_tls, owner_socket, serve
 
     cli = cli_of(ctx)
     settings = cli.settings
@@ -58,6 +58,7 @@ def _serve(
         scheme = "http" if tls is None else "https"
         echo(f"ondeck serving {scheme}://{where}:{port}/  (API /api/v1, health /api/v1/health)")
         echo(f"database: {shown(settings.url)}")
+        echo(f"this machine's hooks: {owner_socket(settings, port)} (owner only)")
         echo(
             "jobs loop: " + ("off (--no-jobs)" if no_jobs else f"every {settings.tick_seconds:g}s")
         )

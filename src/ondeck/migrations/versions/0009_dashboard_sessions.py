@@ -18,7 +18,7 @@ from alembic import op
 import ondeck.db.types
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
