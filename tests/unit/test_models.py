@@ -147,7 +147,7 @@ def test_a_task_in_json_keeps_its_keys_order_and_text() -> None:
     assert tuple(shown) == TASK_JSON_FIELDS
     assert json.dumps(shown, ensure_ascii=False) == (
         '{"id": 7, "title": "보고서 write", "body": "몸\\nbody", "status": "RUNNING", '
-        '"priority": 1, "due_on": "2026-06-16", "project": "ondeck", '
+        '"priority": 1, "due_on": "2026-06-16", "project": "ondeck", "side": null, '
         '"source": "sch:3:2026-06-16", "lease_owner": "claude:s1", '
         '"lease_until": "2026-06-15T19:00:00+09:00", "lease_token": 4, "expired": false, '
         '"created_at": "2026-06-14T18:00:00+09:00", "updated_at": "2026-06-15T18:00:00+09:00", '
@@ -225,7 +225,7 @@ def test_a_schedule_in_json_keeps_its_keys_order_and_text() -> None:
     assert json.dumps(shown, ensure_ascii=False) == (
         '{"id": 3, "title": "주간 review", "body": "", "kind": "task", '
         '"rule": "weekly:MON,THU", "rule_text": "every Monday and Thursday", '
-        '"project": null, "start_on": "2026-06-01", '
+        '"project": null, "side": null, "start_on": "2026-06-01", '
         '"next_due": "2026-06-18", "missed": "skip", "last_fired_on": "2026-06-15", '
         '"last_fired_at": "2026-06-15T18:00:00+09:00", "enabled": true, "priority": 2, '
         '"created_at": "2026-06-01T18:00:00+09:00", "updated_at": "2026-06-15T18:00:00+09:00"}'
