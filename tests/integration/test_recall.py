@@ -151,16 +151,26 @@ def test_sides_never_mix_in_recall(engine: Engine) -> None:
         u = make_session(conn, NOW, external_id="u1", unclassified=True, last_word="deploy ?")
         add_compaction(conn, p, NOW, "personal deploy summary")
         mixed = make_session(conn, NOW, external_id="m1", side="personal", project="api")
-        api = backlog.create_task(conn, NOW, title="deploy api", project="api", actor="t")
-        blog = backlog.create_task(conn, NOW, title="deploy blog", project="blog", actor="t")
-        loose = backlog.create_task(conn, NOW, title="deploy something", actor="t")
+        api = backlog.create_task(
+            conn, NOW, title="deploy api", project="api", side="work", actor="t"
+        )
+        blog = backlog.create_task(
+            conn, NOW, title="deploy blog", project="blog", side="personal", actor="t"
+        )
+        # A work task of a project whose sessions are all personal is still the work side's.
+        lawyer = backlog.create_task(
+            conn, NOW, title="deploy the lawyer's letter", project="blog", side="work", actor="t"
+        )
+        loose = backlog.create_task(conn, NOW, title="deploy something", actor="t")  # inbox
     assert mixed and api and loose
     found = set(refs(engine, "deploy", WORK))
-    # The api project has sessions in both sides: its tasks belong to neither for sure.
-    assert found == {f"note {work.id}", f"session {w}"}
+    assert found == {f"note {work.id}", f"session {w}", f"task {api.id}", f"task {lawyer.id}"}
     found = set(refs(engine, "deploy", PERSONAL))
     assert f"note {mine.id}" in found and f"task {blog.id}" in found and f"session {p}" in found
-    assert not any(r in found for r in (f"note {work.id}", f"session {w}", f"session {u}"))
+    assert not any(
+        r in found for r in (f"note {work.id}", f"session {w}", f"session {u}", f"task {lawyer.id}")
+    )
+    assert f"task {loose.id}" not in found
     assert set(refs(engine, "deploy", Scope(sides_on=True, inbox=True))) == {f"session {u}"}
     with engine.connect() as conn, pytest.raises(InvalidInput, match="give a side"):
         recall(conn, "deploy", Scope(sides_on=True), DAY)

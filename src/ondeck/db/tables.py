@@ -458,8 +458,9 @@ notes = Table(
     sqlite_autoincrement=True,
 )
 
-# Recall's tasks are those of projects whose sessions live in the side asked for, and in no
-# other: services/recall.py asks this index, per matching task, which sides a project has.
+# Made (0004) for recall's first rule for tasks, a task's side from its project's sessions;
+# since 0007 a task carries its own side and recall reads that. No reader is left: a later
+# migration may drop it.
 Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)
 
 

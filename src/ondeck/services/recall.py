@@ -20,8 +20,8 @@ Each store's own machinery, kept in step with the rows in the same transaction (
   terms only is refused: it would read everything).
 
 Sides never mix (core/memory.py `Scope`): a note, session or compaction is searched only
-in its side; a task (tasks have no side) only when its project's sessions all live in the
-side asked for; unclassified items only for a person asking for the inbox.
+in its side, and so is a task (its `side`, issue 21: a task still in the inbox is found by
+nobody's recall); unclassified items only for a person asking for the inbox.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from sqlalchemy import (
     select,
     table,
 )
-from sqlalchemy import text as sql_text
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.humanize import span
@@ -458,38 +457,13 @@ def _session_scope(shape: _Shape) -> list[Any]:
 
 
 def _task_scope(shape: _Shape) -> list[Any]:
-    """Tasks have no side: a task is in a side when its project's sessions all live there
-    (`projects`, from `_side_projects`; with sides, no task is in the inbox)."""
+    """A task is in the side it was given (an inbox task, with no side, in none)."""
     where: list[Any] = []
     if shape.sides_on:
-        where.append(tasks.c.project.in_(bindparam("projects", expanding=True)))
+        where.append(tasks.c.side == bindparam("side"))
     if shape.project:
         where.append(tasks.c.project == bindparam("project"))
     return where
-
-
-# Each project once, by skipping through ix_sessions_project_side (project, side) from one
-# project to the next (a loose index scan: a seek per project, not a read of every session),
-# and kept when its smallest and largest side are the side asked for.
-_SIDE_PROJECTS = sql_text(
-    """
-    WITH RECURSIVE p(project) AS (
-        SELECT min(project) FROM sessions WHERE project IS NOT NULL
-        UNION ALL
-        SELECT (SELECT min(s.project) FROM sessions s WHERE s.project > p.project)
-        FROM p WHERE p.project IS NOT NULL
-    )
-    SELECT project FROM p
-    WHERE project IS NOT NULL
-      AND (SELECT min(s.side) FROM sessions s WHERE s.project = p.project) = :side
-      AND (SELECT max(s.side) FROM sessions s WHERE s.project = p.project) = :side
-    """
-)
-
-
-def _side_projects(conn: Connection, side: str | None) -> list[str]:
-    """The projects whose sessions all live in `side`: the only ones whose tasks it sees."""
-    return [row[0] for row in conn.execute(_SIDE_PROJECTS, {"side": side})]
 
 
 # --- the statements ----------------------------------------------------------------------------
@@ -523,6 +497,7 @@ _COLUMNS = {
         tasks.c.body,
         tasks.c.status,
         tasks.c.project,
+        tasks.c.side,
         tasks.c.source,
         tasks.c.created_at,
     ),
@@ -621,7 +596,6 @@ def _rows(
     day: date | None = None,
     include_all: bool = False,
     kinds: tuple[str, ...] = (),
-    projects: Sequence[str] = (),
     guess: _Guess | None = None,
 ) -> Any:
     guess = guess if guess is not None else _Guess()
@@ -648,8 +622,6 @@ def _rows(
         values["skip"] = list(skip)
     if source == "notes" and not include_all:
         values["day"] = day
-    if source == "tasks" and scope.sides_on:
-        values["projects"] = list(projects)
     if shape.dialect != "postgresql":
         return conn.execute(_statement(shape), values).all()
     # PostgreSQL cannot tell how common a term is (pg_trgm keeps no statistics), and a wrong
@@ -859,12 +831,9 @@ def _search_tasks(
     whole: bool,
     skip: Sequence[int],
     guess: _Guess,
-    projects: Sequence[str] = (),
 ) -> list[Hit]:
     if scope.sides_on and scope.inbox:
-        return []  # tasks are never unclassified
-    if scope.sides_on and not projects:
-        return []
+        return []  # an inbox task waits for its side on the Backlog, not in recall
     return [
         Hit(
             kind="task",
@@ -872,7 +841,7 @@ def _search_tasks(
             session_id=None,
             at=row.created_at,
             text=f"{row.title}\n{row.body}" if row.body else row.title,
-            side=scope.side if scope.sides_on else None,
+            side=row.side,
             project=row.project,
             status=row.status,
             origin=f"schedule {row.source.split(':')[1]}" if row.source else "backlog",
@@ -880,7 +849,7 @@ def _search_tasks(
             label=None,
             whole=whole,
         )
-        for row in _rows(conn, "tasks", terms, scope, limit, skip, projects=projects, guess=guess)
+        for row in _rows(conn, "tasks", terms, scope, limit, skip, guess=guess)
     ]
 
 
@@ -904,10 +873,7 @@ def recall(
     result = Recall(query=query, scope=scope, kinds=wanted, include_all=include_all, limit=limit)
     room = limit + 1  # one more than shown per source: tells whether there is more
     seen: dict[str, list[int]] = {name: [] for name in _BUCKETS.values()}
-    side_projects: list[str] | None = None  # read once, when tasks are searched
-
     def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
-        nonlocal side_projects
         batch: list[Hit] = []
         guess = _Guess()
         batch += _search_notes(
@@ -922,11 +888,7 @@ def recall(
                 conn, terms, scope, room, whole, seen["compactions"], guess, lost_before
             )
         if not wanted or "task" in wanted:
-            if scope.sides_on and not scope.inbox and side_projects is None:
-                side_projects = _side_projects(conn, scope.side)
-            batch += _search_tasks(
-                conn, terms, scope, room, whole, seen["tasks"], guess, side_projects or ()
-            )
+            batch += _search_tasks(conn, terms, scope, room, whole, seen["tasks"], guess)
         return batch
 
     def newest(hits: list[Hit]) -> list[Hit]:
