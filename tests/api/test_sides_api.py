@@ -22,7 +22,7 @@ from ondeck.services import backlog, schedules
 from ondeck.services import tokens as device_tokens
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-ADMIN = "s3cret-admin-token-for-sides"
+ADMIN = "s3cret-admin-token-for-sides-0123456789"
 SIDES = {"work": ["/w"], "personal": ["/p"]}
 LAWYER = "call the divorce lawyer"
 

@@ -333,7 +333,9 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-    assert done.returncode == 0 and "session context from http" in done.stderr, done.stderr
+    assert done.returncode == 0 and ".sock\n" in done.stderr, (
+        done.stderr
+    )  # the server, by its socket
     text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "work: deploy at ten" in text and "dentist" not in text
     assert "no side is known" not in text

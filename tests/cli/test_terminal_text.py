@@ -40,7 +40,8 @@ def _plant(engine: Engine) -> int:
     with engine.begin() as conn:
         for table in tables.metadata.sorted_tables:
             for column in table.columns:
-                if not isinstance(column.type, String | Text) or column.primary_key:
+                kind = getattr(column.type, "impl_instance", column.type)  # ScrubbedText
+                if not isinstance(kind, String | Text) or column.primary_key:
                     continue
                 planted += conn.execute(
                     update(table)

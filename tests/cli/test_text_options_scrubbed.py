@@ -221,6 +221,20 @@ def _inputs() -> dict[tuple[tuple[str, ...], str], Argv]:
             token(t),
         ],
         (("token", "create"), "name"): lambda db, t: ["token", "create", token(t)],
+        # A side is a configured name: a secret in its place is refused (no side holds it).
+        (("task", "add"), "side"): lambda db, t: ["task", "add", "x", "--side", token(t)],
+        (("task", "edit"), "side"): lambda db, t: ["task", "edit", "1", "--side", token(t)],
+        (("task", "claim"), "side"): lambda db, t: ["task", "claim", "--side", token(t)],
+        (("schedule", "add"), "side"): lambda db, t: [
+            "schedule",
+            "add",
+            "x",
+            "--rule",
+            "daily",
+            "--side",
+            token(t),
+        ],
+        (("token", "create"), "side"): lambda db, t: ["token", "create", "n", "--side", token(t)],
     }
 
 

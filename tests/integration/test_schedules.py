@@ -41,8 +41,8 @@ def test_create_sets_next_due_to_the_first_occurrence_from_today(engine: Engine)
     assert schedule.next_due == date(2026, 6, 22)
     data = schedule.to_json(WED, ZoneInfo("Asia/Seoul"))
     assert set(data) == {
-        "id", "title", "body", "kind", "rule", "rule_text", "project", "start_on", "next_due",
-        "missed", "last_fired_on", "last_fired_at", "enabled", "priority", "created_at",
+        "id", "title", "body", "kind", "rule", "rule_text", "project", "side", "start_on",
+        "next_due", "missed", "last_fired_on", "last_fired_at", "enabled", "priority", "created_at",
         "updated_at",
     }  # fmt: skip
     assert data["rule_text"] == "every Monday"

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 SCRUBBED: dict[str, dict[str, int | None]] = {
     "tasks": {"title": 500, "body": None, "project": 64, "side": 64, "lease_owner": 200},
     "schedules": {"title": 500, "body": None, "project": 64, "side": 64},
-    "events": {"actor": 200, "subject": 200},
+    "events": {"actor": 200},
     "workers": {"name": 200},
     "backups": {"worker": 200, "file": None, "error": None},
     "sessions": {
@@ -81,6 +81,10 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("schedules", "rule"): "a rule the parser accepted (core/rules.py): no free text",
     ("schedules", "missed"): _ENUM,
     ("events", "kind"): "made by ondeck: task.claimed, session.started, …",
+    ("events", "subject"): (
+        "made by ondeck: <kind>:<id>, or a token's name as stored (scrubbed in its own table);"
+        " scrubbed again, 'token:laptop' read as a token's value"
+    ),
     ("workers", "tz"): "a zone name the zone database knows, refused otherwise",
     ("backups", "status"): _ENUM,
     ("sessions", "agent"): "made by ondeck: claude-code (a record of another agent is refused)",

@@ -200,7 +200,7 @@ events = Table(
     Column("at", Instant, nullable=False),
     Column("actor", ScrubbedText(200), nullable=False),
     Column("kind", String(64), nullable=False),
-    Column("subject", ScrubbedText(200), nullable=False),
+    Column("subject", String(200), nullable=False),
     Column("details", ScrubbedJson(), nullable=False),
     # Activity pages read newest first (by id, which follows time), optionally by subject or
     # kind. Nothing reads events by `at`: an index on it would only slow every change down.

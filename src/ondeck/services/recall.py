@@ -873,6 +873,7 @@ def recall(
     result = Recall(query=query, scope=scope, kinds=wanted, include_all=include_all, limit=limit)
     room = limit + 1  # one more than shown per source: tells whether there is more
     seen: dict[str, list[int]] = {name: [] for name in _BUCKETS.values()}
+
     def search(terms: tuple[str, ...], whole: bool) -> list[Hit]:
         batch: list[Hit] = []
         guess = _Guess()

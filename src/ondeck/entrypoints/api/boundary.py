@@ -54,7 +54,13 @@ class Boundary:
                 self.public.add((host, port))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("server") is None:
+        # The owner-only socket (entrypoints/server.py marks its requests; uvicorn gives them
+        # the socket's path as the server, with no port) is no browser's.
+        if (
+            scope["type"] != "http"
+            or scope.get("ondeck.owner_channel")
+            or scope.get("server") is None
+        ):
             await self.app(scope, receive, send)
             return
         refusal = self.refusal(scope)
