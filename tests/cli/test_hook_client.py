@@ -67,11 +67,13 @@ def _machine(home: Path) -> dict[str, str]:
 class Server:
     """`ondeck serve` on a free port, in the server machine's home."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, db_url: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**_machine(home), "ONDECK_TOKEN": ADMIN, "ONDECK_PORT": str(self.port)}
-        self.db_url = f"sqlite:///{home}/.local/share/ondeck/ondeck.db"
+        self.db_url = db_url or f"sqlite:///{home}/.local/share/ondeck/ondeck.db"
+        if db_url is not None:
+            self.env["ONDECK_DATABASE_URL"] = db_url
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -175,6 +177,17 @@ def _no_database(modules: list[str]) -> None:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     running = Server(tmp_path / "server-home")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def store_server(tmp_path: Path, db_url: str) -> Iterator[Server]:
+    """The server on each store (SQLite and PostgreSQL)."""
+    running = Server(tmp_path / "server-home", db_url)
     running.start()
     try:
         yield running
@@ -333,23 +346,24 @@ def test_a_client_mode_hook_over_https_verifies_the_certificate(tmp_path: Path) 
         server.stop()
 
 
-def test_a_body_over_the_limit_is_refused_with_a_clean_413(server: Server) -> None:
+def test_a_body_over_the_limit_is_refused_with_a_clean_413(store_server: Server) -> None:
     """The real server refuses a body over its limit unread: the hooks announce a large body
     (`Expect: 100-continue`), so the refusal arrives as what it is, not as a reset."""
     from ondeck.core.http_limits import MAX_BODY_BYTES
     from ondeck.entrypoints.hook_http import request
 
     body = b'{"records":[' + b"1," * MAX_BODY_BYTES + b"1]}"
-    status, _, answer = request(server.url, "POST", "/api/v1/sessions/records", body=body)
+    status, _, answer = request(store_server.url, "POST", "/api/v1/sessions/records", body=body)
     assert status == 413 and b"too_large" in answer
 
 
 def test_a_spool_larger_than_a_request_body_all_leaves_once_the_server_is_back(
-    server: Server, tmp_path: Path
+    store_server: Server, tmp_path: Path
 ) -> None:
     """Issue 22, item 2: 110 Stop events with 4,000-character Korean last words (some 1.4 MB
     in all, over the server's 1 MiB body) and the session's end, spooled while the server was
-    down, all leave once it is back; the brief then shows the session ended."""
+    down, all leave once it is back; the brief then shows the session ended. On each store."""
+    server = store_server
     token = server.ondeck("token", "create", "laptop")
     client = Client(tmp_path / "laptop-home", server, token)
     client.hook("session-start", "start")
