@@ -1,5 +1,5 @@
 """Entry points reach transactions, the clock and the session context only through
-`entrypoints/store.py`, so a new route, page, command or tool cannot quietly do it its own
+`entrypoints/gateway.py`, so a new route, page, command or tool cannot quietly do it its own
 way (a write transaction for a read, a second clock reading, a context format of its own).
 Read from the source with `ast`."""
 
@@ -19,20 +19,20 @@ ONLY_IN: dict[str, tuple[set[str], str]] = {
     # The session hooks' database path runs without a Store: its settings are
     # hook_config.HookConfig (pydantic's import alone costs most of a hook's budget). It
     # writes the rare lease release at a session's end, and reads session-start's context
-    # (store.hook_context) on SQLAlchemy when the database had to be created or migrated.
-    "reading": ({"store.py", "hook_delivery.py"}, "open transactions with Call.read()/write()"),
-    "writing": ({"store.py", "hook_delivery.py"}, "open transactions with Call.read()/write()"),
-    "context_for": ({"store.py"}, "build the context with Call.context()"),
-    "build_context": ({"store.py"}, "build the context with Call.context()"),
-    "fit_markdown": ({"store.py"}, "build the context with Call.context()"),
-    "to_markdown": ({"store.py"}, "render it with Call.context_text() or render()"),
+    # (gateway.hook_context) on SQLAlchemy when the database had to be created or migrated.
+    "reading": ({"gateway.py", "hooks/delivery.py"}, "open transactions with Call.read()/write()"),
+    "writing": ({"gateway.py", "hooks/delivery.py"}, "open transactions with Call.read()/write()"),
+    "context_for": ({"gateway.py"}, "build the context with Call.context()"),
+    "build_context": ({"gateway.py"}, "build the context with Call.context()"),
+    "fit_markdown": ({"gateway.py"}, "build the context with Call.context()"),
+    "to_markdown": ({"gateway.py"}, "render it with Call.context_text() or render()"),
     "now": (
         # The command's instant (a `rule check` needs "today" and no database), the jobs
         # loop's tick and a hook's event (sent to a server or the spool as it is), no Call;
         # and the instant a client hook's records leave (the server compares it with its own
         # clock: a drain sends them long after their events).
-        {"store.py", "cli/common.py", "jobs.py", "hooks.py", "hook_client.py"},
-        "take the instant from the Call (store.now())",
+        {"gateway.py", "cli/common.py", "jobs/loop.py", "hooks/verbs.py", "hooks/client_mode.py"},
+        "take the instant from the Call (Call.now)",
     ),
 }
 
@@ -63,7 +63,7 @@ def misuses(root: Path) -> list[str]:
     return wrong
 
 
-def test_entry_points_go_through_the_store_module() -> None:
+def test_entry_points_go_through_the_gateway_module() -> None:
     assert not misuses(ENTRYPOINTS), "\n".join(misuses(ENTRYPOINTS))
 
 
@@ -72,8 +72,8 @@ def test_entry_points_go_through_the_store_module() -> None:
     [
         "from ondeck.db.engine import writing",
         "from ondeck.core import clock\nx = clock.now()",
-        "from ondeck.services.context import context_for",
-        "from ondeck.services.context_render import to_markdown",
+        "from ondeck.context.build import context_for",
+        "from ondeck.context.render import to_markdown",
     ],
 )
 def test_a_route_that_goes_its_own_way_is_caught(tmp_path: Path, line: str) -> None:
