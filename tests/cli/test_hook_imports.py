@@ -5,6 +5,7 @@ read its context from) a database that is there at the current revision themselv
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from sqlalchemy import select
 
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import events
+from ondeck.entrypoints.hooks import fast_path
 from support.pg import free_port
 
 HEAVY = ("fastapi", "starlette", "mcp", "uvicorn", "typer", "click", "rich", "alembic")
@@ -237,3 +239,209 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+# --- the fast path's wall (entrypoints/hooks/fast_path.py) ---------------------------------
+
+SRC = Path(fast_path.__file__).parents[2]
+
+# The real entry point, reporting every ondeck module and every NEVER package it loaded.
+PROBE_MODULES = """
+import json, os, sys
+real_exit = os._exit
+def exit_reporting(code):
+    names = [m for m in sys.modules if m.split(".")[0] in ("ondeck", *{never!r})]
+    sys.stderr.write("MODULES " + json.dumps(sorted(names)) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = exit_reporting
+sys.argv = ["ondeck", "hook", sys.argv[1]]
+from ondeck.entrypoints.cli import main
+main()
+"""
+
+VERBS = ("session-start", "stop", "post-compact", "session-end")
+
+
+def _loaded(env: dict[str, str], cwd: Path, verb: str, session: str) -> set[str]:
+    event = {
+        "session_id": session,
+        "cwd": str(cwd),
+        "hook_event_name": verb,
+        "last_assistant_message": "배포 끝",
+        "compact_summary": "summary",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE_MODULES.format(never=fast_path.NEVER), verb],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("MODULES ")]
+    assert len(lines) == 1, result.stderr
+    return set(json.loads(lines[0].removeprefix("MODULES ")))
+
+
+def _outside(loaded: set[str], allowed: frozenset[str]) -> list[str]:
+    return sorted(loaded - allowed)
+
+
+def _module_path(name: str) -> Path:
+    rel = Path(*name.split(".")[1:])
+    package = SRC / rel / "__init__.py"
+    return package if package.exists() else SRC / rel.with_suffix(".py")
+
+
+def _import_time_imports(tree: ast.Module) -> list[tuple[str, int]]:
+    """What a module imports when it is imported: its body and class bodies, `if` and `try`
+    blocks included; not functions, and not `if TYPE_CHECKING:`."""
+    found: list[tuple[str, int]] = []
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.extend((alias.name, node.lineno) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.append((node.module, node.lineno))
+                found.extend((f"{node.module}.{a.name}", node.lineno) for a in node.names)
+            elif isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, ast.Try):
+                for part in (node.body, node.orelse, node.finalbody):
+                    walk(part)
+                for handler in node.handlers:
+                    walk(handler.body)
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body)
+
+    walk(tree.body)
+    return found
+
+
+def wall_breaches(modules: frozenset[str], src: Path = SRC) -> list[str]:
+    """Each import a listed module makes at import time of a module that is neither in the
+    standard library nor listed."""
+    wrong = []
+    for name in sorted(modules):
+        rel = Path(*name.split(".")[1:])
+        path = src / rel / "__init__.py"
+        if not path.exists():
+            path = src / rel.with_suffix(".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for target, line in _import_time_imports(tree):
+            top = target.split(".")[0]
+            if top == "ondeck":
+                is_module = (src / Path(*target.split(".")[1:])).with_suffix(".py").exists()
+                is_package = (src / Path(*target.split(".")[1:]) / "__init__.py").exists()
+                if (is_module or is_package or target == "ondeck") and target not in modules:
+                    wrong.append(f"{name}:{line} imports {target}")
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                wrong.append(f"{name}:{line} imports {target}")
+    return wrong
+
+
+def test_every_module_on_the_fast_path_exists() -> None:
+    missing = [m for m in sorted(fast_path.MODULES) if not _module_path(m).exists()]
+    assert not missing, f"listed on the fast path but not in the tree: {missing}"
+
+
+def test_a_module_on_the_fast_path_imports_only_the_standard_library_and_the_path() -> None:
+    breaches = wall_breaches(fast_path.MODULES)
+    assert not breaches, "imports through the fast path's wall:\n" + "\n".join(breaches)
+
+
+def test_the_wall_check_finds_a_planted_import(tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "ondeck"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    planted = copy / "sessions" / "spool.py"
+    text = planted.read_text(encoding="utf-8")
+    planted.write_text(
+        text + "\ntry:\n    import sqlalchemy\nexcept ImportError:\n    pass\n"
+        "if TYPE_CHECKING:\n    import pydantic\n"
+        "from ondeck.work import backlog\n",
+        encoding="utf-8",
+    )
+    breaches = wall_breaches(fast_path.MODULES, copy)
+    assert any("sessions.spool" in b and "imports sqlalchemy" in b for b in breaches), breaches
+    assert any("imports ondeck.work.backlog" in b for b in breaches), breaches
+    assert not any("pydantic" in b for b in breaches), breaches
+
+
+@pytest.mark.slow
+def test_each_hook_loads_only_its_paths_modules(db_url: str, tmp_path: Path) -> None:
+    """Every verb on every path (the database at its revision, this machine's server, client
+    mode, and client mode with the server gone: the spool) loads only what the fast path
+    lists for it, and nothing of NEVER."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ONDECK_")}
+    base.update(HOME=str(tmp_path / "home"), ONDECK_TZ="UTC")
+    found: dict[str, list[str]] = {}
+
+    database = {
+        **base,
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_PORT": str(free_port()),
+    }
+    _loaded(database, repo, "session-start", "s0")  # makes the tables: the slow way, once
+    for verb in VERBS:
+        found[f"database {verb}"] = _outside(
+            _loaded(database, repo, verb, "s1"), fast_path.DATABASE
+        )
+
+    port = free_port()
+    admin = "admin-token-of-the-server-0123456789"
+    serving = {**database, "ONDECK_PORT": str(port), "ONDECK_TOKEN": admin}
+    ondeck = str(Path(sys.executable).with_name("ondeck"))
+    server = subprocess.Popen(
+        [ondeck, "serve", "--no-jobs"], env=serving, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+                break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                time.sleep(0.1)
+        for verb in VERBS:
+            found[f"server {verb}"] = _outside(_loaded(serving, repo, verb, "s2"), fast_path.SERVER)
+        made = subprocess.run(
+            [ondeck, "token", "create", "laptop", "--json"],
+            env=serving,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        client = {
+            **base,
+            "HOME": str(tmp_path / "laptop"),
+            "ONDECK_SERVER_URL": f"http://127.0.0.1:{port}",
+            "ONDECK_TOKEN": json.loads(made.stdout)["token"],
+        }
+        for verb in VERBS:
+            found[f"client {verb}"] = _outside(_loaded(client, repo, verb, "s3"), fast_path.CLIENT)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    for verb in VERBS:  # the server gone: each event goes to the laptop's spool
+        found[f"spooled {verb}"] = _outside(
+            _loaded(client, repo, verb, "s4"), fast_path.CLIENT_ALONE
+        )
+    outside = {where: names for where, names in found.items() if names}
+    assert not outside, f"loaded outside the fast path: {outside}"
