@@ -260,6 +260,7 @@ def shoot(deck: Deck, out: Path, facts: dict[str, Any]) -> list[str]:
         shot("memory-recall")
         shot("activity", "/activity")
         shot("system", "/system")
+        shot("not-found", "/tasks/999")
         browser.close()
     return made
 

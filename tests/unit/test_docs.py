@@ -162,3 +162,10 @@ def test_every_settings_file_shown_is_read_as_it_says(
         assert getattr(settings, key) is not None, f"{doc}: {key}"
         if isinstance(value, list):
             assert len(getattr(settings, key)) == len(value), f"{doc}: {key}"
+
+
+def test_every_screenshot_is_shown() -> None:
+    """A picture no page shows is a stale one: remove it, or show it."""
+    shown = " ".join(doc.read_text() for doc in _documents())
+    for picture in sorted((REPO / "docs" / "screenshots").glob("*.png")):
+        assert f"screenshots/{picture.name}" in shown, f"{picture.name} is shown nowhere"
