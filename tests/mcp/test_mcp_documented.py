@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from mcp import Client
-from ondeck.core.config import Settings
-from ondeck.entrypoints.mcp_server import build_server
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 

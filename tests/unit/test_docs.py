@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import typer.main
 
-from ondeck.core.config import Settings
 from ondeck.entrypoints.cli.app import app
+from ondeck.host.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -148,7 +148,7 @@ def test_every_settings_file_shown_is_read_as_it_says(
     """A key written after a [table] belongs to that table: an example must load."""
     import tomllib
 
-    from ondeck.core.config import load_settings
+    from ondeck.host.settings import load_settings
 
     for name in [key for key in os.environ if key.upper().startswith("ONDECK_")]:
         monkeypatch.delenv(name)
