@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from datetime import UTC, timedelta
 from pathlib import Path
@@ -337,14 +338,40 @@ def test_every_seconds_setting_is_bounded(
     )
 
 
+SETTINGS_PAGE = Path(__file__).parents[2] / "docs" / "configuration.md"
+
+
 def test_every_setting_is_documented_with_its_bound() -> None:
-    """The README's settings table names every setting, and each duration setting's
-    maximum as the loader enforces it."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    rows = {line.split("|")[1] for line in readme.splitlines() if line.startswith("| `ONDECK_")}
-    table = " ".join(rows)
-    for name in SETTINGS_FIELDS:
-        assert f"`ONDECK_{name.upper()}`" in table, f"ONDECK_{name.upper()} is not documented"
+    """The settings table of docs/configuration.md names every setting and nothing else,
+    and each duration setting's maximum as the loader enforces it."""
+    page = SETTINGS_PAGE.read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `ONDECK_")]
+    named = set(re.findall(r"`ONDECK_([A-Z_]+)`", " ".join(row.split("|")[1] for row in rows)))
+    fields = {name.upper() for name in SETTINGS_FIELDS}
+    assert fields - named == set(), "settings missing from the table"
+    assert named - fields <= {"CONFIG"}, "the table names settings that do not exist"
     for name in DURATION_SETTINGS:
-        row = next(line for line in readme.splitlines() if f"`ONDECK_{name.upper()}`" in line)
+        row = next(line for line in rows if f"`ONDECK_{name.upper()}`" in line)
         assert f"at most `{format_duration(_bounds(name).maximum)}`" in row
+
+
+def test_the_documented_defaults_are_the_defaults() -> None:
+    """A default written as a literal in the table is the field's default."""
+    page = SETTINGS_PAGE.read_text()
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        if not line.startswith("| `ONDECK_") or "/" in cells[0]:
+            continue
+        name = cells[0].strip("`").removeprefix("ONDECK_").lower()
+        literal = re.fullmatch(r"`([^`$]+)`", cells[1])
+        field = SETTINGS_FIELDS.get(name)
+        if field is None or literal is None or field.default_factory is not None:
+            continue  # a computed default (the machine's zone, the data directory)
+        default = field.default
+        if isinstance(default, timedelta):
+            shown = format_duration(default)
+        elif isinstance(default, int | float):
+            shown = f"{default:g}"
+        else:
+            shown = str(default)
+        assert literal.group(1) == shown, f"ONDECK_{name.upper()}: {literal.group(1)} != {shown}"

@@ -5,7 +5,8 @@ Ticks happen only when a test runs `ondeck jobs --once` (the server runs with --
 and the CLI claims tasks as a separate process, as a person or an agent would.
 
 With `ONDECK_TEST_SCREENSHOTS=1` the SQLite run saves a screenshot of each page into
-docs/screenshots/ (the README shows them); otherwise they go to the test's tmp directory.
+docs/screenshots/ (docs/screenshots/make.py makes the full set the docs show); otherwise they
+go to the test's tmp directory.
 """
 
 from __future__ import annotations

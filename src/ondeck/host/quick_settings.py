@@ -215,7 +215,7 @@ def database_url(checked: str | None, data_dir: str | os.PathLike[str]) -> str:
 # A token guards the whole store, and the dashboard's signing key is derived from it, so a
 # signed form token (which the login page hands anyone) lets a guesser test candidates
 # offline at full speed: only a long random token resists. 32 characters of hex are 128
-# bits; `openssl rand -hex 32` (64 characters) is what the README recommends.
+# bits; `openssl rand -hex 32` (64 characters) is what docs/configuration.md recommends.
 TOKEN_MIN_CHARS = 32
 _TOKEN_MIN_DISTINCT = 8
 TOKEN_HOW = "make one with `openssl rand -hex 32`"
