@@ -19,7 +19,17 @@ from dataclasses import fields
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    delete,
+    insert,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from ondeck.core.clock import aware, today
@@ -106,18 +116,26 @@ def check_reason(value: str | None) -> str:
 def in_scope(scope: Scope) -> list[Any]:
     """WHERE clauses for notes a reader with `scope` may see (project: its notes and the
     side-wide ones)."""
+    return scope_clauses(scope.sides_on, scope.inbox, scope.side, scope.project)
+
+
+def scope_clauses(sides_on: bool, inbox: bool, side: Any, project: Any) -> list[Any]:
+    """`in_scope` with the side and project as values or as bound parameters (recall builds
+    its statements once per shape and binds them at each call); no project: all of them."""
     where: list[Any] = []
-    if scope.sides_on:
-        where.append(notes.c.side.is_(None) if scope.inbox else notes.c.side == scope.side)
-    if scope.project is not None:
-        where.append(or_(notes.c.project == scope.project, notes.c.project.is_(None)))
+    if sides_on:
+        where.append(notes.c.side.is_(None) if inbox else notes.c.side == side)
+    if project is not None:
+        where.append(or_(notes.c.project == project, notes.c.project.is_(None)))
     return where
 
 
-def true_today(day: date) -> list[Any]:
-    """Notes that may be shown as true on `day`: active and not past their date."""
+def true_today(day: Any) -> list[Any]:
+    """Notes that may be shown as true on `day` (a date, or a bound parameter): active and
+    not past their date. The Core form of core/memory.py TRUE_TODAY; the status is written
+    in the statement, not bound, so a plan made once still reads only active notes."""
     return [
-        notes.c.status == NoteStatus.ACTIVE.value,
+        notes.c.status == literal_column("'active'"),
         or_(notes.c.expires_on.is_(None), notes.c.expires_on >= day),
     ]
 
