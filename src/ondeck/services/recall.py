@@ -38,7 +38,8 @@ from sqlalchemy import Connection
 
 from ondeck.core.memory import NoteKind, NoteStatus, Scope, shown_status
 from ondeck.db.predicates import presumed_lost
-from ondeck.services.notes import check_scope
+from ondeck.services.notes_calls import Caller
+from ondeck.services.notes_read import check_scope
 from ondeck.services.recall_plan import Guess, found_rows
 from ondeck.services.recall_query import (
     DEFAULT_LIMIT,
@@ -61,6 +62,7 @@ __all__ = [
     "parse_kinds",
     "parse_query",
     "recall",
+    "recall_json",
 ]
 
 _NOTE_ORDER = ("note", "decision", "handoff")
@@ -221,6 +223,34 @@ def _search_tasks(
         )
         for row in found_rows(conn, "tasks", terms, scope, limit, skip, guess=guess)
     ]
+
+
+def recall_json(
+    conn: Connection,
+    at: Caller,
+    text: str,
+    scope: Scope,
+    *,
+    kinds: Sequence[str] | str | None = None,
+    include_all: bool = False,
+    limit: int = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    """What the API's route, the CLI and the MCP tool call: `recall` for the caller, as the
+    API shows it (a session silent past the grace shown lost)."""
+    from ondeck.services.sessions import lost_before
+
+    now = at.now()
+    found = recall(
+        conn,
+        text,
+        scope,
+        at.today(),
+        kinds=parse_kinds(kinds),
+        include_all=include_all,
+        limit=limit,
+        lost_before=lost_before(now, at.settings),
+    )
+    return found.to_json(at.settings.zone, now)
 
 
 def recall(

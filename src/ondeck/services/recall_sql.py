@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
-from ondeck.services.notes import scope_clauses, true_today
+from ondeck.services.notes_read import scope_clauses, true_today
 from ondeck.services.recall_patterns import SOURCES, Shape, Source
 
 
