@@ -10,7 +10,7 @@ from ondeck.core.clock import aware
 from ondeck.core.validation import EXPORT_FILE_MAX
 
 FORMAT = "ondeck-memory"
-# 2: the file ends with an end line (its counts and digest). 1 (before it) is still read.
+# 2: the file ends with an end line (its counts and digest); version 1, without it, is read too.
 VERSION = 2
 END = "end"
 LINE_MAX = 64 * 1024

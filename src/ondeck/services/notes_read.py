@@ -7,22 +7,10 @@ from collections.abc import Collection, Sequence
 from datetime import date
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    literal_column,
-    or_,
-    select,
-)
+from sqlalchemy import Connection, literal_column, or_, select
 
 from ondeck.core.errors import InvalidInput, NotFound
-from ondeck.core.memory import (
-    REASON_MAX,
-    TEXT_MAX,
-    Note,
-    NoteKind,
-    Scope,
-    check_note_id,
-)
+from ondeck.core.memory import REASON_MAX, TEXT_MAX, Note, NoteKind, Scope, check_note_id
 from ondeck.core.models import Event
 from ondeck.core.validation import check_line, check_project, check_text
 from ondeck.db.tables import notes

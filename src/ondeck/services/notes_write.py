@@ -8,14 +8,7 @@ from collections.abc import Collection
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    and_,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import Connection, Engine, and_, insert, select, update
 
 from ondeck.core.clock import aware, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
@@ -33,8 +26,6 @@ from ondeck.db.engine import writing
 from ondeck.db.tables import notes, sessions
 from ondeck.services import events as event_log
 from ondeck.services.notes_read import check_note_text, check_side, note_from_row
-
-# --- writing --------------------------------------------------------------------------------
 
 
 def session_row(conn: Connection, session_id: int) -> Any:
