@@ -1,4 +1,4 @@
-"""Where a new note goes (services/notes_calls.py `new_note_place`), the one rule the CLI's
+"""Where a new note goes (memory/notes_calls.py `new_note_place`), the one rule the CLI's
 `note add` and the MCP tool `remember` both use."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from ondeck.core.errors import InvalidInput
-from ondeck.services.notes_calls import new_note_place
+from ondeck.memory.notes_calls import new_note_place
 
 SIDES = {"work": ["~/work"], "home": ["~/home"]}
 

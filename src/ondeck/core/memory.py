@@ -43,7 +43,7 @@ class NoteStatus(StrEnum):
 
 
 # A note that may be shown as true on `:day`, as SQL: `shown_status` below, for a row. Both
-# stores read it; services/notes.py `true_today` is its Core form (tests/unit/test_predicates.py
+# stores read it; memory/notes.py `true_today` is its Core form (tests/unit/test_predicates.py
 # holds the three together).
 TRUE_TODAY = "notes.status = 'active' AND (notes.expires_on IS NULL OR notes.expires_on >= :day)"
 

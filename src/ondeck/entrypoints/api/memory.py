@@ -1,9 +1,9 @@
 """Memory over HTTP: `/api/v1/recall`, `/api/v1/notes…`, `/api/v1/handoffs`. Thin: parse,
-call one service (services/notes_calls.py, services/recall.py `recall_json`), render.
+call one service (memory/notes_calls.py, memory/recall.py `recall_json`), render.
 
 The API has no working directory: with sides configured every call names its `side`, or
 asks for the inbox (`unclassified=true`); a note of another side is "not found".
-The result models are shared with the MCP server (entrypoints/mcp_server.py).
+The result models are shared with the MCP server (entrypoints/mcp/tools.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus, Scope
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Day, Project, StrictBody, errors
-from ondeck.entrypoints.store import Call
-from ondeck.services import notes
-from ondeck.services import notes_calls as calls
-from ondeck.services.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, recall_json
+from ondeck.entrypoints.gateway import Call
+from ondeck.memory import notes
+from ondeck.memory import notes_calls as calls
+from ondeck.memory.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, recall_json
 
 router = APIRouter(tags=["memory"])
 
@@ -148,7 +148,7 @@ class SupersedeIn(StrictBody):
 
 
 class WrongIn(StrictBody):
-    # Empty is the service's to refuse (services/notes.py check_reason), in its words.
+    # Empty is the service's to refuse (memory/notes.py check_reason), in its words.
     reason: Annotated[str, Field(max_length=500)] = ""
 
 

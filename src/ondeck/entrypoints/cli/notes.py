@@ -1,5 +1,5 @@
 """`ondeck note …` and `ondeck handoff`: memory a session can trust. Thin: parse, call one
-service (services/notes_calls.py), print.
+service (memory/notes_calls.py), print.
 
 Every command reads and writes one side: `--side`, else the side of the current directory
 (the rules the session hooks use), or `--unclassified` for the inbox; without configured
@@ -136,7 +136,7 @@ def add(
     place_side, place_project = side, project
     if session is None:
         from ondeck.entrypoints.place import here
-        from ondeck.services.notes_calls import new_note_place
+        from ondeck.memory.notes_calls import new_note_place
 
         # This machine's directory, by this machine's rules (a server never reads it).
         place_side, place_project = new_note_place(
@@ -149,7 +149,7 @@ def add(
     expires_on = _day(expires, "--expires date")
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         with cli.write() as conn:
             return notes_calls.add_note(
@@ -204,7 +204,7 @@ def list_(
     kinds = _kinds(kind)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         with cli.read() as conn:
             return notes_calls.list_notes(
@@ -263,7 +263,7 @@ def show(
     scope = _scope(cli, side, None, unclassified)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         with cli.read() as conn:
             return notes_calls.show_note(conn, cli, note_id, scope, history=True)
@@ -330,7 +330,7 @@ def edit(
     day = expires_on if isinstance(expires_on, date) else None
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         with cli.write() as conn:
             return notes_calls.edit_note(
@@ -391,7 +391,7 @@ def _pin(
 ) -> None:
 
     def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         return notes_calls.pin_note(conn, cli, note_id, pinned, scope=scope)
 
@@ -439,7 +439,7 @@ def supersede(
     """Replace a note with a new one; the old one is kept as superseded, linked to it."""
 
     def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         return notes_calls.supersede_note(conn, cli, note_id, text, scope=scope, session=session)
 
@@ -464,7 +464,7 @@ def wrong(
     """Mark a note wrong: kept with the reason, never shown as true again."""
 
     def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         return notes_calls.mark_wrong(conn, cli, note_id, reason or "", scope=scope)
 
@@ -491,7 +491,7 @@ def delete(
     if not yes:
 
         def found() -> dict[str, Any]:
-            from ondeck.services import notes_calls
+            from ondeck.memory import notes_calls
 
             with cli.read() as conn:
                 return notes_calls.show_note(conn, cli, note_id, scope)
@@ -504,7 +504,7 @@ def delete(
         typer.confirm(f"delete note {note['id']} ({_one_line(note['text'], 60)})?", abort=True)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes_calls
+        from ondeck.memory import notes_calls
 
         with cli.write() as conn:
             return notes_calls.delete_note(conn, cli, note_id, scope=scope)

@@ -1,5 +1,5 @@
 """`ondeck handoff TEXT --session ID`: a session's own words for the next session of its
-project. Thin: read this machine's git, call one service (services/notes_calls.py), print."""
+project. Thin: read this machine's git, call one service (memory/notes_calls.py), print."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def register(root: typer.Typer) -> None:
         found = here(cli.settings)
 
         def local() -> dict[str, Any]:
-            from ondeck.services import notes_calls
+            from ondeck.memory import notes_calls
 
             with cli.write() as conn:
                 return notes_calls.write_handoff(

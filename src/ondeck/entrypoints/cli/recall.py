@@ -1,5 +1,5 @@
 """`ondeck recall QUERY`: search memory (notes, handoffs, compaction summaries, last words,
-tasks) of one side. Thin: parse, call services/recall.py `recall_json` (or the server's
+tasks) of one side. Thin: parse, call memory/recall.py `recall_json` (or the server's
 `GET /recall`), print the JSON it gives."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         kinds = ",".join(kind or [])
 
         def local() -> dict[str, Any]:
-            from ondeck.services.recall import recall_json
+            from ondeck.memory.recall import recall_json
 
             with cli.read() as conn:
                 return recall_json(
