@@ -380,9 +380,11 @@ def test_a_change_made_meanwhile_is_not_overwritten(engine: Engine) -> None:
             update(notes).where(notes.c.id == note.id).values(updated_at=NOW + timedelta(1))
         )
         before = svc.get_note(conn, note.id)
-    stale = before.__class__(**{**{f: getattr(before, f) for f in svc._NAMES}, "updated_at": NOW})
+    stale = before.__class__(
+        **{**{f: getattr(before, f) for f in before.__dataclass_fields__}, "updated_at": NOW}
+    )
     with engine.begin() as conn, pytest.raises(Conflict, match="changed while"):
-        svc._guarded_update(conn, stale, pinned=True)
+        svc.guarded_update(conn, stale, pinned=True)
 
 
 def test_two_writers_of_a_first_handoff_at_once_leave_one(engine: Engine) -> None:

@@ -230,18 +230,19 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     read the whole table): its plan names the trigram machinery, for both term lengths."""
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from ondeck.memory.recall import _SOURCES, _match_values, _Shape, _statement
+    from ondeck.memory.recall_patterns import SOURCES, Shape, match_values
+    from ondeck.memory.recall_sql import statement
 
     dialect = postgresql.dialect() if engine.dialect.name == "postgresql" else sqlite.dialect()
-    for name in _SOURCES:
-        shape = _Shape(
+    for name in SOURCES:
+        shape = Shape(
             dialect=engine.dialect.name, source=name, lengths=(min(len(term), 3),),
             cased=(term.lower() != term.upper(),), ascii=(term.isascii(),),
             sides_on=False, inbox=False, project=False, skip=False, include_all=True,
         )  # fmt: skip
         # PostgreSQL: a rare term's statement (the indexes give the candidates).
         strategy = "rare" if engine.dialect.name == "postgresql" else "plain"
-        query = _statement(shape, strategy).params(**_match_values(shape, [term]), limit=20)
+        query = statement(shape, strategy).params(**match_values(shape, [term]), limit=20)
         compiled = query.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
         plan = _plan(engine, str(compiled), {})
         kind = "pairs" if len(term) == 2 else "trgm"
@@ -308,10 +309,10 @@ def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_fir
 ) -> None:
     """PostgreSQL reads the newest rows first and asks the indexes only when the page is not
     filled there: both ways give the same answer as reading everything."""
-    from ondeck.memory import recall as recall_module
+    from ondeck.memory import recall_sql as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", 3)
-    recall_module._statement.cache_clear()
+    recall_module.statement.cache_clear()
     try:
         oldest = note(engine, "승인 받기 the approval", at=NOW)
         made = [
@@ -324,7 +325,7 @@ def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_fir
         assert [h.id for h in found.hits] == [made[-1].id, made[-2].id] and found.more
         assert refs(engine, "words", limit=20) == [f"note {m.id}" for m in reversed(made)]
     finally:
-        recall_module._statement.cache_clear()
+        recall_module.statement.cache_clear()
 
 
 def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
@@ -333,7 +334,7 @@ def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
     """PostgreSQL: a term rare in notes sends the next sources to their indexes first, for
     CAP candidates at most; where it is commoner than that, the newest rows are read as for
     any term: the same answer either way."""
-    from ondeck.memory import recall as recall_module
+    from ondeck.memory import recall_sql as recall_module
 
     monkeypatch.setattr(recall_module, "CAP", 2)
     only = note(engine, "승인 approval in one note", at=NOW)
@@ -369,11 +370,11 @@ def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
     """PostgreSQL reads older rows at the rate a term was found in the newest (and the next
     sources that many at once) before asking the indexes: the page is the newest matches,
     as reading everything gives."""
-    from ondeck.memory import recall as recall_module
+    from ondeck.memory import recall_sql as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", 6)
     monkeypatch.setattr(recall_module, "FURTHER", 30)
-    recall_module._statement.cache_clear()
+    recall_module.statement.cache_clear()
     try:
         tasks_made, notes_made = {}, {}
         for n in range(24):
@@ -394,7 +395,7 @@ def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
         assert found.more
         assert len(refs(engine, "midway", limit=40)) == 16
     finally:
-        recall_module._statement.cache_clear()
+        recall_module.statement.cache_clear()
 
 
 @pytest.mark.parametrize("window", [3, 2_000])
@@ -403,10 +404,10 @@ def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
 ) -> None:
     """Accented Latin, Greek and Cyrillic letters fold their case as ASCII letters do, whether
     the newest rows answer (a large window) or the indexes do (a window of 3)."""
-    from ondeck.memory import recall as recall_module
+    from ondeck.memory import recall_sql as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", window)
-    recall_module._statement.cache_clear()
+    recall_module.statement.cache_clear()
     try:
         found = note(engine, "Ärger mit dem ΣΎΣΤΗΜΑ und der ПРОВЕРКА, Émile", at=NOW)
         for n in range(8):
@@ -414,4 +415,4 @@ def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
         for query in ("ärger", "ÄRGER", "σύστημα", "проверка", "émile", "ÉMILE"):
             assert refs(engine, query) == [f"note {found.id}"], query
     finally:
-        recall_module._statement.cache_clear()
+        recall_module.statement.cache_clear()

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
 from ondeck.context import reads as context_sql
+from ondeck.core.memory import TRUE_TODAY, NoteStatus, shown_status
 from ondeck.core.models import TaskStatus
 from ondeck.db import predicates
 from ondeck.db.tables import SCHEDULES_LIVE, notes, tasks
@@ -53,6 +54,27 @@ def test_true_today_is_the_same_text(dialect: Dialect) -> None:
     compiled = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
     where = " ".join(compiled.split()).split(" WHERE ", 1)[1]
     assert where == brief.TRUE_TODAY.replace(":day", "'2026-03-14'")
+
+
+@pytest.mark.parametrize("status", list(NoteStatus))
+@pytest.mark.parametrize("expires_in", [None, -1, 0, 1])  # days from today
+def test_a_note_true_today_is_one_rule_in_sql_and_python(
+    status: NoteStatus, expires_in: int | None
+) -> None:
+    """core/memory.py TRUE_TODAY (the reads in SQL) and shown_status (one note in Python, as
+    the record and recall's results use it) say the same for every status and date."""
+    import sqlite3
+    from datetime import timedelta
+
+    day = date(2026, 3, 14)
+    expires = None if expires_in is None else day + timedelta(days=expires_in)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE notes (status TEXT, expires_on TEXT)")
+    db.execute("INSERT INTO notes VALUES (?, ?)", (status.value, expires and expires.isoformat()))
+    [(shown,)] = db.execute(
+        f"SELECT count(*) FROM notes WHERE {TRUE_TODAY}", {"day": day.isoformat()}
+    ).fetchall()
+    assert bool(shown) == (shown_status(status, expires, day) is NoteStatus.ACTIVE)
 
 
 @pytest.mark.parametrize("status", ["open", "ended", "lost"])

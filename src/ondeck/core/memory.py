@@ -1,4 +1,4 @@
-"""Notes and handoffs: their kinds, statuses and origins (issue 15).
+"""Notes and handoffs: their kinds, statuses and origins.
 
 A note is something a session should know that is not a task: a plain `note`, a
 `decision`, or a `handoff` (an agent's own words for the next session of its project, one
@@ -40,6 +40,20 @@ class NoteStatus(StrEnum):
     SUPERSEDED = "superseded"
     WRONG = "wrong"
     EXPIRED = "expired"
+
+
+# A note that may be shown as true on `:day`, as SQL: `shown_status` below, for a row. Both
+# stores read it; memory/notes.py `true_today` is its Core form (tests/unit/test_predicates.py
+# holds the three together).
+TRUE_TODAY = "notes.status = 'active' AND (notes.expires_on IS NULL OR notes.expires_on >= :day)"
+
+
+def shown_status(status: NoteStatus, expires_on: date | None, today: date) -> NoteStatus:
+    """The status as it is true today: an active note past its date is expired even before
+    the jobs tick marks it (no reader is told it is still true)."""
+    if status is NoteStatus.ACTIVE and expires_on and expires_on < today:
+        return NoteStatus.EXPIRED
+    return status
 
 
 def agent_origin(session_external_id: str | None) -> str:
@@ -93,11 +107,7 @@ class Note:
         return cls(**{name: values[name] for name in _NOTE_FIELDS})
 
     def shown_status(self, today: date) -> NoteStatus:
-        """The status as it is true today: an active note past its date is expired even
-        before the jobs tick marks it (no reader is told it is still true)."""
-        if self.status is NoteStatus.ACTIVE and self.expires_on and self.expires_on < today:
-            return NoteStatus.EXPIRED
-        return self.status
+        return shown_status(self.status, self.expires_on, today)
 
     def is_true(self, today: date) -> bool:
         return self.shown_status(today) is NoteStatus.ACTIVE

@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ondeck.core.memory import Note, Scope
+from ondeck.core.memory import TRUE_TODAY, Note, Scope
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.sessions.hook_events import AGENT
@@ -120,9 +120,6 @@ NOTES = Columns(
     instants=("status_at", "created_at", "updated_at"), dates=("expires_on",), bools=("pinned",)
 )
 SESSIONS = Columns(instants=("started_at", "last_seen_at", "ended_at"), jsons=("commits",))
-# = notes.true_today: active, and not past its date (tests/unit/test_predicates.py holds
-# the two forms together).
-TRUE_TODAY = "notes.status = 'active' AND (notes.expires_on IS NULL OR notes.expires_on >= :day)"
 _NOTE_COLUMNS = (
     "notes.id, notes.side, notes.project, notes.kind, notes.text, notes.pinned, notes.status,"
     " notes.status_reason, notes.status_at, notes.supersedes, notes.superseded_by,"

@@ -88,8 +88,7 @@ def export(
         if format is ExportFormat.jsonl:
             text = "".join(exchange.export_jsonl(conn, now, side=side))
             return PlainTextResponse(text, media_type="application/x-ndjson")
-        files = exchange.export_markdown(conn, now, store.settings.zone, side=side)
-    body = {"files": {path.as_posix(): text for path, text in files.items()}}
+        body = exchange.markdown_files(conn, store, side)
     return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
 
 
@@ -120,13 +119,4 @@ def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
             "owner's token"
         )
     with store.write() as conn:
-        result = exchange.import_jsonl(
-            conn, store.now(), body.lines, sides=store.settings.sides, actor=store.actor
-        )
-    return {
-        "notes": result.notes,
-        "sessions": result.sessions,
-        "skipped": result.skipped,
-        "updated": result.updated,
-        "warnings": result.warnings,
-    }
+        return exchange.import_counts(conn, store, body.lines)

@@ -1,5 +1,5 @@
 """Memory over HTTP: `/api/v1/recall`, `/api/v1/notes…`, `/api/v1/handoffs`. Thin: parse,
-call one service (memory/notes.py, memory/recall.py), render.
+call one service (memory/notes_calls.py, memory/recall.py `recall_json`), render.
 
 The API has no working directory: with sides configured every call names its `side`, or
 asks for the inbox (`unclassified=true`); a note of another side is "not found".
@@ -20,7 +20,8 @@ from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Day, Project, StrictBody, errors
 from ondeck.entrypoints.gateway import Call
 from ondeck.memory import notes
-from ondeck.memory.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, parse_kinds, recall
+from ondeck.memory import notes_calls as calls
+from ondeck.memory.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, recall_json
 
 router = APIRouter(tags=["memory"])
 
@@ -188,14 +189,6 @@ def scope_of(store: Call, side: str | None, project: str | None, inbox: bool) ->
     return Scope(sides_on=False, project=project)
 
 
-def note_out(store: Call, note: Any) -> dict[str, Any]:
-    zone = store.settings.zone
-    from ondeck.core.clock import today
-
-    result: dict[str, Any] = note.to_json(zone, today(store.now(), zone))
-    return result
-
-
 @router.get("/recall", response_model=RecallOut, responses=ERRORS)
 def get_recall(
     store: StoreDep,
@@ -209,24 +202,11 @@ def get_recall(
     all: Annotated[bool, Query(description="Also superseded, wrong and expired notes.")] = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
-    from ondeck.core.clock import today
-    from ondeck.sessions.records import lost_before
-
     scope = scope_of(store, side, project, unclassified)
-    kinds = parse_kinds(",".join(kind or []))
-    now, zone = store.now(), store.settings.zone
     with store.read() as conn:
-        found = recall(
-            conn,
-            q,
-            scope,
-            today(now, zone),
-            kinds=kinds,
-            include_all=all,
-            limit=limit,
-            lost_before=lost_before(now, store.settings),
+        return recall_json(
+            conn, store, q, scope, kinds=",".join(kind or []), include_all=all, limit=limit
         )
-    return found.to_json(zone, now)
 
 
 @router.get("/notes", response_model=NoteList, responses=ERRORS)
@@ -241,52 +221,43 @@ def list_notes(
     before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=notes.MAX_LIMIT)] = 50,
 ) -> dict[str, Any]:
-    from ondeck.core.clock import today
-
     scope = scope_of(store, side, project, unclassified)
     with store.read() as conn:
-        found = notes.list_notes(
+        return calls.list_notes(
             conn,
+            store,
             scope,
-            today(store.now(), store.settings.zone),
             kinds=kind or (),
             include_all=all,
             pinned=pinned,
             before_id=before_id,
             limit=limit,
         )
-    return {"notes": [note_out(store, n) for n in found]}
 
 
 @router.post("/notes", response_model=NoteOut, status_code=201, responses=ERRORS)
 def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
-    from ondeck.sessions.records import find_session
-
-    settings = store.settings
     with store.write() as conn:
-        session_id = find_session(conn, body.session).id if body.session else None
-        note = notes.add_note(
+        return calls.add_note(
             conn,
-            store.now(),
+            store,
             text=body.text,
             kind=body.kind,
             side=body.side,
             project=body.project,
-            sides=settings.sides,
-            zone=settings.zone,
             pinned=body.pinned,
             expires_on=body.expires_on,
-            session_id=session_id,
-            actor=store.actor,
+            session=body.session,
         )
-    return note_out(store, note)
 
 
 @router.get("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
 def get_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
-    return _read_note(store, note_id, side, unclassified, history=False)
+    scope = scope_of(store, side, None, unclassified)
+    with store.read() as conn:
+        return calls.show_note(conn, store, note_id, scope)
 
 
 @router.get("/notes/{note_id}/history", response_model=NoteShown, responses=ERRORS)
@@ -294,20 +265,9 @@ def get_note_history(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
     """The note with its events (`ondeck note show`)."""
-    return _read_note(store, note_id, side, unclassified, history=True)
-
-
-def _read_note(
-    store: Call, note_id: int, side: str | None, inbox: bool, *, history: bool
-) -> dict[str, Any]:
-    scope = scope_of(store, side, None, inbox)
+    scope = scope_of(store, side, None, unclassified)
     with store.read() as conn:
-        note = notes.get_note(conn, note_id, scope)
-        events = notes.history(conn, note.id) if history else None
-    found = note_out(store, note)
-    if events is not None:
-        found["history"] = [e.to_json(store.settings.zone) for e in events]
-    return found
+        return calls.show_note(conn, store, note_id, scope, history=True)
 
 
 @router.patch("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
@@ -319,51 +279,26 @@ def edit_note(
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
     scope = scope_of(store, side, None, unclassified)
-    project: Any = notes.UNSET
-    if body.whole_side:
-        if body.project is not None:
-            raise InvalidInput("give either project or whole_side")
-        project = None
-    elif body.project is not None:
-        project = body.project
-    expires: Any = notes.UNSET
-    if body.clear_expiry:
-        if body.expires_on is not None:
-            raise InvalidInput("give either expires_on or clear_expiry")
-        expires = None
-    elif body.expires_on is not None:
-        expires = body.expires_on
     with store.write() as conn:
-        note = notes.edit_note(
+        return calls.edit_note(
             conn,
-            store.now(),
+            store,
             note_id,
             scope=scope,
             text=body.text,
             kind=body.kind,
-            project=project,
-            side=body.to_side if body.to_side is not None else notes.UNSET,
-            sides=store.settings.sides,
-            expires_on=expires,
-            zone=store.settings.zone,
-            actor=store.actor,
+            project=body.project,
+            whole_side=body.whole_side,
+            to_side=body.to_side,
+            expires_on=body.expires_on,
+            clear_expiry=body.clear_expiry,
         )
-    return note_out(store, note)
 
 
 def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool) -> Any:
     scope = scope_of(store, side, None, inbox)
     with store.write() as conn:
-        note = notes.set_pinned(
-            conn,
-            store.now(),
-            note_id,
-            pinned,
-            scope=scope,
-            zone=store.settings.zone,
-            actor=store.actor,
-        )
-    return note_out(store, note)
+        return calls.pin_note(conn, store, note_id, pinned, scope=scope)
 
 
 @router.post("/notes/{note_id}/pin", response_model=NoteOut, responses=ERRORS)
@@ -388,27 +323,11 @@ def supersede_note(
     side: Side = None,
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
-    from ondeck.core.memory import ORIGIN_PERSON, agent_origin
-    from ondeck.sessions.records import find_session
-
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
-        origin, session_id = ORIGIN_PERSON, None
-        if body.session:
-            session = find_session(conn, body.session)
-            origin, session_id = agent_origin(session.external_id), session.id
-        old, new = notes.supersede(
-            conn,
-            store.now(),
-            note_id,
-            body.text,
-            scope=scope,
-            zone=store.settings.zone,
-            origin=origin,
-            session_id=session_id,
-            actor=store.actor,
+        return calls.supersede_note(
+            conn, store, note_id, body.text, scope=scope, session=body.session or None
         )
-    return {"superseded": note_out(store, old), "note": note_out(store, new)}
 
 
 @router.post("/notes/{note_id}/wrong", response_model=NoteOut, responses=ERRORS)
@@ -421,10 +340,7 @@ def mark_wrong(
 ) -> dict[str, Any]:
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
-        note = notes.mark_wrong(
-            conn, store.now(), note_id, body.reason, scope=scope, actor=store.actor
-        )
-    return note_out(store, note)
+        return calls.mark_wrong(conn, store, note_id, body.reason, scope=scope)
 
 
 @router.delete("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
@@ -433,24 +349,18 @@ def delete_note(
 ) -> dict[str, Any]:
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
-        note = notes.delete_note(conn, store.now(), note_id, scope=scope, actor=store.actor)
-    return note_out(store, note)
+        return calls.delete_note(conn, store, note_id, scope=scope)
 
 
 @router.post("/handoffs", response_model=HandoffOut, responses=ERRORS)
 def write_handoff(store: StoreDep, body: HandoffIn) -> dict[str, Any]:
-    from ondeck.sessions.records import find_session
-
     with store.write() as conn:
-        session_id = find_session(conn, body.session).id
-        note, replaced = notes.write_handoff(
+        return calls.write_handoff(
             conn,
-            store.now(),
-            session_id,
+            store,
+            body.session,
             body.text,
             git_root=body.git_root,
             branch=body.branch,
             head=body.head,
-            actor=store.actor,
         )
-    return {"note": note_out(store, note), "replaced": replaced}

@@ -45,6 +45,7 @@ def _register() -> None:
         exchange,
         mcp,
         notes,
+        notes_handoff,
         recall,
         rules,
         schedules,
@@ -68,6 +69,7 @@ def _register() -> None:
     backup.register(app)
     app.add_typer(sessions.app, name="session")
     notes.register(app)
+    notes_handoff.register(app)
     recall.register(app)
     exchange.register(app)
     tokens.register(app)

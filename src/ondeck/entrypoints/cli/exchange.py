@@ -61,8 +61,7 @@ def register(app: typer.Typer) -> None:
                 from ondeck.memory import exchange
 
                 with cli.read() as conn:
-                    files = exchange.export_markdown(conn, cli.now(), settings.zone, side=side)
-                return {"files": {path.as_posix(): text for path, text in files.items()}}
+                    return exchange.markdown_files(conn, cli, side)
 
             params = {"format": "markdown", "side": side}
             files = cli.fetch("GET", "/export", local, params=params)["files"]
@@ -115,16 +114,7 @@ def register(app: typer.Typer) -> None:
             from ondeck.memory import exchange
 
             with cli.write() as conn:
-                result = exchange.import_jsonl(
-                    conn, cli.now(), handle, sides=cli.settings.sides, actor=cli.actor
-                )
-            return {
-                "notes": result.notes,
-                "sessions": result.sessions,
-                "skipped": result.skipped,
-                "updated": result.updated,
-                "warnings": result.warnings,
-            }
+                return exchange.import_counts(conn, cli, handle)
 
         try:
             with handle:

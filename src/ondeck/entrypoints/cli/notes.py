@@ -1,5 +1,5 @@
 """`ondeck note …` and `ondeck handoff`: memory a session can trust. Thin: parse, call one
-service (memory/notes.py), print.
+service (memory/notes_calls.py), print.
 
 Every command reads and writes one side: `--side`, else the side of the current directory
 (the rules the session hooks use), or `--unclassified` for the inbox; without configured
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ondeck.core.memory import Note, NoteKind, Scope, check_kind, check_note_id
+from ondeck.core.memory import NoteKind, Scope, check_kind, check_note_id
 from ondeck.entrypoints.cli.common import (
     Cli,
     cli_of,
@@ -84,17 +84,12 @@ def _one_line(text: str, limit: int = PREVIEW) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _note_json(cli: Cli, note: Note) -> dict[str, Any]:
-    """A note as the API gives it (entrypoints/api/memory.py note_out)."""
-    return note.to_json(cli.settings.zone, cli.today())
-
-
 def _where(scope: Scope) -> dict[str, Any]:
     """The scope as the API's parameters."""
     return {"side": scope.side, "unclassified": scope.inbox}
 
 
-def _show(note: dict[str, Any], as_json: bool, line: str) -> None:
+def print_note(note: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         print_json(note)
     else:
@@ -132,9 +127,6 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a note (default: to the current directory's side and project)."""
-    from ondeck.core.errors import InvalidInput
-    from ondeck.entrypoints.place import here
-
     cli = cli_of(ctx)
     settings = cli.settings
     if whole_side and project:
@@ -143,44 +135,34 @@ def add(
         raise typer.BadParameter("a session's note lives where the session does: no --side")
     place_side, place_project = side, project
     if session is None:
+        from ondeck.entrypoints.place import here
+        from ondeck.memory.notes_calls import new_note_place
+
         # This machine's directory, by this machine's rules (a server never reads it).
-        sides_asked = bool(settings.sides) and not side
-        found = here(settings) if sides_asked or (project is None and not whole_side) else None
-        if sides_asked:
-            assert found is not None
-            if found.unclassified or not found.side:
-                raise InvalidInput(
-                    f"this directory belongs to no side ({found.reason}): give --side "
-                    f"({', '.join(sorted(settings.sides))})"
-                )
-            place_side = found.side
-        # The directory's project, if the note goes to the directory's side.
-        same_side = found is not None and (not settings.sides or place_side == found.side)
-        if found is not None and same_side and project is None and not whole_side:
-            place_project = found.project
+        place_side, place_project = new_note_place(
+            settings.sides,
+            side=side,
+            project=project,
+            whole_side=whole_side,
+            here=lambda: here(settings),
+        )
     expires_on = _day(expires, "--expires date")
 
     def local() -> dict[str, Any]:
-        from ondeck.memory import notes
-        from ondeck.sessions.records import find_session
+        from ondeck.memory import notes_calls
 
         with cli.write() as conn:
-            session_id = find_session(conn, session).id if session is not None else None
-            note = notes.add_note(
+            return notes_calls.add_note(
                 conn,
-                cli.now(),
+                cli,
                 text=text,
                 kind=kind,
                 side=place_side,
                 project=place_project,
-                sides=settings.sides,
-                zone=settings.zone,
                 pinned=pin,
                 expires_on=expires_on,
-                session_id=session_id,
-                actor=cli.actor,
+                session=session,
             )
-        return _note_json(cli, note)
 
     body = {
         "text": text,
@@ -195,7 +177,7 @@ def add(
     where = f"project {note['project']}" if note["project"] else "no project"
     if note["side"]:
         where = f"side {note['side']}, " + (where if note["project"] else "the whole side")
-    _show(note, as_json, f"added {note['kind']} {note['id']} ({where})")
+    print_note(note, as_json, f"added {note['kind']} {note['id']} ({where})")
 
 
 @app.command("list")
@@ -222,19 +204,18 @@ def list_(
     kinds = _kinds(kind)
 
     def local() -> dict[str, Any]:
-        from ondeck.memory import notes
+        from ondeck.memory import notes_calls
 
         with cli.read() as conn:
-            found = notes.list_notes(
+            return notes_calls.list_notes(
                 conn,
+                cli,
                 scope,
-                cli.today(),
                 kinds=kinds,
                 include_all=show_all,
                 pinned=True if pinned else None,
                 limit=limit,
             )
-        return {"notes": [_note_json(cli, n) for n in found]}
 
     params = {
         **_where(scope),
@@ -282,13 +263,10 @@ def show(
     scope = _scope(cli, side, None, unclassified)
 
     def local() -> dict[str, Any]:
-        from ondeck.memory import notes
+        from ondeck.memory import notes_calls
 
         with cli.read() as conn:
-            note = notes.get_note(conn, note_id, scope)
-            events = notes.history(conn, note.id)
-        zone = cli.settings.zone
-        return {**_note_json(cli, note), "history": [e.to_json(zone) for e in events]}
+            return notes_calls.show_note(conn, cli, note_id, scope, history=True)
 
     note = cli.fetch("GET", f"/notes/{check_note_id(note_id)}/history", local, params=_where(scope))
     if as_json:
@@ -349,30 +327,25 @@ def edit(
     scope = _scope(cli, side, None, unclassified)
     expires_on = _expires(expires)
 
-    def local() -> dict[str, Any]:
-        from ondeck.memory import notes
+    day = expires_on if isinstance(expires_on, date) else None
 
-        new_project: Any = notes.UNSET
-        if project is not None:
-            new_project = project
-        elif whole_side:
-            new_project = None
+    def local() -> dict[str, Any]:
+        from ondeck.memory import notes_calls
+
         with cli.write() as conn:
-            note = notes.edit_note(
+            return notes_calls.edit_note(
                 conn,
-                cli.now(),
+                cli,
                 note_id,
                 scope=scope,
                 text=text,
                 kind=kind,
-                project=new_project,
-                side=to_side if to_side is not None else notes.UNSET,
-                sides=cli.settings.sides,
-                expires_on=notes.UNSET if expires_on is _KEEP else expires_on,
-                zone=cli.settings.zone,
-                actor=cli.actor,
+                project=project,
+                whole_side=whole_side,
+                to_side=to_side,
+                expires_on=day,
+                clear_expiry=expires_on is None,
             )
-        return _note_json(cli, note)
 
     body = {
         "text": text,
@@ -380,13 +353,13 @@ def edit(
         "project": project,
         "whole_side": whole_side,
         "to_side": to_side,
-        "expires_on": expires_on.isoformat() if isinstance(expires_on, date) else None,
+        "expires_on": day.isoformat() if day else None,
         "clear_expiry": expires_on is None,
     }
     note = cli.fetch(
         "PATCH", f"/notes/{check_note_id(note_id)}", local, params=_where(scope), body=body
     )
-    _show(note, as_json, f"changed note {note['id']}")
+    print_note(note, as_json, f"changed note {note['id']}")
 
 
 def _change(
@@ -405,10 +378,8 @@ def _change(
 
     def made() -> dict[str, Any]:
         with cli.write() as conn:
-            found = local(cli, conn, scope)
-        if isinstance(found, tuple):
-            return {"superseded": _note_json(cli, found[0]), "note": _note_json(cli, found[1])}
-        return _note_json(cli, found)
+            found: dict[str, Any] = local(cli, conn, scope)
+        return found
 
     path = f"/notes/{check_note_id(note_id)}/{action}"
     result: dict[str, Any] = cli.fetch("POST", path, made, params=_where(scope), body=body)
@@ -418,22 +389,15 @@ def _change(
 def _pin(
     ctx: typer.Context, note_id: str, pinned: bool, side: str | None, inbox: bool, as_json: bool
 ) -> None:
-    from ondeck.memory import notes
 
-    def local(cli: Cli, conn: Any, scope: Scope) -> Note:
-        return notes.set_pinned(
-            conn,
-            cli.now(),
-            note_id,
-            pinned,
-            scope=scope,
-            zone=cli.settings.zone,
-            actor=cli.actor,
-        )
+    def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
+        from ondeck.memory import notes_calls
+
+        return notes_calls.pin_note(conn, cli, note_id, pinned, scope=scope)
 
     action = "pin" if pinned else "unpin"
     note = _change(ctx, note_id, side, inbox, action, local)
-    _show(note, as_json, f"{action}ned note {note['id']}")
+    print_note(note, as_json, f"{action}ned note {note['id']}")
 
 
 @app.command("pin")
@@ -474,26 +438,10 @@ def supersede(
 ) -> None:
     """Replace a note with a new one; the old one is kept as superseded, linked to it."""
 
-    def local(cli: Cli, conn: Any, scope: Scope) -> tuple[Note, Note]:
-        from ondeck.core.memory import ORIGIN_PERSON, agent_origin
-        from ondeck.memory import notes
-        from ondeck.sessions.records import find_session
+    def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
+        from ondeck.memory import notes_calls
 
-        origin, session_id = ORIGIN_PERSON, None
-        if session is not None:
-            found = find_session(conn, session)
-            origin, session_id = agent_origin(found.external_id), found.id
-        return notes.supersede(
-            conn,
-            cli.now(),
-            note_id,
-            text,
-            scope=scope,
-            zone=cli.settings.zone,
-            origin=origin,
-            session_id=session_id,
-            actor=cli.actor,
-        )
+        return notes_calls.supersede_note(conn, cli, note_id, text, scope=scope, session=session)
 
     body = {"text": text, "session": session}
     result = _change(ctx, note_id, side, unclassified, "supersede", local, body)
@@ -514,16 +462,15 @@ def wrong(
     as_json: JsonOpt = False,
 ) -> None:
     """Mark a note wrong: kept with the reason, never shown as true again."""
-    from ondeck.memory import notes
 
-    def local(cli: Cli, conn: Any, scope: Scope) -> Note:
-        return notes.mark_wrong(
-            conn, cli.now(), note_id, reason or "", scope=scope, actor=cli.actor
-        )
+    def local(cli: Cli, conn: Any, scope: Scope) -> dict[str, Any]:
+        from ondeck.memory import notes_calls
+
+        return notes_calls.mark_wrong(conn, cli, note_id, reason or "", scope=scope)
 
     body = {"reason": reason or ""}
     note = _change(ctx, note_id, side, unclassified, "wrong", local, body)
-    _show(note, as_json, f"note {note['id']} marked wrong: {note['status_reason']}")
+    print_note(note, as_json, f"note {note['id']} marked wrong: {note['status_reason']}")
 
 
 @app.command("delete")
@@ -544,10 +491,10 @@ def delete(
     if not yes:
 
         def found() -> dict[str, Any]:
-            from ondeck.memory import notes
+            from ondeck.memory import notes_calls
 
             with cli.read() as conn:
-                return _note_json(cli, notes.get_note(conn, note_id, scope))
+                return notes_calls.show_note(conn, cli, note_id, scope)
 
         note = cli.fetch("GET", path, found, params=_where(scope))
         if not sys.stdin.isatty():
@@ -557,60 +504,14 @@ def delete(
         typer.confirm(f"delete note {note['id']} ({_one_line(note['text'], 60)})?", abort=True)
 
     def local() -> dict[str, Any]:
-        from ondeck.memory import notes
+        from ondeck.memory import notes_calls
 
         with cli.write() as conn:
-            gone = notes.delete_note(conn, cli.now(), note_id, scope=scope, actor=cli.actor)
-        return _note_json(cli, gone)
+            return notes_calls.delete_note(conn, cli, note_id, scope=scope)
 
     gone = cli.fetch("DELETE", path, local, params=_where(scope))
-    _show(gone, as_json, f"deleted note {gone['id']} (its history stays in the events)")
+    print_note(gone, as_json, f"deleted note {gone['id']} (its history stays in the events)")
 
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="note")
-
-    @root.command("handoff")
-    def handoff(
-        ctx: typer.Context,
-        text: Annotated[str, typer.Argument(help="Your words for the next session.")],
-        session: Annotated[str, typer.Option("--session", help="Your session: its id or number.")],
-        as_json: JsonOpt = False,
-    ) -> None:
-        """Write (or write again) this session's handoff for the next session of its project."""
-        from ondeck.entrypoints.place import here
-
-        cli = cli_of(ctx)
-        # The git of this machine's directory: the server never reads it.
-        found = here(cli.settings)
-
-        def local() -> dict[str, Any]:
-            from ondeck.memory import notes
-            from ondeck.sessions.records import find_session
-
-            with cli.write() as conn:
-                session_id = find_session(conn, session).id
-                note, replaced = notes.write_handoff(
-                    conn,
-                    cli.now(),
-                    session_id,
-                    text,
-                    git_root=found.git_root,
-                    branch=found.branch,
-                    head=found.head,
-                    actor=cli.actor,
-                )
-            return {"note": _note_json(cli, note), "replaced": replaced}
-
-        body = {
-            "session": session,
-            "text": text,
-            "git_root": found.git_root,
-            "branch": found.branch,
-            "head": found.head,
-        }
-        written = cli.fetch("POST", "/handoffs", local, body=body)
-        note = written["note"]
-        verb = "replaced" if written["replaced"] else "wrote"
-        line = f"{verb} the handoff of session {note['session_id']} (note {note['id']})"
-        _show(note, as_json, line)

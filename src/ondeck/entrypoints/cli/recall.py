@@ -1,5 +1,5 @@
 """`ondeck recall QUERY`: search memory (notes, handoffs, compaction summaries, last words,
-tasks) of one side. Thin: parse, call memory/recall.py (or the server's
+tasks) of one side. Thin: parse, call memory/recall.py `recall_json` (or the server's
 `GET /recall`), print the JSON it gives."""
 
 from __future__ import annotations
@@ -58,22 +58,12 @@ def register(app: typer.Typer) -> None:
         kinds = ",".join(kind or [])
 
         def local() -> dict[str, Any]:
-            from ondeck.memory.recall import parse_kinds, recall
-            from ondeck.sessions.records import lost_before
+            from ondeck.memory.recall import recall_json
 
-            now = cli.now()
             with cli.read() as conn:
-                found = recall(
-                    conn,
-                    query,
-                    scope,
-                    cli.today(),
-                    kinds=parse_kinds(kinds),
-                    include_all=show_all,
-                    limit=limit,
-                    lost_before=lost_before(now, cli.settings),
+                return recall_json(
+                    conn, cli, query, scope, kinds=kinds, include_all=show_all, limit=limit
                 )
-            return found.to_json(settings.zone, now)
 
         params = {
             "q": query,

@@ -18,17 +18,16 @@ from typing import Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import select
 
-from ondeck.core.errors import InvalidInput, NotFound, OndeckError
+from ondeck.core.errors import InvalidInput, OndeckError
 from ondeck.core.memory import Scope, agent_origin
-from ondeck.db.tables import sessions
 from ondeck.entrypoints.api.memory import HandoffOut, NoteList, NoteOut, RecallOut, Superseded
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
 from ondeck.entrypoints.place import Here
-from ondeck.memory import notes
-from ondeck.memory.recall import parse_kinds, recall
+from ondeck.memory import notes_calls as calls
+from ondeck.memory.notes_calls import new_note_place, writing_session
+from ondeck.memory.recall import recall_json
 from ondeck.sessions.records import lost_before as sessions_lost_before
 
 T = TypeVar("T")
@@ -53,7 +52,6 @@ SessionArg = Annotated[
 
 def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
     settings = store.settings
-    zone = settings.zone
     sides_on = bool(settings.sides)
 
     def call(fn: Callable[[Call], T]) -> T:
@@ -80,40 +78,24 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             )
         return Scope(sides_on=True, side=place.side, project=project)
 
-    def out(at: Call, note: Any) -> NoteOut:
-        return NoteOut(**note.to_json(zone, at.today()))
-
     def session_of(conn: Any, ref: str | None, at: Call) -> Any | None:
-        """The session named, else the open session last heard from in this directory (one
-        silent past the grace is lost, not open: db/predicates.py)."""
-        from ondeck.db.predicates import SESSION_SHOWN_OPEN
-        from ondeck.sessions.records import find_session, lost_before, shown
-
+        """The session named (in this side), else the one open in this directory."""
         place = asker().place
-        cutoff = lost_before(at.now(), at.settings)
+        return writing_session(
+            conn,
+            ref,
+            cwd=place.cwd,
+            side=place.side,
+            sides_on=sides_on,
+            lost_before=sessions_lost_before(at.now(), at.settings),
+        )
 
-        if ref:
-            found = find_session(conn, ref, lost_before=cutoff)
-            if sides_on and (found.unclassified or found.side != place.side):
-                raise NotFound(f"no session {ref[:80]!r} in side {place.side}")
-            return found
-        if not place.cwd:
-            return None
-        row = conn.execute(
-            select(sessions.c.id)
-            .where(shown(SESSION_SHOWN_OPEN, cutoff), sessions.c.cwd == place.cwd)
-            .order_by(sessions.c.last_seen_at.desc(), sessions.c.id.desc())
-            .limit(2)
-        ).all()
-        if len(row) != 1:
-            return None  # none, or several sessions here at once: the agent must say which
-        return find_session(conn, row[0].id, lost_before=cutoff)
+    def acting(at: Call, own: Any | None) -> Call:
+        """The call as made by the caller's actor, else the session's (`mcp:<session id>`),
+        else `mcp:agent`."""
+        return at.acting_as(asker().actor or f"mcp:{own.external_id[:60] if own else 'agent'}")
 
     # Named `recall` for clients; the Python name keeps the service's free.
-    def actor(own: Any | None) -> str:
-        """The caller's actor, else the session's (`mcp:<session id>`), else `mcp:agent`."""
-        return asker().actor or f"mcp:{own.external_id[:60] if own else 'agent'}"
-
     @server.tool(name="recall", annotations=READ_ONLY)
     def recall_memory(
         query: Annotated[str, Field(description='Words to find; "a phrase" as one.')],
@@ -131,17 +113,16 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
 
         def run(at: Call) -> RecallOut:
             with at.read() as conn:
-                found = recall(
+                found = recall_json(
                     conn,
+                    at,
                     query,
                     scope(project),
-                    at.today(),
-                    kinds=parse_kinds(list(kinds or [])),
+                    kinds=list(kinds or []),
                     include_all=include_all,
                     limit=limit,
-                    lost_before=sessions_lost_before(at.now(), at.settings),
                 )
-            return RecallOut(**found.to_json(zone, at.now()))
+            return RecallOut(**found)
 
         return call(run)
 
@@ -166,24 +147,26 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             expires = parse_date(expires_on, "expires_on") if expires_on else None
             with at.write() as conn:
                 own = session_of(conn, session, at)
-                chosen = None if whole_side else (project or (own.project if own else None))
-                if own is None and not whole_side and project is None:
-                    chosen = asker().place.project
-                note = notes.add_note(
+                side, chosen = new_note_place(
+                    settings.sides,
+                    side=where.side,
+                    project=project,
+                    whole_side=whole_side,
+                    writer=own,
+                    here=lambda: asker().place,
+                )
+                note = calls.add_note(
                     conn,
-                    at.now(),
+                    acting(at, own),
                     text=text,
                     kind=kind,
-                    side=where.side,
+                    side=side,
                     project=chosen,
-                    sides=settings.sides,
-                    zone=zone,
                     pinned=pinned,
                     expires_on=expires,
                     origin=agent_origin(own.external_id if own else None),
-                    actor=actor(own),
                 )
-            return out(at, note)
+            return NoteOut(**note)
 
         return call(run)
 
@@ -204,17 +187,16 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
                         "name your session (session=…): the brief's first lines give its id; "
                         "no single open session was found in this directory"
                     )
-                note, replaced = notes.write_handoff(
+                written = calls.write_handoff(
                     conn,
-                    at.now(),
+                    acting(at, own),
                     own.id,
                     text,
                     git_root=place.git_root,
                     branch=place.branch,
                     head=_head_now(place),
-                    actor=actor(own),
                 )
-            return HandoffOut(note=out(at, note), replaced=replaced)
+            return HandoffOut(**written)
 
         return call(run)
 
@@ -230,18 +212,16 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             where = scope()
             with at.write() as conn:
                 own = session_of(conn, session, at)
-                old, new = notes.supersede(
+                both = calls.supersede_note(
                     conn,
-                    at.now(),
+                    acting(at, own),
                     note_id,
                     text,
                     scope=where,
-                    zone=zone,
+                    session=own.id if own else None,
                     origin=agent_origin(own.external_id if own else None),
-                    session_id=own.id if own else None,
-                    actor=actor(own),
                 )
-            return Superseded(superseded=out(at, old), note=out(at, new))
+            return Superseded(**both)
 
         return call(run)
 
@@ -254,10 +234,8 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         def run(at: Call) -> NoteOut:
             where = scope()
             with at.write() as conn:
-                note = notes.mark_wrong(
-                    conn, at.now(), note_id, reason, scope=where, actor=actor(None)
-                )
-            return out(at, note)
+                note = calls.mark_wrong(conn, acting(at, None), note_id, reason, scope=where)
+            return NoteOut(**note)
 
         return call(run)
 
@@ -277,19 +255,17 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         """This side's notes, newest first; by default only those true today."""
 
         def run(at: Call) -> NoteList:
-            from ondeck.core.memory import check_kind
-
             with at.read() as conn:
-                found = notes.list_notes(
+                found = calls.list_notes(
                     conn,
+                    at,
                     scope(project),
-                    at.today(),
-                    kinds=[check_kind(k, handoff_ok=True) for k in kinds or []],
+                    kinds=kinds or [],
                     include_all=include_all,
                     pinned=pinned,
                     limit=limit,
                 )
-            return NoteList(notes=[out(at, n) for n in found])
+            return NoteList(**found)
 
         return call(run)
 
