@@ -308,7 +308,8 @@ def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str 
         return lambda: (None, "git not read: no working directory given")
     import threading
 
-    from ondeck.core.git import Deadline, drift
+    from ondeck.core.git import drift
+    from ondeck.core.git_run import Deadline
 
     deadline = Deadline()
     found: list[Any] = []

@@ -221,7 +221,8 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     the config's rules."""
     import os
 
-    from ondeck.core.git import Deadline, read_repo
+    from ondeck.core.git import read_repo
+    from ondeck.core.git_run import Deadline
     from ondeck.services.classify import Facts, Rules, classify, read_marker, strip_credentials
 
     # Only an absolute path is a place: a relative one would be read from wherever this
@@ -512,7 +513,8 @@ def changes_of(
     store knows it, None when unknown) to the end's: the end's second record."""
     import os
 
-    from ondeck.core.git import FILES_MAX, Deadline, changed_paths, session_commits
+    from ondeck.core.git import FILES_MAX, changed_paths, session_commits
+    from ondeck.core.git_run import Deadline
     from ondeck.core.scrubber import is_private_path
 
     if not end["capture"]:
