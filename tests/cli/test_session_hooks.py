@@ -19,7 +19,7 @@ from ondeck.core import clock
 from ondeck.core.errors import NotFound
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
-from ondeck.services import backlog
+from ondeck.services import backlog, backlog_leases
 from ondeck.services import sessions as svc
 from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
@@ -102,7 +102,9 @@ def test_a_whole_session_from_real_hook_payloads(
     assert context.startswith("# On deck") and "project site" in context
     with engine.begin() as conn:
         task = backlog.create_task(conn, clock.now(), title="retry uploads", actor="cli")
-        backlog.claim_task(conn, clock.now(), task.id, owner=f"claude:{SESSION_ID}", actor="cli")
+        backlog_leases.claim_task(
+            conn, clock.now(), task.id, owner=f"claude:{SESSION_ID}", actor="cli"
+        )
 
     assert session.hook("stop", "stop", last_assistant_message="first turn") is None
     commit_file(repo, "jobs/upload.py", "retry = 3\n", "업로드 재시도 (retry uploads)")

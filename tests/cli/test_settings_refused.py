@@ -22,7 +22,7 @@ from ondeck.core import clock
 from ondeck.core.config import LEASE_GRACE_MAX
 from ondeck.core.durations import format_duration
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog
+from ondeck.services import backlog, backlog_leases
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 
@@ -143,7 +143,7 @@ def running(engine: Engine) -> Engine:
     """A RUNNING task: the case in which `context` overflowed."""
     with engine.begin() as conn:
         task = backlog.create_task(conn, clock.now(), title="held", actor="cli")
-        backlog.claim_task(conn, clock.now(), task.id, owner="cli:x", actor="cli")
+        backlog_leases.claim_task(conn, clock.now(), task.id, owner="cli:x", actor="cli")
     return engine
 
 

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine
 
 from conftest import NOW
-from ondeck.services import backlog
+from ondeck.services import backlog, backlog_leases
 from ondeck.services import notes as notes_svc
 from ondeck.services.brief import BriefRequest
 from ondeck.services.context import build_context
@@ -164,7 +164,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
         event_log.record(
             conn, NOW, actor="hook", kind="session.started", subject=f"session:{ids[-1]}"
         )
-        backlog.claim_task(
+        backlog_leases.claim_task(
             conn, NOW, task.id, owner=f"{session_store.OWNER_PREFIX}s4", duration="1h", actor="t"
         )
         event_log.record(

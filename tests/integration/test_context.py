@@ -11,7 +11,7 @@ from sqlalchemy import Engine, insert, select
 from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, schedules, workers
+from ondeck.services import backlog, backlog_leases, schedules, workers
 from ondeck.services.context import build_context
 from ondeck.services.context_render import (
     DEFAULT_CHARS,
@@ -109,7 +109,9 @@ def test_it_warns_when_the_jobs_loop_is_not_running(engine: Engine, settings) ->
 def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
     with engine.begin() as conn:
         task = backlog.create_task(conn, MONDAY_9, title="deploy", actor="cli")
-        backlog.claim_task(conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli")
+        backlog_leases.claim_task(
+            conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli"
+        )
     live = _ctx(engine, MONDAY_9 + timedelta(minutes=30))
     assert [r.expired for r in live.running] == [False]
     assert "stale_leases" not in {w.code for w in live.warnings}
@@ -249,7 +251,7 @@ def test_left_out_counts_follow_the_project_scope(engine: Engine) -> None:
             held = backlog.create_task(
                 conn, MONDAY_9, title=f"{project} held", project=project, actor="cli"
             )
-            backlog.claim_task(
+            backlog_leases.claim_task(
                 conn, MONDAY_9, held.id, owner="claude:s", duration="1h", actor="cli"
             )
     site = _ctx(engine, MONDAY_9, project="site", budget=3)
@@ -287,7 +289,9 @@ def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
     with engine.begin() as conn:
         for i in range(7):
             task = backlog.create_task(conn, MONDAY_9, title=f"t{i}", actor="cli")
-            backlog.claim_task(conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli")
+            backlog_leases.claim_task(
+                conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli"
+            )
     [warning] = [
         w for w in _ctx(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
     ]

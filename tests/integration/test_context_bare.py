@@ -12,7 +12,7 @@ from sqlalchemy import Engine, insert
 
 from ondeck.db.bare import open_bare
 from ondeck.db.tables import backups
-from ondeck.services import backlog, schedules, workers
+from ondeck.services import backlog, backlog_leases, schedules, workers
 from ondeck.services import notes as notes_svc
 from ondeck.services.brief import BriefRequest
 from ondeck.services.context import Context, build_context
@@ -43,7 +43,7 @@ def _fill(engine: Engine) -> None:
             backlog.create_task(conn, earlier, title=f"undated {i}", project="api", actor="t")
         backlog.create_task(conn, earlier, title="due", due_on=date(2026, 6, 14), actor="t")
         held = backlog.create_task(conn, earlier, title="held", project="api", actor="t")
-        backlog.claim_task(
+        backlog_leases.claim_task(
             conn, earlier, held.id, owner="claude:s-old", duration=3600, actor="claude:s-old"
         )
         workers.beat(conn, NOW - timedelta(hours=1), name="jobs@t:1", started_at=earlier,
@@ -132,7 +132,7 @@ def _fill_sides(engine: Engine) -> None:
                 project="api", actor="t",
             )  # fmt: skip
             held = backlog.create_task(conn, earlier, title=f"held {side}", side=side, actor="t")
-            backlog.claim_task(conn, earlier, held.id, owner="o", duration=3600, actor="o")
+            backlog_leases.claim_task(conn, earlier, held.id, owner="o", duration=3600, actor="o")
 
 
 def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(

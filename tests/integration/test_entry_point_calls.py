@@ -33,7 +33,7 @@ from ondeck.entrypoints.hooks import session_start
 from ondeck.entrypoints.jobs import Jobs
 from ondeck.entrypoints.mcp_server import build_server
 from ondeck.entrypoints.store import Store, call_of
-from ondeck.services import backlog, schedules
+from ondeck.services import backlog, backlog_leases, schedules
 from ondeck.services.context_render import Format, hook_output
 from support.pg import free_port
 
@@ -225,7 +225,7 @@ def test_the_context_is_the_same_in_each_format_through_every_entry_point(
     monkeypatch.setenv("ONDECK_PORT", str(free_port()))
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="배포 준비", due_on=NOW.date(), actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner="me", duration="15m", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="me", duration="15m", actor="cli")
         backlog.create_task(conn, NOW, title="write the notes", project="site", actor="cli")
     _schedule(engine, NOW - timedelta(days=1), settings.zone, kind="remind")
     later = NOW + timedelta(hours=2)  # the lease has expired: the lines that compute spans

@@ -309,7 +309,7 @@ def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None
     the inbox), so a session of another side never claims it."""
     from ondeck.core.errors import NothingClaimable
     from ondeck.core.sides import SideView
-    from ondeck.services import backlog
+    from ondeck.services import backlog_leases
 
     made = {
         side: _create(engine, title=f"매일 {side}", side=side)
@@ -321,11 +321,11 @@ def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None
         [task] = _tasks(engine, sid)
         assert task.side == side, side
     with engine.begin() as conn:
-        taken = backlog.claim_next(
+        taken = backlog_leases.claim_next(
             conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
         )
         assert taken.source == f"sch:{made['work']}:2026-06-17" and taken.side == "work"
         with pytest.raises(NothingClaimable):
-            backlog.claim_next(
+            backlog_leases.claim_next(
                 conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
             )

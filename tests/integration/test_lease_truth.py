@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.core.config import Settings
-from ondeck.services import backlog, workers
+from ondeck.services import backlog, backlog_leases, workers
 from ondeck.services.lease_state import LeaseState, lease_of, release_due
 from ondeck.services.reaper import reap_stale_leases
 from support.surfaces import read_all, task_objects, texts
@@ -39,7 +39,9 @@ def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
 def _claimed(engine: Engine) -> int:
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="migrate the 데이터", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner="claude:s1", duration="15m", actor="cli")
+        backlog_leases.claim_task(
+            conn, NOW, task.id, owner="claude:s1", duration="15m", actor="cli"
+        )
     return task.id
 
 

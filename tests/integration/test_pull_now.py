@@ -23,7 +23,7 @@ from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.mcp_server import build_server
-from ondeck.services import backlog, firing, schedules, workers
+from ondeck.services import backlog_leases, firing, schedules, workers
 from support.surfaces import cli
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -144,7 +144,7 @@ def test_after_todays_fire_now_changes_nothing_and_says_so(engine: Engine) -> No
     firing.fire_due(engine, LATER, SEOUL)
     with engine.begin() as conn:
         [task_id] = conn.execute(select(tasks.c.id)).scalars().all()
-        backlog.complete_task(conn, LATER, task_id, token=None, actor="cli")
+        backlog_leases.complete_task(conn, LATER, task_id, token=None, actor="cli")
         before = conn.execute(select(func.count()).select_from(events_table)).scalar_one()
     pulled = _now(engine, schedule_id, LATER + timedelta(hours=1))
     assert pulled.next_due == date(2026, 6, 21)

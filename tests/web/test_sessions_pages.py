@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select
 from ondeck.core.config import load_settings
 from ondeck.db.tables import events
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog, spool
+from ondeck.services import backlog, backlog_leases, spool
 from ondeck.services import sessions as svc
 from ondeck.services.classify import Facts, Marker, Rules
 from ondeck.services.session_hooks import apply_record
@@ -98,7 +98,7 @@ def test_a_session_page_shows_what_the_session_did(dash: Dashboard, engine: Engi
     apply(engine, record("start", NOW))
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="retry uploads", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
     apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="끝 <b>bold</b>"))
     apply(engine, record("compact", later(NOW, minutes=2)))
     apply(engine, record("end", later(NOW, minutes=3)))

@@ -353,7 +353,7 @@ class Local:
 
     def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
         from ondeck.db.engine import writing
-        from ondeck.services.backlog import release_held_by
+        from ondeck.services.backlog_leases import release_held_by
         from ondeck.services.session_store import OWNER_PREFIX
 
         with writing(self.engine()) as conn:

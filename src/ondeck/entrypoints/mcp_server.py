@@ -27,7 +27,7 @@ from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.mcp_asker import READ_ONLY, Asker
 from ondeck.entrypoints.store import Call, Store
-from ondeck.services import backlog, schedules, workers
+from ondeck.services import backlog, backlog_leases, schedules, workers
 from ondeck.services.context_render import Format, render, to_json
 from ondeck.services.lease_state import task_json
 
@@ -248,7 +248,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             holder = owner or actor(ctx)
             with at.write() as conn:
                 if task_id is None:
-                    task = backlog.claim_next(
+                    task = backlog_leases.claim_next(
                         conn,
                         at.now(),
                         owner=holder,
@@ -258,7 +258,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                         view=view(),
                     )
                 else:
-                    task = backlog.claim_task(
+                    task = backlog_leases.claim_task(
                         conn,
                         at.now(),
                         task_id,
@@ -284,7 +284,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.renew_lease(
+                task = backlog_leases.renew_lease(
                     conn,
                     at.now(),
                     task_id,
@@ -310,7 +310,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.complete_task(
+                task = backlog_leases.complete_task(
                     conn, at.now(), task_id, token=token, note=note, actor=actor(ctx), view=view()
                 )
             return task_out(at, task)
@@ -333,7 +333,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> DoneAndNext:
             with at.write() as conn:
-                done, taken = backlog.complete_and_claim_next(
+                done, taken = backlog_leases.complete_and_claim_next(
                     conn,
                     at.now(),
                     task_id,
@@ -357,7 +357,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.release_task(
+                task = backlog_leases.release_task(
                     conn, at.now(), task_id, token=token, actor=actor(ctx), view=view()
                 )
             return task_out(at, task)

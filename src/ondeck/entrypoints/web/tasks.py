@@ -1,5 +1,6 @@
 """Backlog: list with filters, add, and per task done, cancel, release (forced, confirmed)
-and edit; the task page shows its events. Each action calls one `ondeck.services.backlog` service.
+and edit; the task page shows its events. Each action calls one service of
+`ondeck.services.backlog` or `backlog_leases`.
 
 Forms take every field as text and leave the checking to the services, so a bad value
 comes back as the service's own sentence in a flash (status 4xx), never a 500.
@@ -30,7 +31,7 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import backlog, events
+from ondeck.services import backlog, backlog_leases, events
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -276,7 +277,7 @@ def done_task(request: Request, task_id: Id, next: Next = "/tasks") -> Response:
         task_id,
         next,
         "done",
-        lambda conn, now: backlog.complete_task(conn, now, task_id, token=None, actor=ACTOR),
+        lambda conn, now: backlog_leases.complete_task(conn, now, task_id, token=None, actor=ACTOR),
     )
 
 
@@ -325,5 +326,5 @@ def release_task(
         task_id,
         next,
         "released",
-        lambda conn, now: backlog.release_task(conn, now, task_id, force=True, actor=ACTOR),
+        lambda conn, now: backlog_leases.release_task(conn, now, task_id, force=True, actor=ACTOR),
     )
