@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.core.config import LEASE_GRACE_MAX
 from ondeck.core.durations import format_duration
+from ondeck.core.hook_config import LEASE_GRACE_MAX
 from ondeck.entrypoints.cli import run
 from ondeck.services import backlog, backlog_leases
 

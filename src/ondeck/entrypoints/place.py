@@ -34,7 +34,7 @@ class Here:
 
 def here(settings: Settings, cwd: str | None = None) -> Here:
     """The classification of `cwd` (default: the current directory)."""
-    from ondeck.core.hook_settings import hook_config_of
+    from ondeck.core.hook_config_read import hook_config_of
     from ondeck.services.hook_records import observe
 
     try:

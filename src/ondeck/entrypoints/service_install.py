@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ondeck.core.config import Settings, hide_password
 from ondeck.core.errors import InvalidInput, Unavailable
-from ondeck.core.hook_config import config_file, config_home
+from ondeck.core.hook_config_rules import config_file, config_home
 from ondeck.entrypoints.claude_settings import ondeck_argv
 from ondeck.entrypoints.server import check_exposure, check_tls
 from ondeck.entrypoints.systemd_unit import (

@@ -39,7 +39,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 from ondeck.core.frozen import Frozen
-from ondeck.core.hook_config import is_name, join, posix_path
+from ondeck.core.hook_config_rules import is_name, join, posix_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:

@@ -315,7 +315,7 @@ def session_projects(conn: Connection, limit: int = 200) -> list[str]:
 
 
 def check_side_name(value: str) -> str:
-    from ondeck.core.hook_config import is_name
+    from ondeck.core.hook_config_rules import is_name
 
     if not is_name(value):
         raise InvalidInput(

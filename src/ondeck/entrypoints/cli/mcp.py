@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
         client mode (ONDECK_SERVER_URL), forward them to that server's /mcp."""
         settings = cli_of(ctx).settings
         if settings.server_url:
-            from ondeck.core.hook_settings import hook_config_of
+            from ondeck.core.hook_config_read import hook_config_of
             from ondeck.entrypoints.mcp_proxy import serve_proxy
 
             serve_proxy(hook_config_of(settings))

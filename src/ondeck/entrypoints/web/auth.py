@@ -42,7 +42,7 @@ from starlette.responses import Response
 from ondeck.core import logs
 from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
-from ondeck.core.hook_config import check_token
+from ondeck.core.hook_config_rules import check_token
 from ondeck.core.throttle import FailureWindow
 from ondeck.entrypoints.store import Call, call_of
 
