@@ -25,6 +25,7 @@ from starlette.requests import Request
 from mcp import Client
 from ondeck.core import clock
 from ondeck.core.config import Settings, load_settings
+from ondeck.core.models import Schedule
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import fires, tasks
 from ondeck.entrypoints.api.app import create_app
@@ -41,7 +42,7 @@ NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
-def _schedule(engine: Engine, now: datetime, zone: Any, **values: Any) -> schedules.Schedule:
+def _schedule(engine: Engine, now: datetime, zone: Any, **values: Any) -> Schedule:
     values = {"title": "water the plants", "rule": "daily", **values}
     with engine.begin() as conn:
         return schedules.create_schedule(conn, now, zone, actor="cli", **values)

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import Engine, func, select, update
 
 from ondeck.core.config import Settings
+from ondeck.core.models import Schedule
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.services import events, firing, schedules
@@ -32,7 +33,7 @@ def _create(engine: Engine, now: datetime = WED, zone: Any = UTC_ZONE, **kw: Any
         return schedules.create_schedule(conn, now, zone, **kw).id
 
 
-def _get(engine: Engine, schedule_id: int) -> schedules.Schedule:
+def _get(engine: Engine, schedule_id: int) -> Schedule:
     with engine.connect() as conn:
         return schedules.get_schedule(conn, schedule_id)
 

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, select
 
 from mcp import Client
 from ondeck.core.config import Settings, load_settings
+from ondeck.core.models import Schedule
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
@@ -57,7 +58,7 @@ def _make(engine: Engine, rule: str = "daily", missed: str = "latest", **kw: Any
     return made.id
 
 
-def _now(engine: Engine, schedule_id: int, at: datetime = LATER) -> schedules.Schedule:
+def _now(engine: Engine, schedule_id: int, at: datetime = LATER) -> Schedule:
     with engine.begin() as conn:
         return schedules.pull_now(conn, at, SEOUL, schedule_id)
 

@@ -1,10 +1,10 @@
 """What a new session is told: the one service behind `ondeck context`, the session hook, the
 API, the dashboard's Today page and the MCP tool.
 
-Trap one of the field report lives here. The jobs loop moves `next_due` forward the moment it
-processes a reminder, so "what is due" alone loses the reminder that fired today. Reminders
-are read from the record of the fire (`fires`), by fire date and by the instant it was
-processed, plus the ones due and not processed yet.
+The trap: the jobs loop moves `next_due` forward the moment it processes a reminder, so
+"what is due" alone loses the reminder that fired today. Reminders are read from the record
+of the fire (`fires`), by fire date and by the instant it was processed, plus the ones due
+and not processed yet.
 
 Every statement is plain SQL (services/context_sql.py, run through db/plain.py): the server,
 CLI and API run it on their SQLAlchemy connection, in their transaction; the session hook
@@ -27,7 +27,6 @@ from ondeck.services import context_sql as q
 from ondeck.services.brief import Brief, BriefRequest, begin_brief, build_brief
 from ondeck.services.lease_state import Lease, LeaseState, lease_of
 from ondeck.services.workers import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
-from ondeck.services.workers import JOBS_SILENT_TICKS as JOBS_SILENT_TICKS  # its old home
 
 if TYPE_CHECKING:
     from os import PathLike
