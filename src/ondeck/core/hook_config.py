@@ -49,7 +49,7 @@ SESSION_GRACE_DEFAULT = timedelta(hours=12)
 SESSION_GRACE_MIN = timedelta(minutes=10)
 SESSION_GRACE_MAX = timedelta(days=30)
 TICK_SECONDS_DEFAULT = 60.0
-TICK_SECONDS_MAX = 86400.0
+TICK_SECONDS_MAX = 86400  # an int: the refusal says 86400, not 86400.0
 
 # The classification rules, which a hook sends to a server with its event.
 RULE_FIELDS = ("projects", "sides", "remotes", "no_capture", "private_globs")
