@@ -319,7 +319,7 @@ def insert_many_from_schedule(
     return created
 
 
-# --- helpers ------------------------------------------------------------------------------
+# --- the guarded change, and the words of its refusals (backlog_leases uses them too) ------
 
 
 def locked_task(conn: Connection, task_id: int, view: SideView = EVERY_SIDE) -> Task:
