@@ -20,9 +20,9 @@ from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.core.durations import format_duration
-from ondeck.core.hook_config import LEASE_GRACE_MAX
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog, backlog_leases
+from ondeck.host.quick_settings import LEASE_GRACE_MAX
+from ondeck.work import backlog, backlog_leases
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 

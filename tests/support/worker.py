@@ -31,7 +31,7 @@ def _now() -> datetime:
 
 def hold(url: str, task_id: int, owner: str, lease: str) -> None:
     from ondeck.db.engine import make_engine
-    from ondeck.services import backlog_leases
+    from ondeck.work import backlog_leases
 
     engine = make_engine(url)
     with engine.begin() as conn:
@@ -97,7 +97,7 @@ class _Hammer:
         return result
 
     def step(self) -> None:
-        from ondeck.services import backlog_leases
+        from ondeck.work import backlog_leases
 
         rng = self.rng
         roll = rng.random()

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.errors import ConfigError
-from ondeck.core.hook_config import FIELDS, RULE_FIELDS, HookConfig
-from ondeck.core.hook_config_read import hook_config_of, load_hook_config, read_quickly
-from ondeck.core.hook_config_rules import database_url, posix_path
+from ondeck.host.quick_settings import FIELDS, RULE_FIELDS, HookConfig
+from ondeck.host.quick_settings_read import hook_config_of, load_hook_config, read_quickly
+from ondeck.host.quick_settings_rules import database_url, posix_path
+from ondeck.host.settings import Settings, load_settings
 
 PLAIN_CASES = [
     ({}, ""),

@@ -8,13 +8,14 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 from sqlalchemy import Engine, insert
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.models import Task
 from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, backlog_leases, events, schedules
-from ondeck.services.firing import fire_due
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import events
+from ondeck.work import backlog, backlog_leases, schedules
+from ondeck.work.firing import fire_due
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

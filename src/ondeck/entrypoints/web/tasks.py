@@ -1,6 +1,6 @@
 """Backlog: list with filters, add, and per task done, cancel, release (forced, confirmed)
 and edit; the task page shows its events. Each action calls one service of
-`ondeck.services.backlog` or `backlog_leases`.
+`ondeck.work.backlog` or `backlog_leases`.
 
 Forms take every field as text and leave the checking to the services, so a bad value
 comes back as the service's own sentence in a flash (status 4xx), never a 500.
@@ -31,7 +31,8 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import backlog, backlog_leases, events
+from ondeck.system import events
+from ondeck.work import backlog, backlog_leases
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
