@@ -1,8 +1,8 @@
 """Claim throughput on PostgreSQL: P processes claim-next and complete N tasks until none is left.
 
 Each claim and each completion is its own transaction through the real services
-(`backlog.claim_next`, `backlog.complete_task`), events and fencing tokens included: on
-PostgreSQL each is one statement, run on a held connection that commits every statement
+(`backlog_leases.claim_next`, `backlog_leases.complete_task`), events and fencing tokens
+included: on PostgreSQL each is one statement, run on a held connection that commits every statement
 (`db.engine.autocommitting`), as a long-running worker would. Reports claims per second
 (wall time from the start signal to the last worker's end) and the number of double claims:
 tasks claimed more than once, counted both from what the workers got and from the
@@ -36,7 +36,7 @@ from ondeck.core.errors import NothingClaimable
 from ondeck.db import open_database
 from ondeck.db.engine import autocommitting, make_engine
 from ondeck.db.tables import events, tasks
-from ondeck.work import backlog
+from ondeck.work import backlog_leases
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -111,7 +111,7 @@ def worker(
         while True:
             if task is None:
                 try:
-                    task = backlog.claim_next(
+                    task = backlog_leases.claim_next(
                         conn, NOW, owner=owner, project=project, actor="bench"
                     )
                 except NothingClaimable:
@@ -127,7 +127,7 @@ def worker(
                     continue
             got.append(task.id)
             if mode == "next":
-                _, task = backlog.complete_and_claim_next(
+                _, task = backlog_leases.complete_and_claim_next(
                     conn,
                     NOW,
                     task.id,
@@ -137,7 +137,9 @@ def worker(
                     actor="bench",
                 )
             else:
-                backlog.complete_task(conn, NOW, task.id, token=task.lease_token, actor="bench")
+                backlog_leases.complete_task(
+                    conn, NOW, task.id, token=task.lease_token, actor="bench"
+                )
                 task = None
     engine.dispose()
     results.put(got)

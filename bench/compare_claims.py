@@ -2,12 +2,12 @@
 loop (the limit for this kind of design), each with N jobs and P worker processes that take
 one job, mark it done, and take the next, in one run.
 
-- ondeck: `backlog.claim_next` + `backlog.complete_task` per job, with their events and
-  fencing tokens, each one statement committed by itself on a held connection (the worker
+- ondeck: `backlog_leases.claim_next` + `backlog_leases.complete_task` per job, with their
+  events and fencing tokens, each one statement committed by itself on a held connection (the worker
   of bench/claims.py, imported).
 - ondeck_next: the same worker taking its first job with `claim_next`, then each next one
-  with `backlog.complete_and_claim_next` (done, and the next please: one statement, both
-  events).
+  with `backlog_leases.complete_and_claim_next` (done, and the next please: one statement,
+  both events).
 - Procrastinate (PyPI `procrastinate`, the `bench` extra): a no-op task, N jobs deferred in
   one batch, P processes each running `app.run_worker_async(wait=False, concurrency=1)`.
 - bare: per item one `UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP LOCKED LIMIT 1)

@@ -17,7 +17,7 @@ from ondeck.core.clock import UTC
 from ondeck.core.models import TaskStatus
 from ondeck.entrypoints.cli import run
 from ondeck.entrypoints.hooks.claude_settings import install, uninstall
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 
@@ -96,8 +96,8 @@ def test_session_end_releases_what_that_session_held(engine: Engine, db_url: str
     with engine.begin() as conn:
         mine = backlog.create_task(conn, clock.now(), title="mine", actor="cli")
         other = backlog.create_task(conn, clock.now(), title="other", actor="cli")
-        backlog.claim_task(conn, clock.now(), mine.id, owner=owner, actor="cli")
-        backlog.claim_task(conn, clock.now(), other.id, owner="claude:someone", actor="cli")
+        backlog_leases.claim_task(conn, clock.now(), mine.id, owner=owner, actor="cli")
+        backlog_leases.claim_task(conn, clock.now(), other.id, owner="claude:someone", actor="cli")
     result = _hook("session-end", SESSION_END, db_url)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["released"] == [mine.id]

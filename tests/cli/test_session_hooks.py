@@ -20,7 +20,7 @@ from ondeck.core.errors import NotFound
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.sessions import records as svc
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 from support.proxy import Proxy
@@ -102,7 +102,9 @@ def test_a_whole_session_from_real_hook_payloads(
     assert context.startswith("# On deck") and "project site" in context
     with engine.begin() as conn:
         task = backlog.create_task(conn, clock.now(), title="retry uploads", actor="cli")
-        backlog.claim_task(conn, clock.now(), task.id, owner=f"claude:{SESSION_ID}", actor="cli")
+        backlog_leases.claim_task(
+            conn, clock.now(), task.id, owner=f"claude:{SESSION_ID}", actor="cli"
+        )
 
     assert session.hook("stop", "stop", last_assistant_message="first turn") is None
     commit_file(repo, "jobs/upload.py", "retry = 3\n", "업로드 재시도 (retry uploads)")

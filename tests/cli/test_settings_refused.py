@@ -21,8 +21,8 @@ from sqlalchemy import Engine
 from ondeck.core import clock
 from ondeck.core.durations import format_duration
 from ondeck.entrypoints.cli import run
-from ondeck.host.settings import LEASE_GRACE_MAX
-from ondeck.work import backlog
+from ondeck.host.quick_settings import LEASE_GRACE_MAX
+from ondeck.work import backlog, backlog_leases
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 
@@ -143,7 +143,7 @@ def running(engine: Engine) -> Engine:
     """A RUNNING task: the case in which `context` overflowed."""
     with engine.begin() as conn:
         task = backlog.create_task(conn, clock.now(), title="held", actor="cli")
-        backlog.claim_task(conn, clock.now(), task.id, owner="cli:x", actor="cli")
+        backlog_leases.claim_task(conn, clock.now(), task.id, owner="cli:x", actor="cli")
     return engine
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import Engine, func, select
 from ondeck.core.models import TaskStatus
 from ondeck.db.tables import backups, events, fires, tasks, workers
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from support.procs import at_time, ondeck_env, run_ondeck
 
 pytestmark = pytest.mark.slow
@@ -97,7 +97,7 @@ def _setup(engine: Engine) -> tuple[int, int]:
             actor="cli",
         )
         task = backlog.create_task(conn, NINE - timedelta(hours=9), title="stuck", actor="cli")
-        backlog.claim_task(
+        backlog_leases.claim_task(
             conn, NINE - timedelta(hours=9), task.id, owner="gone", duration="1h", actor="cli"
         )
     return schedule.id, task.id

@@ -42,7 +42,7 @@ from schemathesis.specs.openapi.checks import (
 from ondeck.db.engine import make_engine
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import load_settings
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 
 EXAMPLES = int(os.environ.get("ONDECK_FUZZ_EXAMPLES", "80"))
 STORES = os.environ.get("ONDECK_FUZZ_STORES", "sqlite,postgresql").split(",")
@@ -101,7 +101,7 @@ def _seed(url: str) -> None:
             backlog.create_task(
                 conn, NOW, title=f"seed {i}", project="seed" if i % 2 else None, actor="test"
             )
-        backlog.claim_task(conn, NOW, 2, owner="test:seed", actor="test")
+        backlog_leases.claim_task(conn, NOW, 2, owner="test:seed", actor="test")
         for rule in ("daily", "weekly:MON,THU", "monthly:1,15,last"):
             schedules.create_schedule(conn, NOW, UTC, title=f"seed {rule}", rule=rule, actor="test")
     engine.dispose()

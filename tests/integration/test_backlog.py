@@ -14,7 +14,7 @@ from ondeck.core.models import Task, TaskStatus
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
 from ondeck.system import events
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from ondeck.work.reaper import reap_stale_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -47,7 +47,9 @@ def snapshot(engine: Engine) -> tuple[list[Any], int]:
 
 def claim(engine: Engine, task_id: int, owner: str = "cli:alice", **kw: Any) -> Task:
     with engine.begin() as conn:
-        return backlog.claim_task(conn, kw.pop("now", NOW), task_id, owner=owner, actor="cli", **kw)
+        return backlog_leases.claim_task(
+            conn, kw.pop("now", NOW), task_id, owner=owner, actor="cli", **kw
+        )
 
 
 def test_it_claims_renews_and_completes(engine: Engine) -> None:
@@ -60,14 +62,14 @@ def test_it_claims_renews_and_completes(engine: Engine) -> None:
 
     later = NOW + timedelta(minutes=90)
     with engine.begin() as conn:
-        renewed = backlog.renew_lease(
+        renewed = backlog_leases.renew_lease(
             conn, later, task.id, token=claimed.lease_token, duration="1h", actor="cli"
         )
     assert renewed.lease_until == later + timedelta(hours=1)
     assert renewed.lease_token == claimed.lease_token, "renewing keeps the token"
 
     with engine.begin() as conn:
-        done = backlog.complete_task(conn, later, task.id, token=1, note="sent", actor="cli")
+        done = backlog_leases.complete_task(conn, later, task.id, token=1, note="sent", actor="cli")
     assert done.status is TaskStatus.DONE
     assert done.done_at == later
     assert (done.lease_owner, done.lease_until) == (None, None)
@@ -88,9 +90,9 @@ def test_the_default_lease_is_one_hour_and_at_most_seven_days(engine: Engine) ->
     assert claim(engine, task.id).lease_until == NOW + timedelta(hours=1)
     for bad in ("8d", "0s", "0", "soon", -5, "999999999d999999999d"):
         with pytest.raises(InvalidInput):
-            backlog.lease_duration(bad)
-    assert backlog.lease_duration("7d") == timedelta(days=7)
-    assert backlog.lease_duration(90) == timedelta(seconds=90)
+            backlog_leases.lease_duration(bad)
+    assert backlog_leases.lease_duration("7d") == timedelta(days=7)
+    assert backlog_leases.lease_duration(90) == timedelta(seconds=90)
 
 
 def test_a_stale_token_after_a_reap_and_reclaim_changes_nothing(engine: Engine) -> None:
@@ -106,13 +108,13 @@ def test_a_stale_token_after_a_reap_and_reclaim_changes_nothing(engine: Engine) 
     before = snapshot(engine)
     later = NOW + timedelta(hours=8, minutes=5)
     with pytest.raises(LeaseLost) as lost, engine.begin() as conn:
-        backlog.complete_task(conn, later, task.id, token=first.lease_token, actor="cli")
+        backlog_leases.complete_task(conn, later, task.id, token=first.lease_token, actor="cli")
     assert "held by claude:two" in str(lost.value)
     assert lost.value.code == "lease_lost"
     with pytest.raises(LeaseLost), engine.begin() as conn:
-        backlog.release_task(conn, later, task.id, token=first.lease_token, actor="cli")
+        backlog_leases.release_task(conn, later, task.id, token=first.lease_token, actor="cli")
     with pytest.raises(LeaseLost), engine.begin() as conn:
-        backlog.renew_lease(conn, later, task.id, token=first.lease_token, actor="cli")
+        backlog_leases.renew_lease(conn, later, task.id, token=first.lease_token, actor="cli")
     assert snapshot(engine) == before
     assert get(engine, task.id).lease_owner == "claude:two"
 
@@ -124,7 +126,7 @@ def test_a_stale_token_after_a_reap_alone_is_lease_lost_too(engine: Engine) -> N
         reap_stale_leases(conn, NOW + timedelta(hours=8), GRACE)
     lost = r"task \d+ is READY \(its lease was released or reaped\)"
     with pytest.raises(LeaseLost, match=lost), engine.begin() as conn:
-        backlog.complete_task(conn, NOW, task.id, token=first.lease_token, actor="cli")
+        backlog_leases.complete_task(conn, NOW, task.id, token=first.lease_token, actor="cli")
     assert get(engine, task.id).status is TaskStatus.READY
 
 
@@ -135,7 +137,7 @@ def test_the_token_only_grows(engine: Engine) -> None:
         held = claim(engine, task.id)
         tokens.append(held.lease_token)
         with engine.begin() as conn:
-            backlog.release_task(conn, NOW, task.id, token=held.lease_token, actor="cli")
+            backlog_leases.release_task(conn, NOW, task.id, token=held.lease_token, actor="cli")
     assert tokens == [1, 2, 3]
     assert get(engine, task.id).lease_token == 3, "release keeps the value"
 
@@ -150,9 +152,9 @@ def test_claim_next_takes_due_date_then_priority_then_age(engine: Engine) -> Non
     order = []
     with engine.begin() as conn:
         for _ in range(6):
-            order.append(backlog.claim_next(conn, NOW, owner="cli:a", actor="cli").id)
+            order.append(backlog_leases.claim_next(conn, NOW, owner="cli:a", actor="cli").id)
         with pytest.raises(NothingClaimable):
-            backlog.claim_next(conn, NOW, owner="cli:a", actor="cli")
+            backlog_leases.claim_next(conn, NOW, owner="cli:a", actor="cli")
     assert order == [
         soon_high_old.id,
         soon_high_new.id,
@@ -167,10 +169,10 @@ def test_claim_next_can_keep_to_one_project(engine: Engine) -> None:
     add(engine, "other", project="home", priority=0)
     mine = add(engine, "mine", project="ondeck")
     with engine.begin() as conn:
-        got = backlog.claim_next(conn, NOW, owner="cli:a", project="ondeck", actor="cli")
+        got = backlog_leases.claim_next(conn, NOW, owner="cli:a", project="ondeck", actor="cli")
     assert got.id == mine.id
     with pytest.raises(NothingClaimable, match="in project ondeck"), engine.begin() as conn:
-        backlog.claim_next(conn, NOW, owner="cli:a", project="ondeck", actor="cli")
+        backlog_leases.claim_next(conn, NOW, owner="cli:a", project="ondeck", actor="cli")
 
 
 def test_claim_next_skips_tasks_that_are_not_ready(engine: Engine) -> None:
@@ -178,10 +180,10 @@ def test_claim_next_skips_tasks_that_are_not_ready(engine: Engine) -> None:
     claim(engine, running.id)
     done = add(engine, priority=0)
     with engine.begin() as conn:
-        backlog.complete_task(conn, NOW, done.id, token=None, actor="cli")
+        backlog_leases.complete_task(conn, NOW, done.id, token=None, actor="cli")
     ready = add(engine, priority=9)
     with engine.begin() as conn:
-        assert backlog.claim_next(conn, NOW, owner="cli:b", actor="cli").id == ready.id
+        assert backlog_leases.claim_next(conn, NOW, owner="cli:b", actor="cli").id == ready.id
 
 
 @pytest.mark.parametrize("status", ["RUNNING", "DONE", "CANCELLED"])
@@ -191,7 +193,7 @@ def test_only_a_ready_task_can_be_claimed(engine: Engine, status: str) -> None:
         claim(engine, task.id, owner="cli:bob")
     elif status == "DONE":
         with engine.begin() as conn:
-            backlog.complete_task(conn, NOW, task.id, token=None, actor="cli")
+            backlog_leases.complete_task(conn, NOW, task.id, token=None, actor="cli")
     else:
         with engine.begin() as conn:
             backlog.cancel_task(conn, NOW, task.id, actor="cli")
@@ -211,7 +213,9 @@ def test_a_conflict_names_the_holder_and_an_expired_lease(engine: Engine) -> Non
 def test_a_ready_task_is_done_or_cancelled_by_hand(engine: Engine) -> None:
     one, two = add(engine), add(engine)
     with engine.begin() as conn:
-        done = backlog.complete_task(conn, NOW, one.id, token=None, note="did it", actor="cli")
+        done = backlog_leases.complete_task(
+            conn, NOW, one.id, token=None, note="did it", actor="cli"
+        )
         cancelled = backlog.cancel_task(conn, NOW, two.id, note="not needed", actor="cli")
     assert done.status is TaskStatus.DONE and done.done_at == NOW
     assert cancelled.status is TaskStatus.CANCELLED and cancelled.done_at is None
@@ -219,8 +223,8 @@ def test_a_ready_task_is_done_or_cancelled_by_hand(engine: Engine) -> None:
         [completed] = events.list_events(conn, subject=f"task:{one.id}", kind="task.completed")
     assert completed.details["by_hand"] is True
     for task_id in (one.id, two.id):
-        for act in (backlog.complete_task, backlog.cancel_task):
-            kw: dict[str, Any] = {"token": None} if act is backlog.complete_task else {}
+        for act in (backlog_leases.complete_task, backlog.cancel_task):
+            kw: dict[str, Any] = {"token": None} if act is backlog_leases.complete_task else {}
             with pytest.raises(Conflict, match="is already"), engine.begin() as conn:
                 act(conn, NOW, task_id, actor="cli", **kw)
 
@@ -232,7 +236,7 @@ def test_a_running_task_needs_its_token_to_be_done_and_release_to_be_cancelled(
     claim(engine, task.id)
     before = snapshot(engine)
     with pytest.raises(Conflict, match="give its lease token"), engine.begin() as conn:
-        backlog.complete_task(conn, NOW, task.id, token=None, actor="cli")
+        backlog_leases.complete_task(conn, NOW, task.id, token=None, actor="cli")
     with pytest.raises(Conflict, match="release it first"), engine.begin() as conn:
         backlog.cancel_task(conn, NOW, task.id, actor="cli")
     assert snapshot(engine) == before
@@ -242,11 +246,13 @@ def test_a_person_can_force_release_and_it_is_recorded(engine: Engine) -> None:
     task = add(engine)
     held = claim(engine, task.id, owner="claude:s1")
     with pytest.raises(InvalidInput, match="lease token, or force"), engine.begin() as conn:
-        backlog.release_task(conn, NOW, task.id, actor="cli")
+        backlog_leases.release_task(conn, NOW, task.id, actor="cli")
     with pytest.raises(InvalidInput, match="not both"), engine.begin() as conn:
-        backlog.release_task(conn, NOW, task.id, token=held.lease_token, force=True, actor="cli")
+        backlog_leases.release_task(
+            conn, NOW, task.id, token=held.lease_token, force=True, actor="cli"
+        )
     with engine.begin() as conn:
-        released = backlog.release_task(conn, NOW, task.id, force=True, actor="cli")
+        released = backlog_leases.release_task(conn, NOW, task.id, force=True, actor="cli")
     assert released.status is TaskStatus.READY
     assert (released.lease_owner, released.lease_until) == (None, None)
     with engine.connect() as conn:
@@ -255,14 +261,14 @@ def test_a_person_can_force_release_and_it_is_recorded(engine: Engine) -> None:
     assert event.details["owner"] == "claude:s1"
     assert event.details["token"] == held.lease_token
     with pytest.raises(Conflict, match="no lease to release"), engine.begin() as conn:
-        backlog.release_task(conn, NOW, task.id, force=True, actor="cli")
+        backlog_leases.release_task(conn, NOW, task.id, force=True, actor="cli")
 
 
 def test_a_holder_releases_with_its_token(engine: Engine) -> None:
     task = add(engine)
     held = claim(engine, task.id)
     with engine.begin() as conn:
-        backlog.release_task(conn, NOW, task.id, token=held.lease_token, actor="cli")
+        backlog_leases.release_task(conn, NOW, task.id, token=held.lease_token, actor="cli")
     with engine.connect() as conn:
         [event] = events.list_events(conn, kind="task.released")
     assert event.details["force"] is False
@@ -275,7 +281,9 @@ def test_an_expired_lease_can_still_be_renewed_by_its_holder(engine: Engine) -> 
     late = NOW + timedelta(hours=3)
     assert get(engine, task.id).is_expired(late)
     with engine.begin() as conn:
-        renewed = backlog.renew_lease(conn, late, task.id, token=held.lease_token, actor="cli")
+        renewed = backlog_leases.renew_lease(
+            conn, late, task.id, token=held.lease_token, actor="cli"
+        )
     assert not renewed.is_expired(late)
 
 
@@ -293,7 +301,7 @@ def test_session_end_releases_what_that_owner_holds(engine: Engine) -> None:
     claim(engine, other.id, owner="claude:s2")
     claim(engine, also_mine.id, owner="claude:s1")
     with engine.begin() as conn:
-        released = backlog.release_held_by(
+        released = backlog_leases.release_held_by(
             conn, NOW, owner="claude:s1", actor="hook:s1", reason="logout"
         )
     assert released == [mine.id, also_mine.id]
@@ -403,14 +411,14 @@ def test_ids_out_of_range_are_invalid_input(engine: Engine, task_id: int) -> Non
 
 def test_unknown_tasks_are_not_found(engine: Engine) -> None:
     with pytest.raises(NotFound, match="no task 42"), engine.begin() as conn:
-        backlog.claim_task(conn, NOW, 42, owner="cli:a", actor="cli")
+        backlog_leases.claim_task(conn, NOW, 42, owner="cli:a", actor="cli")
 
 
 def test_every_change_writes_one_event_in_its_transaction(engine: Engine) -> None:
     """A change rolled back takes its event with it: the record never shows what did not happen."""
     task = add(engine)
     with pytest.raises(RuntimeError), engine.begin() as conn:
-        backlog.claim_task(conn, NOW, task.id, owner="cli:a", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="cli:a", actor="cli")
         raise RuntimeError("crash after the claim, before commit")
     assert get(engine, task.id).status is TaskStatus.READY
     assert kinds(engine, task.id) == ["task.created"]
@@ -440,10 +448,10 @@ def test_no_service_leaves_a_running_task_without_a_lease(engine: Engine) -> Non
     t1 = claim(engine, ids[1])
     claim(engine, ids[2])
     with engine.begin() as conn:
-        backlog.renew_lease(conn, NOW, ids[0], token=t0.lease_token, actor="cli")
-        backlog.complete_task(conn, NOW, ids[0], token=t0.lease_token, actor="cli")
-        backlog.release_task(conn, NOW, ids[1], token=t1.lease_token, actor="cli")
-        backlog.claim_next(conn, NOW, owner="cli:z", actor="cli")
+        backlog_leases.renew_lease(conn, NOW, ids[0], token=t0.lease_token, actor="cli")
+        backlog_leases.complete_task(conn, NOW, ids[0], token=t0.lease_token, actor="cli")
+        backlog_leases.release_task(conn, NOW, ids[1], token=t1.lease_token, actor="cli")
+        backlog_leases.claim_next(conn, NOW, owner="cli:z", actor="cli")
         reap_stale_leases(conn, NOW + timedelta(hours=8), GRACE)
     with engine.connect() as conn:
         rows = conn.execute(select(tasks.c.status, tasks.c.lease_owner, tasks.c.lease_until))

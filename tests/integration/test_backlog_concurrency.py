@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select, text
 
 from ondeck.core.errors import Conflict, NothingClaimable
 from ondeck.db.tables import events, tasks
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 THREADS = 8
@@ -38,7 +38,7 @@ def test_eight_threads_claim_five_hundred_tasks_each_exactly_once(engine: Engine
             while True:
                 try:
                     with engine.begin() as conn:
-                        task = backlog.claim_next(conn, NOW, owner=owner, actor="cli")
+                        task = backlog_leases.claim_next(conn, NOW, owner=owner, actor="cli")
                 except NothingClaimable:
                     return
                 with lock:
@@ -79,7 +79,7 @@ def test_two_claimers_of_one_task_one_wins(engine: Engine) -> None:
         start.wait()
         try:
             with engine.begin() as conn:
-                backlog.claim_task(conn, NOW, 1, owner=f"thread:{n}", actor="cli")
+                backlog_leases.claim_task(conn, NOW, 1, owner=f"thread:{n}", actor="cli")
             results.append("won")
         except Conflict:
             results.append("conflict")
@@ -98,9 +98,9 @@ def test_claim_next_passes_over_a_task_another_claimer_holds_locked(engine: Engi
         pytest.skip("SQLite serialises writers at BEGIN: there is no row lock to pass over")
     _fill(engine, 2)
     with engine.connect() as first, engine.connect() as second, first.begin():
-        taken = backlog.claim_next(first, NOW, owner="one", actor="cli")
+        taken = backlog_leases.claim_next(first, NOW, owner="one", actor="cli")
         with second.begin():
             # Fail instead of hanging if the claim waited on the first one's lock.
             second.execute(text("SET LOCAL lock_timeout = '2s'"))
-            other = backlog.claim_next(second, NOW, owner="two", actor="cli")
+            other = backlog_leases.claim_next(second, NOW, owner="two", actor="cli")
     assert {taken.id, other.id} == {1, 2}

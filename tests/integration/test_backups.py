@@ -15,6 +15,7 @@ from sqlalchemy import Engine, insert, update
 
 from ondeck.backups import copies as backup_copies
 from ondeck.backups import runs as backup_runs
+from ondeck.core.models import Schedule
 from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.db.tables import schedules as schedules_table
@@ -28,7 +29,7 @@ NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)
 RUNNER = "jobs@test-host:1"
 
 
-def _backup_schedule(engine: Engine) -> schedules.Schedule:
+def _backup_schedule(engine: Engine) -> Schedule:
     with engine.begin() as conn:
         assert backup_runs.ensure_default_schedules(conn, NOW, UTC_ZONE) is True
         [schedule] = schedules.list_schedules(conn, kind="backup")

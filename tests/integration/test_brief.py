@@ -19,7 +19,7 @@ from ondeck.context.build import build_context
 from ondeck.context.render import fit_context, render, to_json, to_markdown
 from ondeck.memory import notes as notes_svc
 from ondeck.memory.brief import BriefRequest
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from support.hooks import commit_file, git, new_repo
 from support.memory import make_session
 
@@ -164,7 +164,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
         event_log.record(
             conn, NOW, actor="hook", kind="session.started", subject=f"session:{ids[-1]}"
         )
-        backlog.claim_task(
+        backlog_leases.claim_task(
             conn, NOW, task.id, owner=f"{session_store.OWNER_PREFIX}s4", duration="1h", actor="t"
         )
         event_log.record(

@@ -20,7 +20,7 @@ from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
@@ -110,7 +110,9 @@ def test_it_warns_when_the_jobs_loop_is_not_running(engine: Engine, settings) ->
 def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
     with engine.begin() as conn:
         task = backlog.create_task(conn, MONDAY_9, title="deploy", actor="cli")
-        backlog.claim_task(conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli")
+        backlog_leases.claim_task(
+            conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli"
+        )
     live = _ctx(engine, MONDAY_9 + timedelta(minutes=30))
     assert [r.expired for r in live.running] == [False]
     assert "stale_leases" not in {w.code for w in live.warnings}
@@ -250,7 +252,7 @@ def test_left_out_counts_follow_the_project_scope(engine: Engine) -> None:
             held = backlog.create_task(
                 conn, MONDAY_9, title=f"{project} held", project=project, actor="cli"
             )
-            backlog.claim_task(
+            backlog_leases.claim_task(
                 conn, MONDAY_9, held.id, owner="claude:s", duration="1h", actor="cli"
             )
     site = _ctx(engine, MONDAY_9, project="site", budget=3)
@@ -288,7 +290,9 @@ def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
     with engine.begin() as conn:
         for i in range(7):
             task = backlog.create_task(conn, MONDAY_9, title=f"t{i}", actor="cli")
-            backlog.claim_task(conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli")
+            backlog_leases.claim_task(
+                conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli"
+            )
     [warning] = [
         w for w in _ctx(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
     ]

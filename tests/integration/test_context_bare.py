@@ -17,7 +17,7 @@ from ondeck.db.tables import backups
 from ondeck.memory import notes as notes_svc
 from ondeck.memory.brief import BriefRequest
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
 from support.memory import make_session
 
@@ -44,7 +44,7 @@ def _fill(engine: Engine) -> None:
             backlog.create_task(conn, earlier, title=f"undated {i}", project="api", actor="t")
         backlog.create_task(conn, earlier, title="due", due_on=date(2026, 6, 14), actor="t")
         held = backlog.create_task(conn, earlier, title="held", project="api", actor="t")
-        backlog.claim_task(
+        backlog_leases.claim_task(
             conn, earlier, held.id, owner="claude:s-old", duration=3600, actor="claude:s-old"
         )
         workers.beat(conn, NOW - timedelta(hours=1), name="jobs@t:1", started_at=earlier,
@@ -133,7 +133,7 @@ def _fill_sides(engine: Engine) -> None:
                 project="api", actor="t",
             )  # fmt: skip
             held = backlog.create_task(conn, earlier, title=f"held {side}", side=side, actor="t")
-            backlog.claim_task(conn, earlier, held.id, owner="o", duration=3600, actor="o")
+            backlog_leases.claim_task(conn, earlier, held.id, owner="o", duration=3600, actor="o")
 
 
 def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(

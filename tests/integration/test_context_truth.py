@@ -19,7 +19,7 @@ from ondeck.context.render import render, to_json, to_markdown
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
@@ -150,7 +150,7 @@ def test_each_left_out_list_names_the_command_that_shows_it(engine: Engine) -> N
             )
             backlog.create_task(conn, MONDAY_9, title=f"someday {n}", actor="cli")
             task = backlog.create_task(conn, MONDAY_9, title=f"held {n}", actor="cli")
-            backlog.claim_task(conn, MONDAY_9, task.id, owner="x", actor="cli")
+            backlog_leases.claim_task(conn, MONDAY_9, task.id, owner="x", actor="cli")
     markdown = to_markdown(_ctx(engine, budget=1), UTCZ)
     line = markdown.strip().splitlines()[-1]
     assert line.startswith("Left out to fit the budget:")

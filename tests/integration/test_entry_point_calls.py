@@ -25,6 +25,7 @@ from starlette.requests import Request
 from mcp import Client
 from ondeck.context.render import Format, hook_output
 from ondeck.core import clock
+from ondeck.core.models import Schedule
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import fires, tasks
 from ondeck.entrypoints.api.app import create_app
@@ -34,14 +35,14 @@ from ondeck.entrypoints.hooks.verbs import session_start
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.entrypoints.mcp.tools import build_server
 from ondeck.host.settings import Settings, load_settings
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from support.pg import free_port
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
-def _schedule(engine: Engine, now: datetime, zone: Any, **values: Any) -> schedules.Schedule:
+def _schedule(engine: Engine, now: datetime, zone: Any, **values: Any) -> Schedule:
     values = {"title": "water the plants", "rule": "daily", **values}
     with engine.begin() as conn:
         return schedules.create_schedule(conn, now, zone, actor="cli", **values)
@@ -225,7 +226,7 @@ def test_the_context_is_the_same_in_each_format_through_every_entry_point(
     monkeypatch.setenv("ONDECK_PORT", str(free_port()))
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="배포 준비", due_on=NOW.date(), actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner="me", duration="15m", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="me", duration="15m", actor="cli")
         backlog.create_task(conn, NOW, title="write the notes", project="site", actor="cli")
     _schedule(engine, NOW - timedelta(days=1), settings.zone, kind="remind")
     later = NOW + timedelta(hours=2)  # the lease has expired: the lines that compute spans

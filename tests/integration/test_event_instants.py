@@ -15,7 +15,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
 from ondeck.host.settings import load_settings
 from ondeck.system import events
-from ondeck.work import backlog, reaper
+from ondeck.work import backlog, backlog_leases, reaper
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 # The claim's lease ends at 10:00 UTC: 19:00 in Seoul.
@@ -28,7 +28,7 @@ def history(engine: Engine) -> Engine:
     """Task 1 claimed (lease until 10:00 UTC), then reaped after its grace."""
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="held", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner="cli:x", duration="1h", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="cli:x", duration="1h", actor="cli")
     with engine.begin() as conn:
         reaped = reaper.reap_stale_leases(conn, NOW + timedelta(hours=8), timedelta(hours=6))
     assert [r.task_id for r in reaped] == [1]

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select, update
 
+from ondeck.core.models import Schedule
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.host.settings import Settings
@@ -33,7 +34,7 @@ def _create(engine: Engine, now: datetime = WED, zone: Any = UTC_ZONE, **kw: Any
         return schedules.create_schedule(conn, now, zone, **kw).id
 
 
-def _get(engine: Engine, schedule_id: int) -> schedules.Schedule:
+def _get(engine: Engine, schedule_id: int) -> Schedule:
     with engine.connect() as conn:
         return schedules.get_schedule(conn, schedule_id)
 
@@ -310,7 +311,7 @@ def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None
     the inbox), so a session of another side never claims it."""
     from ondeck.core.errors import NothingClaimable
     from ondeck.core.sides import SideView
-    from ondeck.work import backlog
+    from ondeck.work import backlog_leases
 
     made = {
         side: _create(engine, title=f"매일 {side}", side=side)
@@ -322,11 +323,11 @@ def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None
         [task] = _tasks(engine, sid)
         assert task.side == side, side
     with engine.begin() as conn:
-        taken = backlog.claim_next(
+        taken = backlog_leases.claim_next(
             conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
         )
         assert taken.source == f"sch:{made['work']}:2026-06-17" and taken.side == "work"
         with pytest.raises(NothingClaimable):
-            backlog.claim_next(
+            backlog_leases.claim_next(
                 conn, WED, owner="w", actor="w", view=SideView(sides_on=True, side="work")
             )

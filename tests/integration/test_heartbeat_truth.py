@@ -24,7 +24,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from support.surfaces import read_all, texts
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -62,7 +62,9 @@ def test_a_tick_from_a_clock_three_days_ahead_does_not_hide_a_dead_loop(
         jobs.backups.join()  # the backup is written beside the tick: let it finish
     with engine.begin() as conn:  # claimed with the real clock, after the tick from ahead
         later = NOW + timedelta(hours=1)
-        backlog.claim_task(conn, later, task.id, owner="cli:bob", duration="15m", actor="cli")
+        backlog_leases.claim_task(
+            conn, later, task.id, owner="cli:bob", duration="15m", actor="cli"
+        )
 
     found = read_all(engine, settings, db_url, NOW + timedelta(hours=8), task_id=task.id)
     warnings = {w["code"]: w["message"] for w in found["context.json"]["warnings"]}

@@ -20,7 +20,7 @@ from ondeck.db.engine import autocommitting, translate_errors
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
 from ondeck.system import events
-from ondeck.work import backlog, task_statements
+from ondeck.work import backlog, backlog_leases, task_statements
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -55,11 +55,13 @@ def test_the_holders_steps_record_the_same_events_on_both_stores(engine: Engine)
         first = backlog.create_task(conn, NOW, title="a", actor="cli").id
         second = backlog.create_task(conn, NOW, title="b", project="site", actor="cli").id
     with engine.begin() as conn:
-        held = backlog.claim_task(conn, NOW, first, owner="claude:s1", actor="cli")
-        nxt = backlog.claim_next(conn, NOW, owner="claude:s2", project="site", actor="mcp:x")
+        held = backlog_leases.claim_task(conn, NOW, first, owner="claude:s1", actor="cli")
+        nxt = backlog_leases.claim_next(conn, NOW, owner="claude:s2", project="site", actor="mcp:x")
         later = NOW + timedelta(minutes=30)
-        renewed = backlog.renew_lease(conn, later, first, token=held.lease_token, actor="cli")
-        done = backlog.complete_task(
+        renewed = backlog_leases.renew_lease(
+            conn, later, first, token=held.lease_token, actor="cli"
+        )
+        done = backlog_leases.complete_task(
             conn, later, second, token=nxt.lease_token, note="shipped", actor="cli"
         )
     assert (held.status, held.lease_owner, held.lease_token) == ("RUNNING", "claude:s1", 1)
@@ -95,15 +97,15 @@ def test_on_postgresql_each_holder_step_is_one_statement(engine: Engine) -> None
         task_id = backlog.create_task(conn, NOW, title="a", actor="cli").id
         backlog.create_task(conn, NOW, title="b", project="p", actor="cli")
     with autocommitting(engine) as conn, counting(engine) as statements:
-        held = backlog.claim_task(conn, NOW, task_id, owner="w", actor="cli")
+        held = backlog_leases.claim_task(conn, NOW, task_id, owner="w", actor="cli")
         assert len(statements) == 1
-        backlog.renew_lease(conn, NOW, task_id, token=held.lease_token, actor="cli")
+        backlog_leases.renew_lease(conn, NOW, task_id, token=held.lease_token, actor="cli")
         assert len(statements) == 2
-        backlog.complete_task(conn, NOW, task_id, token=held.lease_token, actor="cli")
+        backlog_leases.complete_task(conn, NOW, task_id, token=held.lease_token, actor="cli")
         assert len(statements) == 3
-        other = backlog.claim_next(conn, NOW, owner="w", project="p", actor="cli")
+        other = backlog_leases.claim_next(conn, NOW, owner="w", project="p", actor="cli")
         assert len(statements) == 4
-        backlog.complete_task(conn, NOW, other.id, token=other.lease_token, actor="cli")
+        backlog_leases.complete_task(conn, NOW, other.id, token=other.lease_token, actor="cli")
         assert len(statements) == 5
     assert all(s.lstrip().startswith("WITH changed AS") for s in statements)
     # Run straight through the driver: instants still come back aware, in UTC.
@@ -120,16 +122,18 @@ def test_a_refused_step_on_an_autocommitting_connection_changes_nothing(engine: 
     with engine.begin() as conn:
         task_id = backlog.create_task(conn, NOW, title="a", actor="cli").id
     with autocommitting(engine) as conn:
-        held = backlog.claim_task(conn, NOW, task_id, owner="w", actor="cli")
+        held = backlog_leases.claim_task(conn, NOW, task_id, owner="w", actor="cli")
         with engine.connect() as reader:
             before = reader.execute(select(tasks)).all()
             count = reader.execute(select(func.count()).select_from(events_table)).scalar_one()
         with pytest.raises(LeaseLost, match="held by w"):
-            backlog.complete_task(conn, NOW, task_id, token=held.lease_token + 1, actor="cli")
+            backlog_leases.complete_task(
+                conn, NOW, task_id, token=held.lease_token + 1, actor="cli"
+            )
         with pytest.raises(LeaseLost):
-            backlog.renew_lease(conn, NOW, task_id, token=0, actor="cli")
+            backlog_leases.renew_lease(conn, NOW, task_id, token=0, actor="cli")
         with pytest.raises(NotFound):
-            backlog.complete_task(conn, NOW, task_id + 1, token=1, actor="cli")
+            backlog_leases.complete_task(conn, NOW, task_id + 1, token=1, actor="cli")
     with engine.connect() as reader:
         assert reader.execute(select(tasks)).all() == before
         assert reader.execute(select(func.count()).select_from(events_table)).scalar_one() == count
@@ -190,8 +194,8 @@ def test_postgresql_plans_the_claim_once_not_at_every_claim(engine: Engine) -> N
         conn.exec_driver_sql("ANALYZE tasks")
     with autocommitting(engine) as conn:
         for _ in range(15):
-            held = backlog.claim_next(conn, NOW, owner="w", project="p", actor="cli")
-            backlog.complete_task(conn, NOW, held.id, token=held.lease_token, actor="cli")
+            held = backlog_leases.claim_next(conn, NOW, owner="w", project="p", actor="cli")
+            backlog_leases.complete_task(conn, NOW, held.id, token=held.lease_token, actor="cli")
         plans = conn.exec_driver_sql(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
         ).all()
@@ -206,10 +210,10 @@ def test_done_and_next_completes_then_takes_the_next_with_both_events(engine: En
         first = backlog.create_task(conn, NOW, title="a", project="p", actor="cli").id
         second = backlog.create_task(conn, NOW, title="b", project="p", priority=3, actor="cli")
         backlog.create_task(conn, NOW, title="elsewhere", project="q", priority=0, actor="cli")
-        held = backlog.claim_task(conn, NOW, first, owner="w", actor="cli")
+        held = backlog_leases.claim_task(conn, NOW, first, owner="w", actor="cli")
     later = NOW + timedelta(minutes=5)
     with engine.begin() as conn:
-        done, taken = backlog.complete_and_claim_next(
+        done, taken = backlog_leases.complete_and_claim_next(
             conn, later, first, token=held.lease_token, note="ok", owner="w", project="p",
             duration="2h", actor="mcp:x",
         )  # fmt: skip
@@ -225,7 +229,7 @@ def test_done_and_next_completes_then_takes_the_next_with_both_events(engine: En
             "owner": "w", "token": 1, "lease_until": "2026-06-15T11:05:00+00:00", "next": True,
         }  # fmt: skip
     with engine.begin() as conn:
-        last, none = backlog.complete_and_claim_next(
+        last, none = backlog_leases.complete_and_claim_next(
             conn, later, second.id, token=taken.lease_token, owner="w", project="p", actor="cli"
         )
     assert (last.status, none) == ("DONE", None), "nothing READY left in p: done, no next"
@@ -235,16 +239,16 @@ def test_done_and_next_refused_takes_nothing(engine: Engine) -> None:
     with engine.begin() as conn:
         first = backlog.create_task(conn, NOW, title="a", actor="cli").id
         backlog.create_task(conn, NOW, title="b", actor="cli")
-        held = backlog.claim_task(conn, NOW, first, owner="w", actor="cli")
+        held = backlog_leases.claim_task(conn, NOW, first, owner="w", actor="cli")
     with engine.connect() as reader:
         before = reader.execute(select(tasks).order_by(tasks.c.id)).all()
         count = reader.execute(select(func.count()).select_from(events_table)).scalar_one()
     with pytest.raises(LeaseLost), engine.begin() as conn:
-        backlog.complete_and_claim_next(
+        backlog_leases.complete_and_claim_next(
             conn, NOW, first, token=held.lease_token + 1, owner="w", actor="cli"
         )
     with pytest.raises(NotFound), engine.begin() as conn:
-        backlog.complete_and_claim_next(conn, NOW, 999, token=1, owner="w", actor="cli")
+        backlog_leases.complete_and_claim_next(conn, NOW, 999, token=1, owner="w", actor="cli")
     with engine.connect() as reader:
         assert reader.execute(select(tasks).order_by(tasks.c.id)).all() == before
         assert reader.execute(select(func.count()).select_from(events_table)).scalar_one() == count
@@ -257,11 +261,11 @@ def test_on_postgresql_done_and_next_is_one_statement(engine: Engine) -> None:
             backlog.create_task(conn, NOW, title=title, actor="cli")
     seen: list[int] = []
     with autocommitting(engine) as conn:
-        task = backlog.claim_next(conn, NOW, owner="w", actor="cli")
+        task = backlog_leases.claim_next(conn, NOW, owner="w", actor="cli")
         with counting(engine) as statements:
             while task is not None:
                 seen.append(task.id)
-                _, task = backlog.complete_and_claim_next(
+                _, task = backlog_leases.complete_and_claim_next(
                     conn, NOW, task.id, token=task.lease_token, owner="w", actor="cli"
                 )
     assert len(seen) == 3 and len(set(seen)) == 3
@@ -326,7 +330,7 @@ def test_claim_next_takes_dated_tasks_first_then_undated(engine: Engine) -> None
     order = []
     with engine.begin() as conn:
         for _ in made:
-            order.append(backlog.claim_next(conn, NOW, owner="w", actor="cli").title)
+            order.append(backlog_leases.claim_next(conn, NOW, owner="w", actor="cli").title)
     assert order == ["due soon, high", "due soon, low", "due later", "undated urgent", "undated"]
 
 
@@ -341,7 +345,7 @@ def test_a_lost_connection_on_a_holder_step_is_unavailable_not_a_crash(engine: E
         with engine.connect() as other:
             other.exec_driver_sql(f"SELECT pg_terminate_backend({backend})")
         with pytest.raises(Unavailable, match="database unavailable"), translate_errors():
-            backlog.claim_next(conn, NOW, owner="w", actor="cli")
+            backlog_leases.claim_next(conn, NOW, owner="w", actor="cli")
         assert conn.invalidated
     with engine.begin() as conn:  # the pool hands out a working connection again
-        assert backlog.claim_next(conn, NOW, owner="w", actor="cli").title == "a"
+        assert backlog_leases.claim_next(conn, NOW, owner="w", actor="cli").title == "a"

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from ondeck.host.settings import Settings
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from ondeck.work.lease_state import LeaseState, lease_of, release_due
 from ondeck.work.reaper import reap_stale_leases
 from support.surfaces import read_all, task_objects, texts
@@ -40,7 +40,9 @@ def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
 def _claimed(engine: Engine) -> int:
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="migrate the 데이터", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner="claude:s1", duration="15m", actor="cli")
+        backlog_leases.claim_task(
+            conn, NOW, task.id, owner="claude:s1", duration="15m", actor="cli"
+        )
     return task.id
 
 

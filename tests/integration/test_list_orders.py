@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, update
 from ondeck.core.models import TaskStatus as Status
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.web import queries
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 UTCZ = ZoneInfo("UTC")
@@ -51,9 +51,11 @@ def backlog_of_all_kinds(engine: Engine) -> None:
             )
             fate = pick.choice(["ready", "ready", "running", "done", "cancelled"])
             if fate in ("running", "done"):
-                held = backlog.claim_task(conn, NOW, task.id, owner="me", actor="cli")
+                held = backlog_leases.claim_task(conn, NOW, task.id, owner="me", actor="cli")
                 if fate == "done":
-                    backlog.complete_task(conn, NOW, task.id, token=held.lease_token, actor="cli")
+                    backlog_leases.complete_task(
+                        conn, NOW, task.id, token=held.lease_token, actor="cli"
+                    )
             elif fate == "cancelled":
                 backlog.cancel_task(conn, NOW, task.id, actor="cli")
 

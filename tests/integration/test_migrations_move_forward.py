@@ -32,7 +32,7 @@ from ondeck.db.migrate import HEAD, read_revision, upgrade
 from ondeck.entrypoints.gateway import Store
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import events
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 
 # --- the revisions ------------------------------------------------------------------------
 
@@ -664,8 +664,8 @@ def _check_ondeck_works_on_it(
     assert [r.task.title for r in ctx.running] == [KOREAN]
     with call.write() as conn:
         made = backlog.create_task(conn, T, title="after the upgrade", actor="cli")
-        held = backlog.claim_task(conn, T, made.id, owner="me", actor="cli")
-        backlog.complete_task(conn, T, made.id, token=held.lease_token, actor="cli")
+        held = backlog_leases.claim_task(conn, T, made.id, owner="me", actor="cli")
+        backlog_leases.complete_task(conn, T, made.id, token=held.lease_token, actor="cli")
         created = schedules.create_schedule(
             conn, T, settings.zone, title="new", rule="daily", actor="cli"
         )

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from mcp import Client
+from ondeck.core.models import Schedule
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
@@ -24,7 +25,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.mcp.tools import build_server
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, firing, schedules
+from ondeck.work import backlog_leases, firing, schedules
 from support.surfaces import cli
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -58,7 +59,7 @@ def _make(engine: Engine, rule: str = "daily", missed: str = "latest", **kw: Any
     return made.id
 
 
-def _now(engine: Engine, schedule_id: int, at: datetime = LATER) -> schedules.Schedule:
+def _now(engine: Engine, schedule_id: int, at: datetime = LATER) -> Schedule:
     with engine.begin() as conn:
         return schedules.pull_now(conn, at, SEOUL, schedule_id)
 
@@ -145,7 +146,7 @@ def test_after_todays_fire_now_changes_nothing_and_says_so(engine: Engine) -> No
     firing.fire_due(engine, LATER, SEOUL)
     with engine.begin() as conn:
         [task_id] = conn.execute(select(tasks.c.id)).scalars().all()
-        backlog.complete_task(conn, LATER, task_id, token=None, actor="cli")
+        backlog_leases.complete_task(conn, LATER, task_id, token=None, actor="cli")
         before = conn.execute(select(func.count()).select_from(events_table)).scalar_one()
     pulled = _now(engine, schedule_id, LATER + timedelta(hours=1))
     assert pulled.next_due == date(2026, 6, 21)

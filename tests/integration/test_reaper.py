@@ -12,12 +12,12 @@ import time_machine
 from sqlalchemy import Connection, Engine, text, update
 from sqlalchemy.sql.dml import Update
 
-from ondeck.core.models import TaskStatus
+from ondeck.core.models import Task, TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings
 from ondeck.system import events
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from ondeck.work.reaper import reap_stale_leases, reap_step
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -46,10 +46,12 @@ def reaper_log() -> Iterator[list[str]]:
     logger.setLevel(old_level)
 
 
-def claimed(engine: Engine, owner: str = "claude:s1") -> backlog.Task:
+def claimed(engine: Engine, owner: str = "claude:s1") -> Task:
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="t", actor="cli")
-        return backlog.claim_task(conn, NOW, task.id, owner=owner, duration="1h", actor="cli")
+        return backlog_leases.claim_task(
+            conn, NOW, task.id, owner=owner, duration="1h", actor="cli"
+        )
 
 
 def status(engine: Engine, task_id: int) -> TaskStatus:
@@ -113,7 +115,9 @@ def test_it_releases_every_stale_lease_in_one_run_and_leaves_live_ones(engine: E
     stale = [claimed(engine, owner=f"claude:{n}") for n in range(3)]
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="live", actor="cli")
-        live = backlog.claim_task(conn, NOW, task.id, owner="cli:a", duration="2d", actor="cli")
+        live = backlog_leases.claim_task(
+            conn, NOW, task.id, owner="cli:a", duration="2d", actor="cli"
+        )
     with engine.begin() as conn:
         reaped = reap_stale_leases(conn, LEASE_END + timedelta(hours=7), GRACE)
     assert [r.task_id for r in reaped] == [t.id for t in stale]
@@ -172,7 +176,7 @@ def test_a_holder_completing_right_now_is_skipped_not_overwritten(engine: Engine
     task = claimed(engine)
     late = LEASE_END + timedelta(hours=7)
     with engine.connect() as holder, holder.begin():
-        backlog.complete_task(holder, late, task.id, token=task.lease_token, actor="cli")
+        backlog_leases.complete_task(holder, late, task.id, token=task.lease_token, actor="cli")
         with engine.connect() as jobs, jobs.begin():
             jobs.execute(text("SET LOCAL lock_timeout = '2s'"))
             assert reap_stale_leases(jobs, late, GRACE) == []

@@ -17,7 +17,7 @@ from ondeck.core.memory import Scope
 from ondeck.db.tables import sessions, tasks
 from ondeck.memory import notes as notes_svc
 from ondeck.memory.recall import recall
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from support.memory import add_compaction, make_session
 
 UTC = ZoneInfo("UTC")
@@ -130,7 +130,7 @@ def test_the_store_keeps_the_index_in_step_within_the_transaction(engine: Engine
     assert refs(engine, "watching") == [] and refs(engine, "배포") == [f"session {sid}"]
     # A claim changes neither title nor body: the row stays findable, once.
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, task.id, owner="me", duration="1h", actor="t")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="me", duration="1h", actor="t")
     assert refs(engine, "domain") == [f"task {task.id}"]
     with engine.begin() as conn:
         conn.execute(update(sessions).where(sessions.c.id == sid).values(last_word=None))

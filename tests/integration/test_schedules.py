@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
+from ondeck.core.models import Schedule
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs.loop import Jobs
@@ -23,7 +24,7 @@ UTC_ZONE = ZoneInfo("UTC")
 WED = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)  # a Wednesday
 
 
-def _create(engine: Engine, now: datetime = WED, **kw: Any) -> schedules.Schedule:
+def _create(engine: Engine, now: datetime = WED, **kw: Any) -> Schedule:
     kw.setdefault("title", "weekly check")
     kw.setdefault("rule", "weekly:MON")
     with engine.begin() as conn:

@@ -13,13 +13,14 @@ from sqlalchemy.exc import IntegrityError
 
 from conftest import NOW
 from ondeck.core.errors import InvalidInput
+from ondeck.core.models import TaskStatus
 from ondeck.db.bare import BareDb, open_bare
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.sessions import records as svc
 from ondeck.sessions import rows as session_store
 from ondeck.sessions.classify import Facts, Marker, Rules
 from ondeck.sessions.intake import apply_record
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from support.hooks import SESSION_ID, later, record
 
 SIDES = Rules(sides={"work": ["/home/me/work"], "personal": ["/home/me/own"]})
@@ -288,9 +289,13 @@ def test_the_tasks_a_session_touched_come_from_its_owners_events(engine: Engine)
     with engine.begin() as conn:
         mine = backlog.create_task(conn, NOW, title="mine", actor="cli")
         other = backlog.create_task(conn, NOW, title="theirs", actor="cli")
-        held = backlog.claim_task(conn, later(NOW, minutes=1), mine.id, owner=owner, actor="cli")
-        backlog.claim_task(conn, later(NOW, minutes=1), other.id, owner="claude:x", actor="cli")
-        backlog.complete_task(
+        held = backlog_leases.claim_task(
+            conn, later(NOW, minutes=1), mine.id, owner=owner, actor="cli"
+        )
+        backlog_leases.claim_task(
+            conn, later(NOW, minutes=1), other.id, owner="claude:x", actor="cli"
+        )
+        backlog_leases.complete_task(
             conn, later(NOW, minutes=2), mine.id, token=held.lease_token, actor="cli"
         )
     with engine.connect() as conn:
@@ -304,12 +309,12 @@ def test_the_end_releases_the_leases_the_session_holds(engine: Engine) -> None:
     apply(engine, record("start", NOW))
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="held", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
     end = record("end", later(NOW, minutes=5))
     assert apply(engine, end)["released"] == [task.id]
     assert apply(engine, end)["released"] == [], "the same end twice releases nothing more"
     with engine.connect() as conn:
-        assert backlog.get_task(conn, task.id).status is backlog.Status.READY
+        assert backlog.get_task(conn, task.id).status is TaskStatus.READY
 
 
 def test_the_bare_driver_writes_the_rows_sqlalchemy_writes(engine: Engine, bare: BareDb) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.host.git import Deadline, changed_paths, commits_between, drift, read_repo
+from ondeck.host.git import changed_paths, commits_between, drift, read_repo
+from ondeck.host.git_run import Deadline
 from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 

@@ -31,11 +31,13 @@ def _now() -> datetime:
 
 def hold(url: str, task_id: int, owner: str, lease: str) -> None:
     from ondeck.db.engine import make_engine
-    from ondeck.work import backlog
+    from ondeck.work import backlog_leases
 
     engine = make_engine(url)
     with engine.begin() as conn:
-        task = backlog.claim_task(conn, _now(), task_id, owner=owner, duration=lease, actor="cli")
+        task = backlog_leases.claim_task(
+            conn, _now(), task_id, owner=owner, duration=lease, actor="cli"
+        )
     assert task.lease_until is not None
     line = {"token": task.lease_token, "lease_until": task.lease_until.isoformat()}
     print(json.dumps(line), flush=True)
@@ -95,14 +97,14 @@ class _Hammer:
         return result
 
     def step(self) -> None:
-        from ondeck.work import backlog
+        from ondeck.work import backlog_leases
 
         rng = self.rng
         roll = rng.random()
         if not self.held or roll < 0.35:
             lease = rng.choice(["1s", "2s", "3s"])
             found = self.call(
-                "claim", None, None, backlog.claim_next, owner=self.owner, duration=lease
+                "claim", None, None, backlog_leases.claim_next, owner=self.owner, duration=lease
             )
             if found == "nothing_claimable":
                 time.sleep(0.05)
@@ -110,19 +112,22 @@ class _Hammer:
         if self.stale and roll > 0.93:
             # A holder that comes back late, or sends its completion twice.
             task_id, token = rng.choice(self.stale)
-            self.call("late_complete", task_id, token, backlog.complete_task)
+            self.call("late_complete", task_id, token, backlog_leases.complete_task)
             return
         task_id = rng.choice(list(self.held))
         token = self.held[task_id]
         action = rng.random()
         # Completing rarely keeps thousands of tasks in play for a full minute.
         if action < 0.15:
-            self.call("complete", task_id, token, backlog.complete_task)
+            self.call("complete", task_id, token, backlog_leases.complete_task)
         elif action < 0.45:
-            if self.call("renew", task_id, token, backlog.renew_lease, duration="2s") == "ok":
+            if (
+                self.call("renew", task_id, token, backlog_leases.renew_lease, duration="2s")
+                == "ok"
+            ):
                 return
         elif action < 0.60:
-            self.call("release", task_id, token, backlog.release_task)
+            self.call("release", task_id, token, backlog_leases.release_task)
         elif action < 0.75:
             pass  # walk away without a word: the holder "died"; the reaper must take it back
         else:

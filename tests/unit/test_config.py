@@ -319,7 +319,7 @@ def test_every_duration_bound_keeps_instant_arithmetic_in_range(name: str) -> No
     from datetime import datetime, time
 
     from ondeck.core.validation import DATE_MAX, DATE_MIN
-    from ondeck.work.backlog import MAX_LEASE
+    from ondeck.work.backlog_leases import MAX_LEASE
 
     span = _bounds(name).maximum + MAX_LEASE
     late = datetime.combine(DATE_MAX, time.max, tzinfo=UTC)

@@ -4,18 +4,17 @@ the full settings decide (accept, or refuse with their one line)."""
 
 from __future__ import annotations
 
+import inspect
+import os
 from pathlib import Path
 
 import pytest
 
 from ondeck.core.errors import ConfigError
-from ondeck.host.quick_settings import (
-    database_url,
-    posix_path,
-    read_quickly,
-)
-from ondeck.host.settings import load_settings
-from ondeck.host.settings_bridge import hook_config_of, load_hook_config
+from ondeck.host.quick_settings import FIELDS, RULE_FIELDS, HookConfig
+from ondeck.host.quick_settings_read import hook_config_of, load_hook_config, read_quickly
+from ondeck.host.quick_settings_rules import database_url, posix_path
+from ondeck.host.settings import Settings, load_settings
 
 PLAIN_CASES = [
     ({}, ""),
@@ -54,7 +53,7 @@ PLAIN_CASES = [
 ]
 
 UNSURE_CASES = [
-    # A blank or short token (issue 21, item 8): the full settings refuse it, saying why.
+    # A blank or short token: the full settings refuse it, saying why.
     ({"ONDECK_TOKEN": " "}, ""),
     ({"ONDECK_TOKEN": "s3cret"}, ""),
     ({}, 'token = "토큰"\n'),
@@ -181,3 +180,18 @@ def test_the_session_settings_are_documented() -> None:
     sessions = (docs / "sessions.md").read_text()
     for key in ("[sides]", "[remotes]", "no_capture", "private_globs", ".ondeck.toml"):
         assert key in sessions, key
+
+
+def test_the_hooks_settings_are_settings_with_the_same_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each field a hook uses is one of the full settings' fields, the record takes each of
+    them, and where nothing is set the two give the same values."""
+    assert set(FIELDS) <= set(Settings.model_fields)
+    assert set(RULE_FIELDS) <= set(FIELDS)
+    assert set(inspect.signature(HookConfig).parameters) == set(FIELDS)
+    for name in list(os.environ):
+        if name.lower().startswith("ondeck_"):
+            monkeypatch.delenv(name)
+    _setup(monkeypatch, tmp_path, {}, "")
+    assert HookConfig() == hook_config_of(load_settings())

@@ -684,7 +684,8 @@ def test_korean_english_code_and_identifiers_pass_unchanged() -> None:
 def test_ondecks_own_source_passes_unchanged() -> None:
     """Code about tokens, passwords and secrets is not itself a secret."""
     package = Path(find_spec("ondeck").origin or "").parent  # type: ignore[union-attr]
-    sources = [p for p in sorted(package.rglob("*.py")) if p.name != "scrubber.py"]
+    # The scrubber's own modules hold its examples.
+    sources = [p for p in sorted(package.rglob("*.py")) if not p.name.startswith("scrubber")]
     assert len(sources) > 30
     for path in sources:
         text = path.read_text(encoding="utf-8")

@@ -8,21 +8,21 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.models import TaskStatus
+from ondeck.core.models import Task, TaskStatus
 from ondeck.db.tables import tasks
 from ondeck.system import events
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 HX = {"HX-Request": "true"}
 
 
-def _task(engine: Engine, title: str, **fields: object) -> backlog.Task:
+def _task(engine: Engine, title: str, **fields: object) -> Task:
     with engine.begin() as conn:
         return backlog.create_task(conn, NOW, title=title, actor="cli", **fields)  # type: ignore[arg-type]
 
 
-def _get(engine: Engine, task_id: int) -> backlog.Task:
+def _get(engine: Engine, task_id: int) -> Task:
     with engine.connect() as conn:
         return backlog.get_task(conn, task_id)
 
@@ -82,7 +82,7 @@ def test_user_text_is_escaped_everywhere(dash, engine: Engine, settings) -> None
 
     with engine.begin() as conn:
         schedules.create_schedule(conn, NOW, settings.zone, title=evil, rule="daily", body=evil)
-        backlog.claim_task(conn, NOW, task.id, owner=evil, actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner=evil, actor="cli")
     for path in ("/", "/tasks", f"/tasks/{task.id}", "/schedules", "/schedules/1", "/activity"):
         page = dash.get(path).text
         assert "<script>alert" not in page, path
@@ -94,7 +94,7 @@ def test_the_list_filters_by_status_and_project(dash, engine: Engine) -> None:  
     done = _task(engine, "ops done", project="ops")
     _task(engine, "home ready", project="home")
     with engine.begin() as conn:
-        backlog.complete_task(conn, NOW, done.id, token=None, actor="cli")
+        backlog_leases.complete_task(conn, NOW, done.id, token=None, actor="cli")
     default = dash.get("/tasks").text
     assert "ops ready" in default and "home ready" in default and "ops done" not in default
     only_done = dash.get("/tasks?status=DONE").text
@@ -138,7 +138,7 @@ def test_done_with_htmx_returns_the_row_and_an_out_of_band_flash(dash, engine: E
 def test_a_refused_action_is_a_flash_not_a_500(dash, engine: Engine) -> None:  # type: ignore[no-untyped-def]
     task = _task(engine, "held")
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, task.id, owner="cli:alice", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="cli:alice", actor="cli")
     plain = dash.post(f"/tasks/{task.id}/cancel", {"next": "/tasks"})
     assert plain.status_code == 409
     assert "release it first" in dash.flash(plain.text)
@@ -156,7 +156,7 @@ def test_a_refused_action_is_a_flash_not_a_500(dash, engine: Engine) -> None:  #
 def test_release_asks_first_then_forces(dash, engine: Engine) -> None:  # type: ignore[no-untyped-def]
     task = _task(engine, "stuck")
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, task.id, owner="cli:alice", duration="2h", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner="cli:alice", duration="2h", actor="cli")
     row = dash.get("/tasks").text
     link = re.search(rf'href="(/tasks/{task.id}/release\?confirm=1[^"]*)"', row)
     assert link, "a RUNNING row offers release through the confirm page"
@@ -226,7 +226,9 @@ def test_a_refused_edit_keeps_what_was_typed(dash, engine: Engine) -> None:  # t
 def test_running_rows_show_holder_and_lease_end(dash, engine: Engine, at) -> None:  # type: ignore[no-untyped-def]
     task = _task(engine, "busy")
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, task.id, owner="cli:alice", duration="30m", actor="cli")
+        backlog_leases.claim_task(
+            conn, NOW, task.id, owner="cli:alice", duration="30m", actor="cli"
+        )
     row = dash.get("/tasks").text
     assert "cli:alice" in row and "lease until" in row and "(in 30 min)" in row
     at.move_to(NOW + timedelta(hours=1))

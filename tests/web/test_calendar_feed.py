@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from icalendar import Calendar
 from sqlalchemy import Engine
 
+from ondeck.core.models import Schedule
 from ondeck.core.rules import parse
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings, load_settings
@@ -20,7 +21,7 @@ NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 RULES = ["daily", "weekly:MON,THU", "monthly:1,15,last", "monthly:last", "every:3", "every:10"]
 
 
-def _make(engine: Engine, settings: Settings) -> dict[int, schedules.Schedule]:
+def _make(engine: Engine, settings: Settings) -> dict[int, Schedule]:
     made = {}
     with engine.begin() as conn:
         for n, rule in enumerate(RULES):

@@ -8,18 +8,19 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 from sqlalchemy import Engine, insert
 
+from ondeck.core.models import Task
 from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import events
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
 
-def _task(engine: Engine, title: str, **fields: object) -> backlog.Task:
+def _task(engine: Engine, title: str, **fields: object) -> Task:
     with engine.begin() as conn:
         return backlog.create_task(conn, NOW, title=title, actor="cli", **fields)  # type: ignore[arg-type]
 
@@ -53,7 +54,9 @@ def test_today_shows_running_due_and_fired_reminders_with_their_instants(
     held = _task(engine, "Write the report")
     _task(engine, "Pay the invoice", due_on=NOW.date() - timedelta(days=2))
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, held.id, owner="claude:abc", duration="2h", actor="cli")
+        backlog_leases.claim_task(
+            conn, NOW, held.id, owner="claude:abc", duration="2h", actor="cli"
+        )
         schedules.create_schedule(
             conn, NOW, settings.zone, title="Stand-up notes", rule="daily", kind="remind"
         )
@@ -73,7 +76,7 @@ def test_today_says_an_expired_lease_is_expired_and_when_it_is_released(
 ) -> None:  # type: ignore[no-untyped-def]
     held = _task(engine, "Silent holder")
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, held.id, owner="cli:bob", duration="1h", actor="cli")
+        backlog_leases.claim_task(conn, NOW, held.id, owner="cli:bob", duration="1h", actor="cli")
     at.move_to(NOW + timedelta(hours=3))  # lease ended 2 h ago; grace 6 h → released in 4 h
     page = dash.get("/").text
     # No jobs loop ever ticked: no release time is promised.
@@ -114,7 +117,7 @@ def test_today_in_the_configured_zone(engine: Engine, settings: Settings, at) ->
     seoul = load_settings(database_url=settings.url, tz="Asia/Seoul")
     held = _task(engine, "Zone check")
     with engine.begin() as conn:
-        backlog.claim_task(conn, NOW, held.id, owner="x", duration="1h", actor="cli")
+        backlog_leases.claim_task(conn, NOW, held.id, owner="x", duration="1h", actor="cli")
     with TestClient(create_app(seoul, engine)) as client:
         page = client.get("/").text
     assert "2026-06-15 19:00:00 (in 60 min)" in page

@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 
+from ondeck.core.models import Schedule
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.jobs.loop import Jobs
@@ -21,13 +22,13 @@ HX = {"HX-Request": "true"}
 REFUSED_31 = "day 31 is refused: not every month has a day 31"
 
 
-def _schedule(engine: Engine, settings: Settings, **fields: object) -> schedules.Schedule:
+def _schedule(engine: Engine, settings: Settings, **fields: object) -> Schedule:
     values = {"title": "Water the plants", "rule": "weekly:MON,THU", **fields}
     with engine.begin() as conn:
         return schedules.create_schedule(conn, NOW, settings.zone, **values)  # type: ignore[arg-type]
 
 
-def _get(engine: Engine, schedule_id: int) -> schedules.Schedule:
+def _get(engine: Engine, schedule_id: int) -> Schedule:
     with engine.connect() as conn:
         return schedules.get_schedule(conn, schedule_id)
 

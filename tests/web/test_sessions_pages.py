@@ -21,7 +21,7 @@ from ondeck.sessions import records as svc
 from ondeck.sessions import spool
 from ondeck.sessions.classify import Facts, Marker, Rules
 from ondeck.sessions.intake import apply_record
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from support.hooks import SESSION_ID, later, record
 from web.conftest import NOW, Dashboard
 
@@ -99,7 +99,7 @@ def test_a_session_page_shows_what_the_session_did(dash: Dashboard, engine: Engi
     apply(engine, record("start", NOW))
     with engine.begin() as conn:
         task = backlog.create_task(conn, NOW, title="retry uploads", actor="cli")
-        backlog.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
+        backlog_leases.claim_task(conn, NOW, task.id, owner=f"claude:{SESSION_ID}", actor="cli")
     apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="끝 <b>bold</b>"))
     apply(engine, record("compact", later(NOW, minutes=2)))
     apply(engine, record("end", later(NOW, minutes=3)))

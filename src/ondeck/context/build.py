@@ -1,10 +1,10 @@
 """What a new session is told: the one service behind `ondeck context`, the session hook, the
 API, the dashboard's Today page and the MCP tool.
 
-Trap one of the field report lives here. The jobs loop moves `next_due` forward the moment it
-processes a reminder, so "what is due" alone loses the reminder that fired today. Reminders
-are read from the record of the fire (`fires`), by fire date and by the instant it was
-processed, plus the ones due and not processed yet.
+The trap: the jobs loop moves `next_due` forward the moment it processes a reminder, so
+"what is due" alone loses the reminder that fired today. Reminders are read from the record
+of the fire (`fires`), by fire date and by the instant it was processed, plus the ones due
+and not processed yet.
 
 Every statement is plain SQL (context/reads.py, run through db/plain.py): the server,
 CLI and API run it on their SQLAlchemy connection, in their transaction; the session hook
@@ -26,7 +26,6 @@ from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.db.plain import Db, as_db, date_in, expand, instant_in
 from ondeck.memory.brief import Brief, BriefRequest, begin_brief, build_brief
 from ondeck.system.heartbeat import CLOCK_SKEW_TOLERANCE, JobsHealth, jobs_health
-from ondeck.system.heartbeat import JOBS_SILENT_TICKS as JOBS_SILENT_TICKS  # its old home
 from ondeck.work.lease_state import Lease, LeaseState, lease_of
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ class Due:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:
+class ContextWarning:
     code: str
     message: str
 
@@ -78,7 +77,7 @@ class Context:
     # nothing is listed (core/sides.py).
     side: str | None = None
     side_closed: bool = False
-    warnings: list[Warning] = field(default_factory=list)
+    warnings: list[ContextWarning] = field(default_factory=list)
     jobs: JobsHealth | None = None
     reminders: list[Reminder] = field(default_factory=list)
     running: list[Running] = field(default_factory=list)
@@ -157,11 +156,11 @@ def _warnings(
     tz: str,
     lease_grace: timedelta,
     view: SideView,
-) -> list[Warning]:
-    found: list[Warning] = []
+) -> list[ContextWarning]:
+    found: list[ContextWarning] = []
     if not jobs.alive:
         found.append(
-            Warning(
+            ContextWarning(
                 code="jobs_not_running",
                 message=f"{jobs.silence(zone)}: schedules will not fire and "
                 "expired leases will not be released",
@@ -169,11 +168,11 @@ def _warnings(
         )
     skew = jobs.skew(zone)
     if skew is not None:
-        found.append(Warning(code="clock_skew", message=skew))
+        found.append(ContextWarning(code="clock_skew", message=skew))
     differences = jobs.differences(tz, lease_grace)
     if differences:
         found.append(
-            Warning(
+            ContextWarning(
                 code="jobs_settings_differ",
                 message=f"the jobs process {jobs.latest.name if jobs.latest else ''} runs "
                 f"with other settings: {'; '.join(differences)}",
@@ -187,7 +186,7 @@ def _warnings(
 
 def _lease_warnings(
     db: Db, now: datetime, lease_grace: timedelta, jobs: JobsHealth, view: SideView
-) -> list[Warning]:
+) -> list[ContextWarning]:
     at = {"now": instant_in(db, now), "side": view.side}
     first_six, count = q.stale(view)
     expired = q.TASKS.read(db, first_six, at)
@@ -206,15 +205,15 @@ def _lease_warnings(
     else:
         fate = "the jobs loop releases each when its grace is over"
     return [
-        Warning(
+        ContextWarning(
             code="stale_leases",
             message=f"{total} lease(s) past their end, holder silent: {named}{more}; {fate}",
         )
     ]
 
 
-def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[Warning]:
-    found: list[Warning] = []
+def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[ContextWarning]:
+    found: list[ContextWarning] = []
     last = q.BACKUPS.read(db, q.LAST_BACKUP, {"running": BackupStatus.RUNNING.value})
     last_backup = last[0] if last else None
     # A backup dated after now (a clock ahead wrote it) proves nothing about the last two
@@ -229,7 +228,7 @@ def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[Warning]:
         error = _clip((last_backup["error"] or last_backup["status"]).splitlines()[0], 200)
         started = iso(last_backup["started_at"], zone)
         found.append(
-            Warning(
+            ContextWarning(
                 code="backup_failed",
                 message=f"the last backup ({started}) failed: {error}",
             )
@@ -243,7 +242,7 @@ def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[Warning]:
             else ""
         )
         found.append(
-            Warning(
+            ContextWarning(
                 code="backup_stale",
                 message=f"no successful backup in 2 days ({since}){future}",
             )
@@ -251,19 +250,19 @@ def _backup_warnings(db: Db, now: datetime, zone: tzinfo) -> list[Warning]:
     return found
 
 
-def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[Warning]:
+def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[ContextWarning]:
     """Overdue schedules, and due ones whose stored rule no longer parses: the tick skips
     those every time, so they would stay due and silent for ever. One read of the due
     schedules by rule (ix_schedules_due): a handful of distinct rules to parse, and a rule
     that breaks is caught the day it should fire."""
-    found: list[Warning] = []
+    found: list[ContextWarning] = []
     on = {"day": date_in(db, day)}
     by_rule = q.BY_RULE.read(db, q.DUE_BY_RULE, on)
     overdue = sum(int(r["late"]) for r in by_rule)
     if overdue:
         since = min(r["first"] for r in by_rule if r["late"])
         found.append(
-            Warning(
+            ContextWarning(
                 code="schedules_overdue",
                 message=f"{overdue} schedule(s) due since {since.isoformat()} "
                 "not processed: the jobs loop is behind",
@@ -280,7 +279,7 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[Warning]:
         )
         more = f"; and {total - 5} more" if total > 5 else ""
         found.append(
-            Warning(
+            ContextWarning(
                 code="unreadable_rules",
                 message=f"{total} due schedule(s) have a stored rule that no longer parses and "
                 f"will never fire until it is edited: {listed}{more}",
@@ -291,7 +290,7 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[Warning]:
     [early] = q.EARLY.read(db, q.FIRED_EARLY, on)
     if early["n"]:
         found.append(
-            Warning(
+            ContextWarning(
                 code="fired_early",
                 message=f"{early['n']} schedule(s) fired for dates after today "
                 f"({day.isoformat()} in {zone}), the latest {early['latest'].isoformat()}: a jobs "
@@ -336,7 +335,7 @@ def build_context(
         jobs=jobs,
         warnings=[
             *_warnings(db, now, zone, day, jobs, tz=str(zone), lease_grace=lease_grace, view=view),
-            *(Warning(code=code, message=message) for code, message in extra_warnings),
+            *(ContextWarning(code=code, message=message) for code, message in extra_warnings),
         ],
     )
     # The lists share the budget in order (reminders, running, due, backlog): each reads at

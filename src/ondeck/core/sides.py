@@ -1,6 +1,6 @@
 """Which side's tasks and schedules a reader sees, and the side a new one is given.
 
-Sides are hard partitions (DESIGN.md, "Sides and projects"): with sides configured every
+Sides are hard partitions: with sides configured every
 task and schedule belongs to one, and a session, a claim of the next task, the context and
 every list see one side at a time. A row without a side while sides are configured waits
 in the inbox: no session sees it, only a person asking for the inbox, who gives it a side.

@@ -197,7 +197,7 @@ def writing(engine: Engine) -> Iterator[Connection]:
 def autocommitting(engine: Engine) -> Iterator[Connection]:
     """A PostgreSQL connection on which every statement commits by itself.
 
-    For a worker's loop of the lease holder's steps (`backlog.claim_next`, `claim_task`,
+    For a worker's loop of the lease holder's steps (`backlog_leases.claim_next`, `claim_task`,
     `renew_lease`, `complete_task` with a token), which on PostgreSQL are one statement each
     (the change and its event together): each call is then one round trip instead of three
     (BEGIN, the statement, COMMIT). Anything else needs `writing`. SQLite is refused: there

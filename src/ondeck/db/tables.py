@@ -359,7 +359,7 @@ hook_receipts = Table(
 )
 
 
-# --- memory: notes and handoffs (issue 15) ------------------------------------------------
+# --- memory: notes and handoffs -------------------------------------------------------------
 
 _NOTE_ACTIVE = "status = 'active'"
 
@@ -464,7 +464,7 @@ notes = Table(
 Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)
 
 
-# --- device tokens (issue 16) ---------------------------------------------------------------
+# --- device tokens --------------------------------------------------------------------------
 
 tokens = Table(
     "tokens",
@@ -499,7 +499,7 @@ tokens = Table(
 )
 
 
-# --- the store's identity (issue 21 item 2) ---------------------------------------------------
+# --- the store's identity -------------------------------------------------------------------
 
 store_identity = Table(
     "store_identity",
@@ -517,7 +517,7 @@ store_identity = Table(
 )
 
 
-# --- dashboard sessions (issue 21) -----------------------------------------------------------
+# --- dashboard sessions ---------------------------------------------------------------------
 
 dashboard_sessions = Table(
     "dashboard_sessions",

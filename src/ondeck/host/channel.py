@@ -1,5 +1,5 @@
 """The owner-only channel: the Unix domain socket on which `ondeck serve` also listens, for
-the hooks of this machine (issue 21 item 2).
+the hooks of this machine.
 
 Any user of the machine can listen on 127.0.0.1:$ONDECK_PORT while ondeck is down; only the
 owner can make or open a socket in a directory that is the owner's alone. So a hook on the

@@ -49,6 +49,18 @@ from ondeck.core.durations import parse_duration
 from ondeck.core.errors import ConfigError, InvalidInput
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.host.quick_settings import (
+    HOST_DEFAULT,
+    LEASE_GRACE_DEFAULT,
+    LEASE_GRACE_MAX,
+    PORT_DEFAULT,
+    PORT_MAX,
+    SESSION_GRACE_DEFAULT,
+    SESSION_GRACE_MAX,
+    SESSION_GRACE_MIN,
+    TICK_SECONDS_DEFAULT,
+    TICK_SECONDS_MAX,
+)
+from ondeck.host.quick_settings_rules import (
     ABSOLUTE_HINT,
     absolute_text,
     check_database_url,
@@ -60,10 +72,7 @@ from ondeck.host.quick_settings import (
     local_server_url,
     local_zone_name,
     rules_problem,
-    sqlite_url,
 )
-
-__all__ = ["check_database_url", "local_zone_name", "sqlite_url"]  # re-exported: one home
 
 _PROJECT = re.compile(PROJECT_PATTERN)
 
@@ -80,7 +89,7 @@ def _config_file() -> Path | None:
 
 def absolute_path(value: str | Path, *, hint: str = ABSOLUTE_HINT) -> Path:
     """An absolute path, `~` expanded; ValueError saying why for empty or relative ones
-    (the rule is hook_config.absolute_text, which the hooks' quick reader uses too)."""
+    (the rule is hook_config_rules.absolute_text, which the hooks' quick reader uses too)."""
     return Path(absolute_text(str(value), hint=hint))
 
 
@@ -110,16 +119,10 @@ class DurationSetting:
         return core_schema.no_info_before_validator_function(self.parse, handler(source))
 
 
-# Leases last at most 7 days; a month of grace on top is already far more than a silent
-# holder deserves, and keeps now - grace and lease end + grace ordinary dates.
-LEASE_GRACE_MAX = timedelta(days=30)
-# Shorter, and every session between two turns would flap between open and lost; a session
-# silent for a month is not coming back.
-SESSION_GRACE_MIN = timedelta(minutes=10)
-SESSION_GRACE_MAX = timedelta(days=30)
-
-
 class Settings(BaseSettings):
+    """Every setting. Those a hook uses take their defaults and bounds from host/quick_settings.py
+    (the hooks read them without pydantic); the others are only here."""
+
     # validate_default: the default data directory comes from HOME and XDG_DATA_HOME, which
     # can be relative or missing too.
     model_config = SettingsConfigDict(
@@ -131,15 +134,17 @@ class Settings(BaseSettings):
         default_factory=lambda: Path(default_data_dir())
     )
     tz: str = Field(default_factory=local_zone_name)
-    lease_grace: Annotated[timedelta, DurationSetting(maximum=LEASE_GRACE_MAX)] = timedelta(hours=6)
-    tick_seconds: float = Field(default=60.0, gt=0, le=86400)
+    lease_grace: Annotated[timedelta, DurationSetting(maximum=LEASE_GRACE_MAX)] = (
+        LEASE_GRACE_DEFAULT
+    )
+    tick_seconds: float = Field(default=TICK_SECONDS_DEFAULT, gt=0, le=TICK_SECONDS_MAX)
     backup_dir: Annotated[Path | None, BeforeValidator(_absolute)] = None
     backup_keep: int = Field(default=14, ge=1, le=10000)
     token: SecretStr | None = None
-    # Client mode (issue 16): the server this machine's commands and hooks talk to.
+    # Client mode: the server this machine's commands and hooks talk to.
     server_url: str | None = None
-    host: str = "127.0.0.1"
-    port: int = Field(default=8787, ge=0, le=65535)
+    host: str = HOST_DEFAULT
+    port: int = Field(default=PORT_DEFAULT, ge=0, le=PORT_MAX)
     # Names (besides loopback and the address a request came in on) that the server answers
     # as Host: `deck.example.net` (any port) or `deck.example.net:8787`; any other Host is
     # refused (a page of another site reaching it by DNS rebinding).
@@ -160,8 +165,8 @@ class Settings(BaseSettings):
     no_capture: list[str] = Field(default_factory=list)
     private_globs: list[str] = Field(default_factory=list)
     # An open session silent this long (no hook event) is marked lost.
-    session_grace: Annotated[timedelta, DurationSetting(maximum=SESSION_GRACE_MAX)] = timedelta(
-        hours=12
+    session_grace: Annotated[timedelta, DurationSetting(maximum=SESSION_GRACE_MAX)] = (
+        SESSION_GRACE_DEFAULT
     )
 
     @classmethod

@@ -305,7 +305,8 @@ def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str 
         return lambda: (None, "git not read: no working directory given")
     import threading
 
-    from ondeck.host.git import Deadline, drift
+    from ondeck.host.git import drift
+    from ondeck.host.git_run import Deadline
 
     deadline = Deadline()
     found: list[Any] = []

@@ -39,7 +39,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 from ondeck.core.frozen import Frozen
-from ondeck.host.quick_settings import is_name, join, posix_path
+from ondeck.host.quick_settings_rules import is_name, join, posix_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:

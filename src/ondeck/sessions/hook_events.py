@@ -221,7 +221,8 @@ def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classificatio
     the config's rules."""
     import os
 
-    from ondeck.host.git import Deadline, read_repo
+    from ondeck.host.git import read_repo
+    from ondeck.host.git_run import Deadline
     from ondeck.sessions.classify import Facts, Rules, classify, read_marker, strip_credentials
 
     # Only an absolute path is a place: a relative one would be read from wherever this
@@ -513,7 +514,8 @@ def changes_of(
     import os
 
     from ondeck.core.scrubber import is_private_path
-    from ondeck.host.git import FILES_MAX, Deadline, changed_paths, session_commits
+    from ondeck.host.git import FILES_MAX, changed_paths, session_commits
+    from ondeck.host.git_run import Deadline
 
     if not end["capture"]:
         return None

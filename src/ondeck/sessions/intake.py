@@ -38,7 +38,7 @@ def apply_record(
     """Apply a checked hook record in the caller's transaction; at a session's end, release
     the leases it held (the reaper covers sessions that never end). Returns the outcome.
     `grace`: ONDECK_SESSION_GRACE, `sides`: the store's sides (session_store.apply)."""
-    from ondeck.work.backlog import release_held_by
+    from ondeck.work.backlog_leases import release_held_by
 
     applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
     if applied.get("warning") and not applied["duplicate"]:

@@ -315,7 +315,7 @@ def session_projects(conn: Connection, limit: int = 200) -> list[str]:
 
 
 def check_side_name(value: str) -> str:
-    from ondeck.host.quick_settings import is_name
+    from ondeck.host.quick_settings_rules import is_name
 
     if not is_name(value):
         raise InvalidInput(

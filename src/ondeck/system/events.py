@@ -29,7 +29,6 @@ from sqlalchemy import (
 
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
-from ondeck.core.models import details_in_zone as details_in_zone  # its callers import it here
 from ondeck.db import gate
 from ondeck.db.dialect import is_postgres
 from ondeck.db.engine import on_driver

@@ -20,8 +20,7 @@ from sqlalchemy import Connection, Row, false, insert, select, text, update
 
 from ondeck.core.clock import aware, iso, today
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
-from ondeck.core.models import Fire, MissedPolicy, ScheduleKind, choice
-from ondeck.core.models import Schedule as Schedule  # re-exported: its callers' old home
+from ondeck.core.models import Fire, MissedPolicy, Schedule, ScheduleKind, choice
 from ondeck.core.rules import parse as parse_rule
 from ondeck.core.sides import EVERY_SIDE, SideView, check_side
 from ondeck.core.validation import (

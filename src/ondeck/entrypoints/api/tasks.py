@@ -37,12 +37,12 @@ from ondeck.entrypoints.api.models import (
 )
 from ondeck.entrypoints.gateway import Call
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 from ondeck.work.lease_state import task_json
 
 router = APIRouter(tags=["tasks"])
 
-MAX_LEASE_SECONDS = int(backlog.MAX_LEASE.total_seconds())
+MAX_LEASE_SECONDS = int(backlog_leases.MAX_LEASE.total_seconds())
 
 TaskId = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="The task's id.")]
 
@@ -248,7 +248,7 @@ def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
     view = store.side_view(body.side)
     now = store.now()
     with store.write() as conn:
-        task = backlog.claim_next(
+        task = backlog_leases.claim_next(
             conn,
             now,
             owner=body.owner,
@@ -264,7 +264,7 @@ def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
 def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
-        task = backlog.claim_task(
+        task = backlog_leases.claim_task(
             conn,
             now,
             task_id,
@@ -280,7 +280,7 @@ def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any
 def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
-        task = backlog.renew_lease(
+        task = backlog_leases.renew_lease(
             conn,
             now,
             task_id,
@@ -296,7 +296,7 @@ def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, An
 def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
-        task = backlog.complete_task(
+        task = backlog_leases.complete_task(
             conn,
             now,
             task_id,
@@ -318,7 +318,7 @@ def complete_and_claim_next(
     view = store.side_view(body.side)
     now = store.now()
     with store.write() as conn:
-        done, taken = backlog.complete_and_claim_next(
+        done, taken = backlog_leases.complete_and_claim_next(
             conn,
             now,
             task_id,
@@ -337,7 +337,7 @@ def complete_and_claim_next(
 def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str, Any]:
     now = store.now()
     with store.write() as conn:
-        task = backlog.release_task(
+        task = backlog_leases.release_task(
             conn,
             now,
             task_id,

@@ -33,7 +33,7 @@ def _mcp_client() -> int | None:
     """`ondeck mcp` in client mode, without Typer or the database's settings: it forwards to
     the server (entrypoints/mcp/proxy.py) and must import neither SQLAlchemy nor a driver.
     None when this machine is not a client (or its settings need the full check's word)."""
-    from ondeck.host.settings_bridge import load_hook_config
+    from ondeck.host.quick_settings_read import load_hook_config
 
     try:
         config = load_hook_config()

@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         settings = cli_of(ctx).settings
         if settings.server_url:
             from ondeck.entrypoints.mcp.proxy import serve_proxy
-            from ondeck.host.settings_bridge import hook_config_of
+            from ondeck.host.quick_settings_read import hook_config_of
 
             serve_proxy(hook_config_of(settings))
             return

@@ -335,10 +335,10 @@ def claim(
     view = read_view(cli.settings, side)
 
     def take(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+        from ondeck.work import backlog_leases
 
         if task_id is None:
-            return backlog.claim_next(
+            return backlog_leases.claim_next(
                 conn,
                 now,
                 owner=owner,
@@ -347,7 +347,7 @@ def claim(
                 actor=cli.actor,
                 view=view,
             )
-        return backlog.claim_task(
+        return backlog_leases.claim_task(
             conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor, view=view
         )
 
@@ -373,9 +373,9 @@ def renew(
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+        from ondeck.work import backlog_leases
 
-        return backlog.renew_lease(
+        return backlog_leases.renew_lease(
             conn, now, task_id, token=token, duration=lease_for, actor=cli.actor
         )
 
@@ -418,9 +418,9 @@ def done(
             raise InvalidInput("--owner, --for and --project go with --next")
 
         def complete(conn: Any, now: datetime) -> Task:
-            from ondeck.work import backlog
+            from ondeck.work import backlog_leases
 
-            return backlog.complete_task(
+            return backlog_leases.complete_task(
                 conn, now, task_id, token=token, note=note, actor=cli.actor
             )
 
@@ -433,11 +433,11 @@ def done(
     view = read_view(cli.settings, None)
 
     def local() -> Any:
-        from ondeck.work import backlog
+        from ondeck.work import backlog_leases
 
         now = cli.now()
         with cli.write() as conn:
-            done, taken = backlog.complete_and_claim_next(
+            done, taken = backlog_leases.complete_and_claim_next(
                 conn,
                 now,
                 task_id,
@@ -480,9 +480,11 @@ def release(
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+        from ondeck.work import backlog_leases
 
-        return backlog.release_task(conn, now, task_id, token=token, force=force, actor=cli.actor)
+        return backlog_leases.release_task(
+            conn, now, task_id, token=token, force=force, actor=cli.actor
+        )
 
     sent = {"token": token, "force": force}
     task = cli.fetch("POST", f"/tasks/{task_id}/release", _written(cli, change), body=sent)

@@ -69,7 +69,7 @@ class Remote:
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
         self._drained = False
-        # Issue 22 item 11: the store this machine's events are captured for, learned from
+        # The store this machine's events are captured for, learned from
         # the first server met (kept in the owner-only run directory, host/channel.py), and
         # the store the server said it serves in its last answer.
         self.known_store: str | None = config.server_store_id

@@ -355,7 +355,7 @@ class Local:
     def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
         from ondeck.db.engine import writing
         from ondeck.sessions.rows import OWNER_PREFIX
-        from ondeck.work.backlog import release_held_by
+        from ondeck.work.backlog_leases import release_held_by
 
         with writing(self.engine()) as conn:
             return release_held_by(

@@ -43,6 +43,8 @@ COMMON = frozenset(
         "ondeck.core.frozen",
         "ondeck.core.http_limits",
         "ondeck.core.scrubber",
+        "ondeck.core.scrubber_checks",
+        "ondeck.core.scrubber_patterns",
         "ondeck.entrypoints",
         "ondeck.entrypoints.cli",
         "ondeck.entrypoints.client",
@@ -55,7 +57,8 @@ COMMON = frozenset(
         "ondeck.host.channel",
         "ondeck.host.private",
         "ondeck.host.quick_settings",
-        "ondeck.host.settings_bridge",
+        "ondeck.host.quick_settings_read",
+        "ondeck.host.quick_settings_rules",
         "ondeck.sessions",
         "ondeck.sessions.hook_events",
         "ondeck.sessions.spool",
@@ -71,6 +74,7 @@ SERVER = COMMON
 CLIENT = COMMON | {
     "ondeck.entrypoints.hooks.client_mode",
     "ondeck.host.git",
+    "ondeck.host.git_run",
     "ondeck.sessions.classify",
 }
 

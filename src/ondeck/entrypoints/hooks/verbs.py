@@ -106,7 +106,7 @@ def _unavailable(exc: BaseException) -> str:
 
 def _start(payload: dict[str, Any], db_url: str | None) -> str:
     from ondeck.core import clock
-    from ondeck.host.settings_bridge import load_hook_config
+    from ondeck.host.quick_settings_read import load_hook_config
     from ondeck.sessions.hook_events import session_id_of
 
     config = load_hook_config(db_url)
@@ -360,7 +360,7 @@ def _owner(payload: dict[str, Any]) -> str | None:
 
 def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
     from ondeck.core import clock
-    from ondeck.host.settings_bridge import load_hook_config
+    from ondeck.host.quick_settings_read import load_hook_config
     from ondeck.sessions.hook_events import HOOK_KINDS, session_id_of
 
     kind = HOOK_KINDS[verb]

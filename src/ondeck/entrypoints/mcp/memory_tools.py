@@ -272,6 +272,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
 
 def _head_now(place: Here) -> str | None:
     """HEAD when the handoff is written (the server may have run for hours)."""
-    from ondeck.host.git import Deadline, read_repo
+    from ondeck.host.git import read_repo
+    from ondeck.host.git_run import Deadline
 
     return read_repo(place.cwd, Deadline()).head if place.cwd else place.head

@@ -29,7 +29,7 @@ from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
 from ondeck.host.settings import Settings
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, schedules
+from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.lease_state import task_json
 
 T = TypeVar("T")
@@ -249,7 +249,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             holder = owner or actor(ctx)
             with at.write() as conn:
                 if task_id is None:
-                    task = backlog.claim_next(
+                    task = backlog_leases.claim_next(
                         conn,
                         at.now(),
                         owner=holder,
@@ -259,7 +259,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                         view=view(),
                     )
                 else:
-                    task = backlog.claim_task(
+                    task = backlog_leases.claim_task(
                         conn,
                         at.now(),
                         task_id,
@@ -285,7 +285,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.renew_lease(
+                task = backlog_leases.renew_lease(
                     conn,
                     at.now(),
                     task_id,
@@ -311,7 +311,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.complete_task(
+                task = backlog_leases.complete_task(
                     conn, at.now(), task_id, token=token, note=note, actor=actor(ctx), view=view()
                 )
             return task_out(at, task)
@@ -334,7 +334,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> DoneAndNext:
             with at.write() as conn:
-                done, taken = backlog.complete_and_claim_next(
+                done, taken = backlog_leases.complete_and_claim_next(
                     conn,
                     at.now(),
                     task_id,
@@ -358,7 +358,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog.release_task(
+                task = backlog_leases.release_task(
                     conn, at.now(), task_id, token=token, actor=actor(ctx), view=view()
                 )
             return task_out(at, task)

@@ -34,7 +34,7 @@ from ondeck.entrypoints.server.systemd_unit import (
     render_unit,
     systemctl_commands,
 )
-from ondeck.host.quick_settings import config_file, config_home
+from ondeck.host.quick_settings_rules import config_file, config_home
 from ondeck.host.settings import Settings, hide_password
 
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")

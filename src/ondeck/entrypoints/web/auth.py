@@ -44,7 +44,7 @@ from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
 from ondeck.core.throttle import FailureWindow
 from ondeck.entrypoints.gateway import Call, call_of
-from ondeck.host.quick_settings import check_token
+from ondeck.host.quick_settings_rules import check_token
 
 log = logs.logger("ondeck.auth")
 

@@ -1,5 +1,6 @@
 """Backlog: list with filters, add, and per task done, cancel, release (forced, confirmed)
-and edit; the task page shows its events. Each action calls one `ondeck.work.backlog` service.
+and edit; the task page shows its events. Each action calls one service of
+`ondeck.work.backlog` or `backlog_leases`.
 
 Forms take every field as text and leave the checking to the services, so a bad value
 comes back as the service's own sentence in a flash (status 4xx), never a 500.
@@ -31,7 +32,7 @@ from ondeck.entrypoints.web.render import (
     store_of,
 )
 from ondeck.system import events
-from ondeck.work import backlog
+from ondeck.work import backlog, backlog_leases
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -277,7 +278,7 @@ def done_task(request: Request, task_id: Id, next: Next = "/tasks") -> Response:
         task_id,
         next,
         "done",
-        lambda conn, now: backlog.complete_task(conn, now, task_id, token=None, actor=ACTOR),
+        lambda conn, now: backlog_leases.complete_task(conn, now, task_id, token=None, actor=ACTOR),
     )
 
 
@@ -326,5 +327,5 @@ def release_task(
         task_id,
         next,
         "released",
-        lambda conn, now: backlog.release_task(conn, now, task_id, force=True, actor=ACTOR),
+        lambda conn, now: backlog_leases.release_task(conn, now, task_id, force=True, actor=ACTOR),
     )
