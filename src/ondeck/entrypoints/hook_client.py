@@ -32,8 +32,8 @@ from ondeck.entrypoints.hook_delivery import (
     debug,
     encoded,
     packed,
-    spool_waits,
 )
+from ondeck.services.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Remote:
                     f"aside in {self.config.spool_dir}/rejected.jsonl"
                 )
             debug(f"{record['kind']} stored through {self.url}")
-            if not self._drained and spool_waits(self.config.spool_dir):
+            if not self._drained and has_waiting(self.config.spool_dir):
                 self._drained = True  # one budget per hook (the spool module only then)
                 try:
                     self._drain()

@@ -12,6 +12,7 @@ import os
 import sys
 
 from ondeck.core.http_limits import MAX_BODY_BYTES
+from ondeck.services.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class Server:
     def drain_spool(self) -> None:
         """What waits in the spool, sent for at most DRAIN_BUDGET_S (rare: two stats when
         nothing waits); what is left waits for the next hook or jobs tick."""
-        if not spool_waits(self.config.spool_dir):
+        if not has_waiting(self.config.spool_dir):
             return
         from ondeck.services import spool
         from ondeck.services.hook_records import parse_record
@@ -174,17 +175,6 @@ class Server:
 
         drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
         debug(f"spool: {drained.applied} sent, {drained.rejected} set aside, {drained.left} left")
-
-
-def spool_waits(spool_dir: str) -> bool:
-    # = spool.has_waiting, without importing the spool module on every hook.
-    for name in ("draining.jsonl", "events.jsonl"):
-        try:
-            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def as_sent(record: dict[str, Any]) -> dict[str, Any]:
@@ -353,17 +343,10 @@ class Local:
 
     def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
         from ondeck.db.engine import writing
-        from ondeck.services.backlog import release_held_by
-        from ondeck.services.session_store import OWNER_PREFIX
+        from ondeck.services.session_hooks import release_at_end
 
         with writing(self.engine()) as conn:
-            return release_held_by(
-                conn,
-                now,
-                owner=f"{OWNER_PREFIX}{record['session'][:190]}",
-                actor=f"hook:{record['session'][:60]}",
-                reason=record.get("reason"),
-            )
+            return release_at_end(conn, now, record)
 
     def engine(self) -> Any:
         """The SQLAlchemy engine: a new database or one whose schema is behind."""

@@ -354,8 +354,10 @@ def run_hook(verb: str, stdin: TextIO, stdout: TextIO, db_url: str | None = None
 
 
 def _owner(payload: dict[str, Any]) -> str | None:
+    from ondeck.core.session_terms import session_owner
+
     value = payload.get("session_id")
-    return f"claude:{value.strip()[:190]}" if isinstance(value, str) and value.strip() else None
+    return session_owner(value.strip()) if isinstance(value, str) and value.strip() else None
 
 
 def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.memory import Note, Scope
+from ondeck.core.session_terms import session_owner
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.services.hook_records import AGENT
@@ -268,7 +269,7 @@ def _tasks_touched(db: Db, rows: list[dict[str, Any]]) -> dict[int, tuple[list[i
     }
     if not spans:
         return {}
-    owners = {f"claude:{r['external_id'][:190]}": r["id"] for r in rows}
+    owners = {session_owner(r["external_id"]): r["id"] for r in rows}
     kinds, kind_values = expand("kind", TASK_KINDS)
     named, owner_values = expand("owner", owners)
     found = SESSIONS.read(

@@ -31,11 +31,11 @@ from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from ondeck.core.session_terms import SessionStatus, hook_actor, session_owner
 from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
 from ondeck.db.plain import render as _for
 from ondeck.db.predicates import lost_before
 
-OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
 # A hook's clock this far from the store's is skewed, not late: a request takes seconds.
 CLOCK_SKEW_MAX = timedelta(minutes=5)
 DISAGREEMENTS_MAX = 50
@@ -193,7 +193,7 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {
         "agent": record["agent"],
         "external_id": record["session"],
-        "status": "open",
+        "status": SessionStatus.OPEN,
         "started_at": record["at"],
         "last_seen_at": record["at"],
         "start_source": (record.get("source") or UNKNOWN_SOURCE) if start else None,
@@ -330,7 +330,7 @@ def apply(
         if record.get("text_at") is not None and record["text_at"] > now:
             record["text_at"] = now
     agent, external = record["agent"], record["session"]
-    actor = actor or f"hook:{external[:60]}"
+    actor = actor or hook_actor(external)
     row = _locked(db, agent, external)
     created = False
     if row is None:
@@ -454,9 +454,9 @@ class _Change:
         return ended is None or at > ended
 
     def reopen_if_lost(self, by: str) -> None:
-        if self.get("status") == "lost" and self.alive_since():
-            self.set("status", "open")
-            self.event("session.reopened", {"from": "lost", "by": by})
+        if self.get("status") == SessionStatus.LOST and self.alive_since():
+            self.set("status", SessionStatus.OPEN)
+            self.event("session.reopened", {"from": SessionStatus.LOST.value, "by": by})
 
     def count_redactions(self, count: int, kinds: dict[str, int]) -> None:
         if not count:
@@ -492,13 +492,13 @@ class _Change:
             return
         status = self.get("status")
         ended_at = self.get("ended_at")
-        if status == "ended" and ended_at is not None and self.record["at"] < ended_at:
+        if status == SessionStatus.ENDED and ended_at is not None and self.record["at"] < ended_at:
             return  # a resume from before the end, arriving after it (a hook stores its own
             # event before it drains the spool): it does not reopen what ended since
         # A resume reopens; so does any start of a session thought lost (it was not). A new
         # `startup` always comes with a new session id: for a known one it is a replay.
-        if (source == "resume" or status == "lost") and self.alive_since():
-            self.set("status", "open")
+        if (source == "resume" or status == SessionStatus.LOST) and self.alive_since():
+            self.set("status", SessionStatus.OPEN)
             self.set("ended_at", None)
             self.set("end_reason", None)
             if source == "resume":
@@ -583,10 +583,10 @@ class _Change:
         if text is not None and self.capture:
             self.last_word(text, self.record.get("text_at") or self.record["at"], "transcript")
         status = self.get("status")
-        if status == "ended":
+        if status == SessionStatus.ENDED:
             return  # ended before (and not resumed since): the first end stands
         ended_at = max(self.record["at"], self.get("started_at"))
-        self.set("status", "ended")
+        self.set("status", SessionStatus.ENDED)
         self.set("ended_at", ended_at)
         self.set("end_reason", self.record.get("reason"))
         if self.capture:
@@ -685,7 +685,7 @@ class _Change:
 
 def held_leases(db: Db, external_id: str) -> list[int]:
     """The tasks a session still holds (owner `claude:<session id>`)."""
-    found = db.run(sql(db, "held"), {"owner": f"{OWNER_PREFIX}{external_id[:190]}"})
+    found = db.run(sql(db, "held"), {"owner": session_owner(external_id)})
     return [int(r["id"]) for r in found]
 
 

@@ -36,13 +36,13 @@ from ondeck.core.clock import aware, iso
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.models import Event
+from ondeck.core.session_terms import SessionStatus, hook_actor, session_owner
 from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db import predicates
 from ondeck.db.engine import writing
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions, tasks
 from ondeck.services import events as event_log
-from ondeck.services import session_store
 from ondeck.services.hook_records import parse_record
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logs.logger("ondeck.sessions")
 
-STATUSES = ("open", "ended", "lost")
+STATUSES = tuple(SessionStatus)
 FILTERS = (*STATUSES, "unclassified")
 MAX_LIMIT = 500
 TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
@@ -100,7 +100,7 @@ class Session:
     @property
     def owner(self) -> str:
         """The lease owner this session claims tasks as."""
-        return f"{session_store.OWNER_PREFIX}{self.external_id[:190]}"
+        return session_owner(self.external_id)
 
     def badges(self) -> list[str]:
         found = [self.status]
@@ -281,9 +281,9 @@ def list_sessions(
             raise InvalidInput(f"status {status[:20]!r} is not one of {', '.join(FILTERS)}")
         if status == "unclassified":
             query = query.where(_inbox())
-        elif status == "open" and lost_before is not None:
+        elif status == SessionStatus.OPEN and lost_before is not None:
             query = query.where(shown(predicates.SESSION_SHOWN_OPEN, lost_before))
-        elif status == "lost" and lost_before is not None:
+        elif status == SessionStatus.LOST and lost_before is not None:
             query = query.where(shown(predicates.SESSION_SHOWN_LOST, lost_before))
         else:
             query = query.where(_status_is(status))
@@ -411,7 +411,7 @@ def tasks_touched(
             events.c.kind.in_(TASK_KINDS),
             # ix_events_kind (kind, id): a range from the session's first event on.
             events.c.id >= first,
-            or_(owner == session.owner, events.c.actor == f"hook:{session.external_id[:60]}"),
+            or_(owner == session.owner, events.c.actor == hook_actor(session.external_id)),
         )
         .order_by(events.c.id)
         .limit(1000)
@@ -545,10 +545,10 @@ def mark_lost(
             # A hook heard between the read and this write keeps the session open.
             .where(
                 sessions.c.id == session_id,
-                _status_is("open"),
+                _status_is(SessionStatus.OPEN),
                 sessions.c.last_seen_at == seen,
             )
-            .values(status="lost", updated_at=aware(now))
+            .values(status=SessionStatus.LOST.value, updated_at=aware(now))
             .returning(sessions.c.id)
         ).first()
         if row is None:
