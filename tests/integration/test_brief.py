@@ -146,8 +146,7 @@ def test_pinned_notes_say_why_and_only_the_true_ones_of_this_side(engine: Engine
 
 
 def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) -> None:
-    from ondeck.services import session_store
-    from ondeck.services import sessions as sessions_svc
+    from ondeck.services import session_store, sessions_tick
 
     with engine.begin() as conn:
         ids = [
@@ -170,7 +169,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
         event_log.record(
             conn, NOW, actor="hook", kind="session.ended", subject=f"session:{ids[-1]}"
         )
-        sessions_svc.mark_lost(conn, NOW + timedelta(days=3), timedelta(hours=1))
+        sessions_tick.mark_lost(conn, NOW + timedelta(days=3), timedelta(hours=1))
     text = markdown(engine, work())
     assert "### Recent sessions (project match: api)" in text
     assert [f"- session {i}:" in text for i in ids] == [False, False, True, True, True]

@@ -40,7 +40,7 @@ from ondeck.core.config import Settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
 from ondeck.entrypoints.backup_threads import BackupThreads
-from ondeck.services import firing, notes, reaper, sessions, workers
+from ondeck.services import firing, notes, reaper, sessions_tick, workers
 from ondeck.services.schedules import WAKE_CHANNEL
 
 log = logs.logger("ondeck.jobs")
@@ -58,7 +58,7 @@ def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
         ("backups", backups.step),
         ("reap", reaper.reap_step),
         ("maintain", backups.maintain),
-        ("sessions", sessions.sessions_step),
+        ("sessions", sessions_tick.sessions_step),
         ("notes", notes.notes_step),
     ]
 

@@ -23,10 +23,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.memory import Note, Scope
-from ondeck.core.session_terms import session_owner
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.services.hook_records import AGENT
+from ondeck.services.sessions_tasks import tasks_held
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 PINNED_MAX = 20
 RECENT = 3
 TASKS_SHOWN = 5
-TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
 ONLY_HANDOFF = frozenset({"compact", "resume"})
 
 
@@ -230,7 +229,7 @@ def _session_lines(
             values,
         )
     }
-    touched = _tasks_touched(db, [r for r in rows if r["id"] in tasks_of])
+    touched = tasks_held(db, [r for r in rows if r["id"] in tasks_of], TASKS_SHOWN)
     lines = {}
     for row in rows:
         shown, total = touched.get(row["id"], ([], 0))
@@ -250,52 +249,6 @@ def _session_lines(
             handoff=handoffs.get(row["id"]),
         )
     return lines
-
-
-def _tasks_touched(db: Db, rows: list[dict[str, Any]]) -> dict[int, tuple[list[int], int]]:
-    """The tasks each session held (lease owner `claude:<its id>`), from the task events
-    between its own first and last events: one bounded range of ix_events_kind for all."""
-    if not rows:
-        return {}
-    subjects, values = expand("subject", [f"session:{r['id']}" for r in rows])
-    spans = {
-        r["subject"]: (r["low"], r["high"])
-        for r in SESSIONS.read(
-            db,
-            "SELECT events.subject, min(events.id) AS low, max(events.id) AS high FROM events"
-            f" WHERE events.subject IN {subjects} GROUP BY events.subject",
-            values,
-        )
-    }
-    if not spans:
-        return {}
-    owners = {session_owner(r["external_id"]): r["id"] for r in rows}
-    kinds, kind_values = expand("kind", TASK_KINDS)
-    named, owner_values = expand("owner", owners)
-    found = SESSIONS.read(
-        db,
-        "SELECT events.id, events.subject, JSON_TEXT(events.details, 'owner') AS owner"
-        f" FROM events WHERE events.kind IN {kinds} AND events.id BETWEEN :low AND :high"
-        f" AND JSON_TEXT(events.details, 'owner') IN {named} ORDER BY events.id LIMIT 2000",
-        {
-            **kind_values,
-            **owner_values,
-            "low": min(low for low, _ in spans.values()),
-            "high": max(high for _, high in spans.values()),
-        },
-    )
-    by_session: dict[int, list[int]] = {}
-    for event in found:
-        event_id, subject = event["id"], event["subject"]
-        session_id = owners[event["owner"]]
-        low, high = spans.get(f"session:{session_id}", (0, -1))
-        if not low <= event_id <= high:
-            continue
-        task_id = int(subject.removeprefix("task:"))
-        seen = by_session.setdefault(session_id, [])
-        if task_id not in seen:
-            seen.append(task_id)
-    return {sid: (seen[:TASKS_SHOWN], len(seen)) for sid, seen in by_session.items()}
 
 
 def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str | None]]:

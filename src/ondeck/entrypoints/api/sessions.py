@@ -16,7 +16,7 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
-from ondeck.services import session_hooks, sessions
+from ondeck.services import session_hooks, sessions, sessions_move
 from ondeck.services.context_render import Format
 
 router = APIRouter(tags=["sessions"])
@@ -189,7 +189,7 @@ def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
 )
 def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, Any]:
     with store.write() as conn:
-        moved = sessions.move_session(
+        moved = sessions_move.move_session(
             conn,
             store.now(),
             ref,

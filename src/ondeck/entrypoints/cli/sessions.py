@@ -204,12 +204,12 @@ def move(
     cli = cli_of(ctx)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import sessions
+        from ondeck.services import sessions, sessions_move
 
         zone = cli.settings.zone
         with cli.write() as conn:
             before = sessions.find_session(conn, ref)
-            moved = sessions.move_session(
+            moved = sessions_move.move_session(
                 conn,
                 cli.now(),
                 before.id,

@@ -22,7 +22,7 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import sessions
+from ondeck.services import sessions, sessions_move
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -138,7 +138,7 @@ def move_session(
     store = store_of(request)
     try:
         with refused(), store.write() as conn:
-            moved = sessions.move_session(
+            moved = sessions_move.move_session(
                 conn,
                 store.now(),
                 session_id,
