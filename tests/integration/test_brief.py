@@ -146,7 +146,8 @@ def test_pinned_notes_say_why_and_only_the_true_ones_of_this_side(engine: Engine
 
 
 def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) -> None:
-    from ondeck.services import session_store, sessions_tick
+    from ondeck.core.session_terms import session_owner
+    from ondeck.services import sessions_tick
 
     with engine.begin() as conn:
         ids = [
@@ -163,9 +164,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
         event_log.record(
             conn, NOW, actor="hook", kind="session.started", subject=f"session:{ids[-1]}"
         )
-        backlog.claim_task(
-            conn, NOW, task.id, owner=f"{session_store.OWNER_PREFIX}s4", duration="1h", actor="t"
-        )
+        backlog.claim_task(conn, NOW, task.id, owner=session_owner("s4"), duration="1h", actor="t")
         event_log.record(
             conn, NOW, actor="hook", kind="session.ended", subject=f"session:{ids[-1]}"
         )
