@@ -215,7 +215,8 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
 
 
 def _end_with(at: Any, text: str, said_at: Any) -> dict[str, Any]:
-    from ondeck.services.hook_records import add_last_message, parse_record
+    from ondeck.services.hook_records import add_last_message
+    from ondeck.services.hook_records_check import parse_record
 
     made = _sent("end", at)
     add_last_message(made, {"text": text, "at": said_at.isoformat()})

@@ -69,9 +69,9 @@ class Remote:
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
         self._drained = False
-        # Issue 22 item 11: the store this machine's events are captured for, learned from
-        # the first server met (kept in the owner-only run directory, core/channel.py), and
-        # the store the server said it serves in its last answer.
+        # The store this machine's events are captured for, learned from the first server
+        # met (kept in the owner-only run directory, core/channel.py), and the store the
+        # server said it serves in its last answer: events never land in another store.
         self.known_store: str | None = config.server_store_id
         self.server_store: str | None = None
 
@@ -157,7 +157,7 @@ class Remote:
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
         """Send `record`, then what waits in the spool for a bounded time: its outcome, or
         None when it was spooled (`self.problem` says why)."""
-        from ondeck.services.hook_records import parse_record
+        from ondeck.services.hook_records_check import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         if self.known_store is not None:
@@ -195,7 +195,7 @@ class Remote:
         """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
         server's body limit; the rest waits for the next hook."""
         from ondeck.services import spool
-        from ondeck.services.hook_records import parse_record
+        from ondeck.services.hook_records_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []

@@ -156,7 +156,7 @@ class Server:
         if not has_waiting(self.config.spool_dir):
             return
         from ondeck.services import spool
-        from ondeck.services.hook_records import parse_record
+        from ondeck.services.hook_records_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
@@ -221,7 +221,7 @@ class Local:
         None when it was spooled (`self.problem` says why). A record the database refuses
         for its content is set aside (rejected.jsonl) and said: ValueError."""
         from ondeck.services import spool
-        from ondeck.services.hook_records import parse_record
+        from ondeck.services.hook_records_check import parse_record
 
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
         try:
@@ -258,7 +258,7 @@ class Local:
 
     def _drain(self, spool: Any, now: datetime) -> None:
         """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
-        from ondeck.services.hook_records import parse_record
+        from ondeck.services.hook_records_check import parse_record
 
         if self._drained or not spool.has_waiting(self.config.spool_dir):
             return

@@ -426,7 +426,8 @@ def _record_here(
 ) -> dict[str, Any] | None:
     """The record made here, stored in the database, or in client mode sent to the server
     (either way, else spooled)."""
-    from ondeck.services.hook_records import changes_of, make_record
+    from ondeck.services.hook_records import make_record
+    from ondeck.services.hook_records_changes import changes_of
 
     record = make_record(kind, payload, config, now, last=last)
     if record is None:

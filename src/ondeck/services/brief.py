@@ -115,6 +115,8 @@ def scope_of(request: BriefRequest) -> Scope | None:
 
 
 # --- statements: plain SQL (db/plain.py), one text per shape, values bound -------------------
+# The column lists and their types are typed out (no SQLAlchemy on the hook's path):
+# tests/unit/test_plain_columns.py holds them to db/tables.py.
 
 NOTES = Columns(
     instants=("status_at", "created_at", "updated_at"), dates=("expires_on",), bools=("pinned",)

@@ -23,7 +23,7 @@ from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.db.refusals import is_content
 from ondeck.services import session_store
-from ondeck.services.hook_records import parse_record, rescrubbed
+from ondeck.services.hook_records_check import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
 
@@ -204,7 +204,7 @@ def _read_changes(
     grace: timedelta | None,
     sides: Collection[str] | None,
 ) -> Callable[[], None]:
-    from ondeck.services.hook_records import changes_of
+    from ondeck.services.hook_records_changes import changes_of
 
     def follow() -> None:
         try:

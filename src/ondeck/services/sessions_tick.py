@@ -20,7 +20,7 @@ from ondeck.db import predicates
 from ondeck.db.engine import writing
 from ondeck.db.tables import sessions
 from ondeck.services import events as event_log
-from ondeck.services.hook_records import parse_record
+from ondeck.services.hook_records_check import parse_record
 from ondeck.services.sessions import shown, status_is
 
 if TYPE_CHECKING:
