@@ -145,14 +145,14 @@ def _in_project(column: str, project_null: bool) -> str:
 @lru_cache(maxsize=64)
 def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, limit: int) -> str:
     """The project's sessions (not this one), newest first: `recent` (the last few),
-    `ended` (the last that ended or was lost), `later` (the last that ended after the
+    `closed` (the last that ended or was lost), `later` (the last that ended after the
     handoff's session without an active handoff)."""
     where = [_in_project("sessions.project", project_null), "NOT sessions.unclassified"]
     if sides_on:
         where.append("sessions.side = :side")
     if mine:
         where.append("sessions.external_id != :session")
-    if what in ("ended", "later"):
+    if what in ("closed", "later"):
         where.append(f"NOT {SESSION_SHOWN_OPEN}")  # ended, or lost (recorded or presumed)
     if what == "later":
         where += [
@@ -365,7 +365,7 @@ def build_brief(
         found = project_sessions("later", 1, after=handoff.session_id or 0)
         later = found[0] if found else None
     else:
-        found = project_sessions("ended", 1)
+        found = project_sessions("closed", 1)
         last = found[0] if found else None
     recent: list[dict[str, Any]] = []
     if not brief.only_handoff:

@@ -48,39 +48,10 @@ INSERTED = (  # what a new row is given; the others keep their defaults
     "created_at",
     "updated_at",
 )
-UPDATABLE = frozenset(  # every column but the key, the identity and created_at
-    {
-        "status",
-        "started_at",
-        "last_seen_at",
-        "ended_at",
-        "end_reason",
-        "start_source",
-        "resumes",
-        "cwd",
-        "git_root",
-        "branch",
-        "start_head",
-        "end_head",
-        "capture",
-        "side",
-        "project",
-        "side_rule",
-        "project_rule",
-        "unclassified",
-        "classification",
-        "disagreements",
-        "last_word",
-        "last_word_at",
-        "compactions",
-        "commits",
-        "files",
-        "git_note",
-        "redactions",
-        "redaction_kinds",
-        "updated_at",
-    }
-)
+# Every column but the key, the session's identity and when its row was made: what the
+# inserted ones become, and what only later records set.
+_LATER = ("ended_at", "end_reason", "end_head", "last_word", "last_word_at", "commits", "files")
+UPDATABLE = frozenset((*INSERTED, *_LATER, "git_note")) - {"agent", "external_id", "created_at"}
 
 SQL = {
     "session": "SELECT * FROM sessions WHERE agent = :agent AND external_id = :external_id",
