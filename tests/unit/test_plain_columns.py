@@ -10,10 +10,13 @@ from typing import Any
 
 from sqlalchemy import Boolean, Date, Table
 
+from ondeck.context import reads as context_sql
 from ondeck.db import tables
 from ondeck.db.plain import Columns
 from ondeck.db.types import Instant, Json
-from ondeck.services import brief, context_sql, session_store_sql, workers
+from ondeck.memory import brief
+from ondeck.sessions import rows_sql as session_store_sql
+from ondeck.system import heartbeat as workers
 
 
 def kinds(table: Table, names: set[str] | None = None) -> dict[str, frozenset[str]]:
