@@ -146,8 +146,8 @@ def test_pinned_notes_say_why_and_only_the_true_ones_of_this_side(engine: Engine
 
 
 def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) -> None:
-    from ondeck.sessions import records as sessions_svc
-    from ondeck.sessions import rows as session_store
+    from ondeck.core.session_terms import session_owner
+    from ondeck.sessions import records_tick as sessions_tick
 
     with engine.begin() as conn:
         ids = [
@@ -165,12 +165,12 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
             conn, NOW, actor="hook", kind="session.started", subject=f"session:{ids[-1]}"
         )
         backlog_leases.claim_task(
-            conn, NOW, task.id, owner=f"{session_store.OWNER_PREFIX}s4", duration="1h", actor="t"
+            conn, NOW, task.id, owner=session_owner("s4"), duration="1h", actor="t"
         )
         event_log.record(
             conn, NOW, actor="hook", kind="session.ended", subject=f"session:{ids[-1]}"
         )
-        sessions_svc.mark_lost(conn, NOW + timedelta(days=3), timedelta(hours=1))
+        sessions_tick.mark_lost(conn, NOW + timedelta(days=3), timedelta(hours=1))
     text = markdown(engine, work())
     assert "### Recent sessions (project match: api)" in text
     assert [f"- session {i}:" in text for i in ids] == [False, False, True, True, True]

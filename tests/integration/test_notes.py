@@ -17,7 +17,7 @@ from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.memory import NoteKind, NoteStatus, Scope
 from ondeck.db.tables import events, notes
 from ondeck.memory import notes as svc
-from ondeck.sessions import records as sessions_svc
+from ondeck.sessions import records_move as sessions_move
 from support.memory import make_session
 
 UTC = ZoneInfo("UTC")
@@ -253,7 +253,7 @@ def test_sides_never_mix_and_the_inbox_is_for_a_person_asking(engine: Engine) ->
         svc.add_note(conn, NOW, text="x", side=None, project=None, sides=SIDES, zone=UTC, actor="t")
     # A person moves the session out of the inbox: its handoff moves with it.
     with engine.begin() as conn:
-        sessions_svc.move_session(
+        sessions_move.move_session(
             conn, NOW, lost, side="work", project="infra", sides=SIDES, actor="cli"
         )
     assert listed(engine, WORK) == [inbox.id, work.id]

@@ -17,6 +17,8 @@ from ondeck.core.models import TaskStatus
 from ondeck.db.bare import BareDb, open_bare
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.sessions import records as svc
+from ondeck.sessions import records_move as sessions_move
+from ondeck.sessions import records_tick as sessions_tick
 from ondeck.sessions import rows as session_store
 from ondeck.sessions.classify import Facts, Marker, Rules
 from ondeck.sessions.intake import apply_record
@@ -148,9 +150,9 @@ def test_a_silent_session_becomes_lost_and_a_hook_brings_it_back(engine: Engine)
     apply(engine, record("start", NOW))
     apply(engine, record("stop", later(NOW, hours=1)))
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, later(NOW, hours=12, minutes=59), grace) == []
+        assert sessions_tick.mark_lost(conn, later(NOW, hours=12, minutes=59), grace) == []
     with engine.begin() as conn:
-        lost = svc.mark_lost(conn, later(NOW, hours=13, minutes=1), grace)
+        lost = sessions_tick.mark_lost(conn, later(NOW, hours=13, minutes=1), grace)
     s = the_session(engine)
     assert lost == [s.id] and s.status == "lost" and s.ended_at is None
     with engine.connect() as conn:
@@ -159,7 +161,7 @@ def test_a_silent_session_becomes_lost_and_a_hook_brings_it_back(engine: Engine)
         ).one()
     assert event.actor == "jobs" and event.details["grace"] == "12h"
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, later(NOW, hours=14), grace) == [], "lost once"
+        assert sessions_tick.mark_lost(conn, later(NOW, hours=14), grace) == [], "lost once"
     apply(engine, record("stop", later(NOW, hours=14), last_assistant_message="back"))
     assert the_session(engine).status == "open"
     assert kinds_of(engine, s.id)[-3:] == ["session.lost", "session.reopened", "session.last_word"]
@@ -169,7 +171,7 @@ def test_a_session_heard_from_within_the_grace_is_not_lost(engine: Engine) -> No
     apply(engine, record("start", NOW))
     apply(engine, record("stop", later(NOW, hours=11)))
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, later(NOW, hours=22), timedelta(hours=12)) == []
+        assert sessions_tick.mark_lost(conn, later(NOW, hours=22), timedelta(hours=12)) == []
     assert the_session(engine).status == "open"
 
 
@@ -251,7 +253,7 @@ def test_move_records_from_to_and_who_and_keeps_the_mistake(engine: Engine) -> N
     apply(engine, record("start", NOW, rules=rules, facts=Facts(cwd="/srv/x/y")))
     sides = {"work": [], "personal": []}
     with engine.begin() as conn:
-        moved = svc.move_session(
+        moved = sessions_move.move_session(
             conn,
             later(NOW, hours=1),
             SESSION_ID[:8],
@@ -274,13 +276,17 @@ def test_move_records_from_to_and_who_and_keeps_the_mistake(engine: Engine) -> N
         "by": "cli",
     }
     with engine.begin() as conn, pytest.raises(InvalidInput, match="not configured"):
-        svc.move_session(conn, NOW, moved.id, side="hobby", project=None, sides=sides, actor="cli")
+        sessions_move.move_session(
+            conn, NOW, moved.id, side="hobby", project=None, sides=sides, actor="cli"
+        )
     with engine.begin() as conn, pytest.raises(InvalidInput, match="already there"):
-        svc.move_session(
+        sessions_move.move_session(
             conn, NOW, moved.id, side="personal", project="blog", sides=sides, actor="cli"
         )
     with engine.begin() as conn, pytest.raises(InvalidInput, match="no sides"):
-        svc.move_session(conn, NOW, moved.id, side="work", project=None, sides={}, actor="cli")
+        sessions_move.move_session(
+            conn, NOW, moved.id, side="work", project=None, sides={}, actor="cli"
+        )
 
 
 def test_the_tasks_a_session_touched_come_from_its_owners_events(engine: Engine) -> None:
@@ -337,7 +343,7 @@ def test_the_bare_driver_writes_the_rows_sqlalchemy_writes(engine: Engine, bare:
     assert details["source"] == "startup"
     assert all(at.tzinfo is not None for at in ats)
     with engine.begin() as conn:  # the jobs tick reads what the bare driver wrote
-        assert svc.mark_lost(conn, later(NOW, days=2), timedelta(hours=12)) == []
+        assert sessions_tick.mark_lost(conn, later(NOW, days=2), timedelta(hours=12)) == []
 
 
 def test_a_stop_heard_before_its_start_makes_the_record_the_start_completes(
@@ -458,7 +464,7 @@ def test_a_hook_clock_ahead_never_keeps_a_session_heard_from_in_the_future(
     s = the_session(engine)
     assert s.started_at == NOW and s.last_seen_at == NOW
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, later(NOW, hours=13), timedelta(hours=12)) == [s.id]
+        assert sessions_tick.mark_lost(conn, later(NOW, hours=13), timedelta(hours=12)) == [s.id]
 
 
 def test_a_long_session_keeps_its_start_in_the_history_and_timeline(engine: Engine) -> None:

@@ -14,6 +14,7 @@ from ondeck.context.build import build_context
 from ondeck.db.tables import events
 from ondeck.memory.brief import BriefRequest
 from ondeck.sessions import records as svc
+from ondeck.sessions import records_tick as sessions_tick
 from ondeck.sessions.hook_events import new_record
 from ondeck.sessions.intake import apply_record, apply_records
 from support.hooks import SESSION_ID, later, payload, record
@@ -52,7 +53,7 @@ def test_a_session_silent_past_the_grace_is_lost_when_read_with_no_tick(engine: 
     [s] = shown(engine, later(NOW, hours=11))
     assert (s.status, s.presumed_lost) == ("open", False)
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, three_days, GRACE) == [s.id]
+        assert sessions_tick.mark_lost(conn, three_days, GRACE) == [s.id]
     [s] = shown(engine, three_days)
     assert (s.status, s.presumed_lost) == ("lost", False)
     assert kinds(engine).count("session.lost") == 1
@@ -78,12 +79,12 @@ def test_a_spooled_stop_from_14_hours_ago_adds_its_word_and_reopens_nothing(
 ) -> None:
     apply(engine, record("start", NOW))
     with engine.begin() as conn:
-        assert len(svc.mark_lost(conn, later(NOW, hours=13), GRACE)) == 1
+        assert len(sessions_tick.mark_lost(conn, later(NOW, hours=13), GRACE)) == 1
     old_stop = record("stop", later(NOW, hours=1), last_assistant_message="오래된 마지막 말")
     result = apply(engine, old_stop, now=later(NOW, hours=15))
     assert result["session"]["status"] == "lost"
     with engine.begin() as conn:
-        assert svc.mark_lost(conn, later(NOW, hours=16), GRACE) == []
+        assert sessions_tick.mark_lost(conn, later(NOW, hours=16), GRACE) == []
         [s] = svc.list_sessions(conn, lost_before=later(NOW, hours=16) - GRACE)
     assert (s.status, s.last_word, s.last_seen_at) == (
         "lost",
@@ -130,7 +131,7 @@ def test_a_client_clock_13_hours_behind_is_warned_and_ordered_by_the_servers(
         [answer] = apply_records(engine, server_now, [sent], grace=GRACE, sent_at=client_now)
         answers.append(answer)
         with engine.begin() as conn:  # the jobs tick between two turns
-            assert svc.mark_lost(conn, server_now + timedelta(minutes=1), GRACE) == []
+            assert sessions_tick.mark_lost(conn, server_now + timedelta(minutes=1), GRACE) == []
     warning = answers[-1]["warning"]
     assert "2026-06-14T20:40:00+00:00" in warning  # the client's clock
     assert "2026-06-15T09:40:00+00:00" in warning  # the server's
@@ -214,7 +215,8 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
 
 
 def _end_with(at: Any, text: str, said_at: Any) -> dict[str, Any]:
-    from ondeck.sessions.hook_events import add_last_message, parse_record
+    from ondeck.sessions.hook_events import add_last_message
+    from ondeck.sessions.hook_events_check import parse_record
 
     made = _sent("end", at)
     add_last_message(made, {"text": text, "at": said_at.isoformat()})

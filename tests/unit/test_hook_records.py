@@ -11,14 +11,9 @@ import pytest
 
 from conftest import NOW
 from ondeck.sessions.classify import Facts, Marker, Rules, classify
-from ondeck.sessions.hook_events import (
-    LAST_WORD_MAX,
-    SUMMARY_MAX,
-    changes_record,
-    fingerprint,
-    new_record,
-    parse_record,
-)
+from ondeck.sessions.hook_events import LAST_WORD_MAX, SUMMARY_MAX, fingerprint, new_record
+from ondeck.sessions.hook_events_changes import changes_record
+from ondeck.sessions.hook_events_check import parse_record
 from support.hooks import payload
 
 # One sample per kind of secret the issue names (the scrubber's own tests hold the near

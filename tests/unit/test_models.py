@@ -48,6 +48,7 @@ def test_imports_only_the_standard_library_and_the_pure_core() -> None:
         "ondeck.core.clock",
         "ondeck.core.errors",
         "ondeck.core.models",
+        "ondeck.core.session_terms",
     ]
 
 

@@ -6,7 +6,9 @@ Each statement says which index answers it; they were written out from the Core 
 they replace, predicate for predicate, so the planners choose as before (tests of the
 context and bench/context.py hold them to it). Rules shared with Core statements elsewhere
 are taken from their one home: db/predicates.py, and `READY_ORDER`/`status_is` as
-task_statements has them (tests/unit/test_predicates.py compares the two forms).
+task_statements has them (tests/unit/test_predicates.py compares the two forms). The
+columns' types below are typed out for the same reason; tests/unit/test_plain_columns.py
+holds them to db/tables.py.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
     ScheduleKind   task | remind | backup
     MissedPolicy   latest | all | skip
     BackupStatus   running | ok | failed | abandoned
+    SessionStatus  open | ended | lost      (written in core/session_terms.py, light for the hooks)
 
     Task, Schedule, Fire, Event   frozen, keyword-only records, each with its JSON shape
 
@@ -15,7 +16,7 @@ and messages show the same text as before.
 
 A record's `to_json` is what the API, `--json` and the MCP tools show, keys in a fixed order
 (a contract: scripts read it); instants in the configured zone with their offset, dates as
-YYYY-MM-DD. `Backup` stays with the backup service until that service is split.
+YYYY-MM-DD.
 
 Only the standard library and ondeck's pure core are imported: the session hook loads this
 module at every agent session start.
@@ -32,6 +33,7 @@ from typing import Any, TypeVar
 
 from ondeck.core.clock import aware, iso
 from ondeck.core.errors import InvalidInput
+from ondeck.core.session_terms import SessionStatus as SessionStatus
 
 __all__ = [
     "OPEN",
@@ -42,6 +44,7 @@ __all__ = [
     "MissedPolicy",
     "Schedule",
     "ScheduleKind",
+    "SessionStatus",
     "Task",
     "TaskStatus",
     "choice",

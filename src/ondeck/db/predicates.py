@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from ondeck.core.session_terms import SessionStatus
+
 # A live schedule that fires: ix_schedules_due's predicate. Every reader of due or live
 # schedules (the jobs tick, the backup step, the context, the calendar feed) uses this text
 # rather than `schedules.c.enabled`, which SQLite renders as `enabled = 1` and its planner
@@ -31,20 +33,21 @@ def status_is(table: str, status: str) -> str:
 # event) since before :lost_before, which is now minus ONDECK_SESSION_GRACE. Whether a
 # session is lost is decided here, at every read, on every surface (the brief, lists, a
 # session's page, the API, MCP): the jobs tick only records what this already says
-# (sessions/records.mark_lost), so a store with hooks and no jobs loop never shows a session
+# (sessions/records_tick.mark_lost), so a store with hooks and no jobs loop never shows a session
 # silent for days as still open. `presumed_lost` below is the same rule for one row in
 # Python (tests/unit/test_predicates.py holds the two together).
-SESSION_PRESUMED_LOST = "(sessions.status = 'open' AND sessions.last_seen_at < :lost_before)"
+_OPEN, _LOST = SessionStatus.OPEN.value, SessionStatus.LOST.value
+SESSION_PRESUMED_LOST = f"(sessions.status = '{_OPEN}' AND sessions.last_seen_at < :lost_before)"
 # The status a session is shown with.
-SESSION_STATUS = f"CASE WHEN {SESSION_PRESUMED_LOST} THEN 'lost' ELSE sessions.status END"
+SESSION_STATUS = f"CASE WHEN {SESSION_PRESUMED_LOST} THEN '{_LOST}' ELSE sessions.status END"
 # A session shown as open, shown as lost (its row's status, or presumed).
-SESSION_SHOWN_OPEN = "(sessions.status = 'open' AND sessions.last_seen_at >= :lost_before)"
-SESSION_SHOWN_LOST = f"(sessions.status = 'lost' OR {SESSION_PRESUMED_LOST})"
+SESSION_SHOWN_OPEN = f"(sessions.status = '{_OPEN}' AND sessions.last_seen_at >= :lost_before)"
+SESSION_SHOWN_LOST = f"(sessions.status = '{_LOST}' OR {SESSION_PRESUMED_LOST})"
 
 
 def presumed_lost(status: str, last_seen_at: datetime, lost_before: datetime) -> bool:
     """SESSION_PRESUMED_LOST for one row already read."""
-    return status == "open" and last_seen_at < lost_before
+    return status == SessionStatus.OPEN and last_seen_at < lost_before
 
 
 def lost_before(now: datetime, grace: timedelta) -> datetime:

@@ -29,10 +29,9 @@ from sqlalchemy import (
 from ondeck.core.access import TokenScope
 from ondeck.core.memory import NoteKind, NoteStatus
 from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskStatus
+from ondeck.core.session_terms import SessionStatus
 from ondeck.db import predicates
 from ondeck.db.types import Id, Instant, ScrubbedJson, ScrubbedText
-
-SESSION_STATUSES = ("open", "ended", "lost")
 
 metadata = MetaData(
     naming_convention={
@@ -49,14 +48,13 @@ metadata = MetaData(
 SCHEDULES_LIVE = text(predicates.SCHEDULES_LIVE)
 
 
-def _in(column: str, values: type[StrEnum] | tuple[str, ...]) -> str:
+def _in(column: str, values: type[StrEnum]) -> str:
     """`status IN ('READY', 'RUNNING', …)`: the enum's values in their declared order.
 
     Migration 0001 wrote these CHECKs out in full and is released: the text built here must
     stay exactly that (tests/integration/test_migrations.py compares them), so a new value
     needs a new migration as well as a new member.
     """
-    # (A tuple of plain words too: the sessions' statuses have no enum yet.)
     return f"{column} IN ({', '.join(repr(str(member)) for member in values)})"
 
 
@@ -296,7 +294,7 @@ sessions = Table(
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
     UniqueConstraint("agent", "external_id"),
-    CheckConstraint(_in("status", SESSION_STATUSES), name="status"),
+    CheckConstraint(_in("status", SessionStatus), name="status"),
     CheckConstraint(
         "(status = 'ended' AND ended_at IS NOT NULL) OR (status <> 'ended' AND ended_at IS NULL)",
         name="ended_has_end",

@@ -26,6 +26,7 @@ from ondeck.core.memory import TRUE_TODAY, Note, Scope
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.sessions.hook_events import AGENT
+from ondeck.sessions.records_tasks import tasks_held
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 PINNED_MAX = 20
 RECENT = 3
 TASKS_SHOWN = 5
-TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
 ONLY_HANDOFF = frozenset({"compact", "resume"})
 
 
@@ -115,6 +115,8 @@ def scope_of(request: BriefRequest) -> Scope | None:
 
 
 # --- statements: plain SQL (db/plain.py), one text per shape, values bound -------------------
+# The column lists and their types are typed out (no SQLAlchemy on the hook's path):
+# tests/unit/test_plain_columns.py holds them to db/tables.py.
 
 NOTES = Columns(
     instants=("status_at", "created_at", "updated_at"), dates=("expires_on",), bools=("pinned",)
@@ -140,14 +142,14 @@ def _in_project(column: str, project_null: bool) -> str:
 @lru_cache(maxsize=64)
 def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, limit: int) -> str:
     """The project's sessions (not this one), newest first: `recent` (the last few),
-    `ended` (the last that ended or was lost), `later` (the last that ended after the
+    `closed` (the last that ended or was lost), `later` (the last that ended after the
     handoff's session without an active handoff)."""
     where = [_in_project("sessions.project", project_null), "NOT sessions.unclassified"]
     if sides_on:
         where.append("sessions.side = :side")
     if mine:
         where.append("sessions.external_id != :session")
-    if what in ("ended", "later"):
+    if what in ("closed", "later"):
         where.append(f"NOT {SESSION_SHOWN_OPEN}")  # ended, or lost (recorded or presumed)
     if what == "later":
         where += [
@@ -226,7 +228,7 @@ def _session_lines(
             values,
         )
     }
-    touched = _tasks_touched(db, [r for r in rows if r["id"] in tasks_of])
+    touched = tasks_held(db, [r for r in rows if r["id"] in tasks_of], TASKS_SHOWN)
     lines = {}
     for row in rows:
         shown, total = touched.get(row["id"], ([], 0))
@@ -246,52 +248,6 @@ def _session_lines(
             handoff=handoffs.get(row["id"]),
         )
     return lines
-
-
-def _tasks_touched(db: Db, rows: list[dict[str, Any]]) -> dict[int, tuple[list[int], int]]:
-    """The tasks each session held (lease owner `claude:<its id>`), from the task events
-    between its own first and last events: one bounded range of ix_events_kind for all."""
-    if not rows:
-        return {}
-    subjects, values = expand("subject", [f"session:{r['id']}" for r in rows])
-    spans = {
-        r["subject"]: (r["low"], r["high"])
-        for r in SESSIONS.read(
-            db,
-            "SELECT events.subject, min(events.id) AS low, max(events.id) AS high FROM events"
-            f" WHERE events.subject IN {subjects} GROUP BY events.subject",
-            values,
-        )
-    }
-    if not spans:
-        return {}
-    owners = {f"claude:{r['external_id'][:190]}": r["id"] for r in rows}
-    kinds, kind_values = expand("kind", TASK_KINDS)
-    named, owner_values = expand("owner", owners)
-    found = SESSIONS.read(
-        db,
-        "SELECT events.id, events.subject, JSON_TEXT(events.details, 'owner') AS owner"
-        f" FROM events WHERE events.kind IN {kinds} AND events.id BETWEEN :low AND :high"
-        f" AND JSON_TEXT(events.details, 'owner') IN {named} ORDER BY events.id LIMIT 2000",
-        {
-            **kind_values,
-            **owner_values,
-            "low": min(low for low, _ in spans.values()),
-            "high": max(high for _, high in spans.values()),
-        },
-    )
-    by_session: dict[int, list[int]] = {}
-    for event in found:
-        event_id, subject = event["id"], event["subject"]
-        session_id = owners[event["owner"]]
-        low, high = spans.get(f"session:{session_id}", (0, -1))
-        if not low <= event_id <= high:
-            continue
-        task_id = int(subject.removeprefix("task:"))
-        seen = by_session.setdefault(session_id, [])
-        if task_id not in seen:
-            seen.append(task_id)
-    return {sid: (seen[:TASKS_SHOWN], len(seen)) for sid, seen in by_session.items()}
 
 
 def _drift(handoff: Note, request: BriefRequest) -> Callable[[], tuple[Any, str | None]]:
@@ -407,7 +363,7 @@ def build_brief(
         found = project_sessions("later", 1, after=handoff.session_id or 0)
         later = found[0] if found else None
     else:
-        found = project_sessions("ended", 1)
+        found = project_sessions("closed", 1)
         last = found[0] if found else None
     recent: list[dict[str, Any]] = []
     if not brief.only_handoff:

@@ -18,11 +18,12 @@ from sqlalchemy.exc import DBAPIError
 from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
+from ondeck.core.session_terms import hook_actor, session_owner
 from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.db.refusals import is_content
 from ondeck.sessions import rows as session_store
-from ondeck.sessions.hook_events import parse_record, rescrubbed
+from ondeck.sessions.hook_events_check import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
 
@@ -36,23 +37,28 @@ def apply_record(
     sides: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Apply a checked hook record in the caller's transaction; at a session's end, release
-    the leases it held (the reaper covers sessions that never end). Returns the outcome.
-    `grace`: ONDECK_SESSION_GRACE, `sides`: the store's sides (session_store.apply)."""
-    from ondeck.work.backlog_leases import release_held_by
-
+    the leases it held. Returns the outcome. `grace`: ONDECK_SESSION_GRACE, `sides`: the
+    store's sides (session_store.apply)."""
     applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
     if applied.get("warning") and not applied["duplicate"]:
         log.warning("session %s: %s", record["session"][:60], applied["warning"])
-    released: list[int] = []
-    if applied["ended"]:
-        released = release_held_by(
-            conn,
-            now,
-            owner=f"{session_store.OWNER_PREFIX}{record['session'][:190]}",
-            actor=f"hook:{record['session'][:60]}",
-            reason=record.get("reason"),
-        )
+    released = release_at_end(conn, now, record) if applied["ended"] else []
     return session_store.outcome(applied, record, released)
+
+
+def release_at_end(conn: Connection, now: datetime, record: dict[str, Any]) -> list[int]:
+    """Release the leases of the session whose end `record` is: its tasks are free for the
+    next session at once rather than when their leases run out (the reaper covers sessions
+    that never end). The ids released."""
+    from ondeck.work.backlog_leases import release_held_by
+
+    return release_held_by(
+        conn,
+        now,
+        owner=session_owner(record["session"]),
+        actor=hook_actor(record["session"]),
+        reason=record.get("reason"),
+    )
 
 
 def apply_records(
@@ -198,7 +204,7 @@ def _read_changes(
     grace: timedelta | None,
     sides: Collection[str] | None,
 ) -> Callable[[], None]:
-    from ondeck.sessions.hook_events import changes_of
+    from ondeck.sessions.hook_events_changes import changes_of
 
     def follow() -> None:
         try:

@@ -1,59 +1,47 @@
-"""Session records: reading them, moving them between sides, marking the silent ones lost,
-the jobs tick's step (what the context warns about them: `session_warnings`). Hook records
-are applied by `session_store` (plain SQL that also runs on the bare driver, for the hooks),
-wrapped for SQLAlchemy callers by `session_hooks`.
+"""Session records as the store shows them: the record, its detail, and the queries of the
+Sessions page, the API and the CLI. Beside it: `sessions_move` (moving one by hand),
+`sessions_tasks` (the tasks one touched), `sessions_tick` (the jobs tick: the spool's drain
+and marking the silent ones lost), `session_store` (applying hook records, plain SQL that
+also runs on the hook's bare driver), `session_warnings` (what the context warns about).
 
-Statuses: `open` (heard from within ONDECK_SESSION_GRACE), `ended` (SessionEnd came),
-`lost` (silent past the grace: the record never claims a session still runs when nothing
-was heard from it). Lost is decided when a session is read (db/predicates.SESSION_STATUS,
-from `lost_before`: now minus the grace), so a store without a jobs loop shows it too; the
-tick only records it (`mark_lost`). Unclassified is not a status but a state beside it: the
-inbox.
+Statuses (core/session_terms.SessionStatus): `open`, `ended`, `lost`. Lost is decided when a
+session is read (db/predicates.SESSION_STATUS, from `lost_before`: now minus the grace), so
+a store without a jobs loop shows it too; the tick only records it. Unclassified is not a
+status but a state beside it: the inbox.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, tzinfo
+from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Engine,
     TextClause,
     bindparam,
     func,
     literal_column,
-    or_,
     select,
     text,
-    update,
 )
 
 from ondeck.core import logs
 from ondeck.core.clock import aware, iso
-from ondeck.core.durations import format_duration
-from ondeck.core.errors import Conflict, InvalidInput, NotFound
+from ondeck.core.errors import InvalidInput, NotFound
 from ondeck.core.models import Event
+from ondeck.core.session_terms import SessionStatus, session_owner
 from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db import predicates
-from ondeck.db.engine import writing
 from ondeck.db.predicates import SESSIONS_INBOX
-from ondeck.db.tables import events, session_compactions, sessions, tasks
-from ondeck.sessions import rows as session_store
-from ondeck.sessions.hook_events import parse_record
-from ondeck.system import events as event_log
-
-if TYPE_CHECKING:
-    from ondeck.host.settings import Settings
+from ondeck.db.tables import events, session_compactions, sessions
+from ondeck.sessions.records_tasks import TaskActedOn, tasks_acted_on
 
 log = logs.logger("ondeck.sessions")
 
-STATUSES = ("open", "ended", "lost")
+STATUSES = tuple(SessionStatus)
 FILTERS = (*STATUSES, "unclassified")
 MAX_LIMIT = 500
-TASK_KINDS = ("task.claimed", "task.renewed", "task.completed", "task.released", "task.reaped")
 PREVIEW = 200
 HISTORY_MAX = 500
 
@@ -100,7 +88,7 @@ class Session:
     @property
     def owner(self) -> str:
         """The lease owner this session claims tasks as."""
-        return f"{session_store.OWNER_PREFIX}{self.external_id[:190]}"
+        return session_owner(self.external_id)
 
     def badges(self) -> list[str]:
         found = [self.status]
@@ -218,26 +206,10 @@ class Compaction:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class TaskTouched:
-    task_id: int
-    title: str | None  # None: the task is gone
-    status: str | None
-    actions: list[tuple[str, datetime]]  # (event kind, when), in order
-
-    def to_json(self, zone: tzinfo) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "title": self.title,
-            "status": self.status,
-            "actions": [{"kind": k, "at": iso(at, zone)} for k, at in self.actions],
-        }
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class SessionDetail:
     session: Session
     compactions: list[Compaction]
-    tasks: list[TaskTouched]
+    tasks: list[TaskActedOn]
     history: list[Event]  # the session's own events, oldest first
 
     def to_json(self, zone: tzinfo) -> dict[str, Any]:
@@ -257,7 +229,7 @@ def _inbox() -> Any:
     return text(SESSIONS_INBOX)
 
 
-def _status_is(status: str) -> Any:
+def status_is(status: str) -> Any:
     return sessions.c.status == literal_column(f"'{status}'")
 
 
@@ -281,12 +253,12 @@ def list_sessions(
             raise InvalidInput(f"status {status[:20]!r} is not one of {', '.join(FILTERS)}")
         if status == "unclassified":
             query = query.where(_inbox())
-        elif status == "open" and lost_before is not None:
+        elif status == SessionStatus.OPEN and lost_before is not None:
             query = query.where(shown(predicates.SESSION_SHOWN_OPEN, lost_before))
-        elif status == "lost" and lost_before is not None:
+        elif status == SessionStatus.LOST and lost_before is not None:
             query = query.where(shown(predicates.SESSION_SHOWN_LOST, lost_before))
         else:
-            query = query.where(_status_is(status))
+            query = query.where(status_is(status))
     if side is not None:
         query = query.where(sessions.c.side == check_side_name(side))
     if project is not None:
@@ -391,218 +363,6 @@ def session_detail(
     return SessionDetail(
         session=session,
         compactions=compactions,
-        tasks=tasks_touched(conn, session, history),
+        tasks=tasks_acted_on(conn, session.external_id, min((e.id for e in history), default=None)),
         history=history,
     )
-
-
-def tasks_touched(
-    conn: Connection, session: Session, history: Sequence[Event]
-) -> list[TaskTouched]:
-    """The tasks this session claimed, renewed, completed or released (held as owner
-    `claude:<session id>`), read from their events since the session's first."""
-    first = min((e.id for e in history), default=None)
-    if first is None:
-        return []
-    owner = events.c.details["owner"].as_string()
-    rows = conn.execute(
-        select(events.c.kind, events.c.subject, events.c.at)
-        .where(
-            events.c.kind.in_(TASK_KINDS),
-            # ix_events_kind (kind, id): a range from the session's first event on.
-            events.c.id >= first,
-            or_(owner == session.owner, events.c.actor == f"hook:{session.external_id[:60]}"),
-        )
-        .order_by(events.c.id)
-        .limit(1000)
-    ).all()
-    by_task: dict[int, list[tuple[str, datetime]]] = {}
-    for kind, subject, at in rows:
-        task_id = int(subject.removeprefix("task:"))
-        by_task.setdefault(task_id, []).append((kind, at))
-    if not by_task:
-        return []
-    found = {
-        row.id: row
-        for row in conn.execute(
-            select(tasks.c.id, tasks.c.title, tasks.c.status).where(tasks.c.id.in_(by_task))
-        )
-    }
-    return [
-        TaskTouched(
-            task_id=task_id,
-            title=found[task_id].title if task_id in found else None,
-            status=found[task_id].status if task_id in found else None,
-            actions=actions,
-        )
-        for task_id, actions in by_task.items()
-    ]
-
-
-# --- moving ---------------------------------------------------------------------------------
-
-
-def move_session(
-    conn: Connection,
-    now: datetime,
-    ref: str | int,
-    *,
-    side: str | None,
-    project: str | None,
-    sides: Mapping[str, Any],
-    actor: str,
-) -> Session:
-    """Reclassify a session by hand: `session.moved` names from, to and who. Its former
-    classification, the signals and the disagreements stay in the record."""
-    if side is not None:
-        side = side.strip()
-    if project is not None:
-        project = check_project(project.strip() or None)
-    if sides:
-        if not side:
-            raise InvalidInput(f"give the side to move it to: one of {', '.join(sorted(sides))}")
-        if side not in sides:
-            raise InvalidInput(
-                f"side {side[:64]!r} is not configured: use one of {', '.join(sorted(sides))}"
-            )
-    elif side:
-        raise InvalidInput("no sides are configured (one pool): give only --project")
-    elif project is None:
-        raise InvalidInput("give the project to move it to")
-    before = find_session(conn, ref)
-    new_side = side if sides else None
-    new_project = project if project is not None else before.project
-    if (
-        before.side == new_side
-        and before.project == new_project
-        and not before.unclassified
-        and (project is None or before.project_rule == "moved")
-        and (not sides or before.side_rule == "moved")
-    ):
-        raise InvalidInput(f"session {before.id} is already there: nothing to change")
-    values: dict[str, Any] = {
-        "side": new_side,
-        "project": new_project,
-        "unclassified": False,
-        "updated_at": aware(now),
-    }
-    if sides:
-        values["side_rule"] = "moved"
-    if project is not None:
-        values["project_rule"] = "moved"
-    row = conn.execute(
-        update(sessions)
-        # Guarded by what was read: a hook that changed the row meanwhile is not overwritten.
-        .where(sessions.c.id == before.id, sessions.c.updated_at == before.updated_at)
-        .values(**values)
-        .returning(*sessions.c)
-    ).first()
-    if row is None:
-        raise Conflict(f"session {before.id} changed while this request ran; nothing was changed")
-    from ondeck.memory.notes import follow_session
-
-    # Its handoff and notes live where it does.
-    follow_session(conn, now, before.id, side=new_side, project=new_project, actor=actor)
-    event_log.record(
-        conn,
-        now,
-        actor=actor,
-        kind="session.moved",
-        subject=f"session:{before.id}",
-        details={
-            "from": {
-                "side": before.side,
-                "project": before.project,
-                "unclassified": before.unclassified,
-            },
-            "to": {"side": new_side, "project": new_project},
-            "by": actor,
-        },
-    )
-    return session_from_row(row)
-
-
-# --- lost -----------------------------------------------------------------------------------
-
-
-def mark_lost(
-    conn: Connection, now: datetime, grace: timedelta, *, actor: str = "jobs"
-) -> list[int]:
-    """Every open session silent (no hook event) for longer than `grace` becomes `lost`."""
-    cutoff = predicates.lost_before(aware(now), grace)
-    # What every reader already shows (db/predicates.py); ix_sessions_open_seen: open
-    # sessions by last_seen_at.
-    candidates = conn.execute(
-        select(sessions.c.id, sessions.c.last_seen_at)
-        .where(shown(predicates.SESSION_PRESUMED_LOST, cutoff))
-        .order_by(sessions.c.id)
-        .with_for_update(skip_locked=True)
-    ).all()
-    lost: list[int] = []
-    for session_id, seen in candidates:
-        row = conn.execute(
-            update(sessions)
-            # A hook heard between the read and this write keeps the session open.
-            .where(
-                sessions.c.id == session_id,
-                _status_is("open"),
-                sessions.c.last_seen_at == seen,
-            )
-            .values(status="lost", updated_at=aware(now))
-            .returning(sessions.c.id)
-        ).first()
-        if row is None:
-            continue
-        event_log.record(
-            conn,
-            now,
-            actor=actor,
-            kind="session.lost",
-            subject=f"session:{session_id}",
-            details={"last_seen_at": aware(seen).isoformat(), "grace": format_duration(grace)},
-        )
-        lost.append(session_id)
-    return lost
-
-
-# --- the jobs tick ----------------------------------------------------------------------------
-
-
-def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
-    """The jobs tick's sessions step: drain the spool, then mark silent sessions lost."""
-    from sqlalchemy.exc import DBAPIError
-
-    from ondeck.core.errors import Unavailable
-    from ondeck.sessions import spool
-    from ondeck.sessions.intake import apply_alone
-
-    def apply(batch: list[dict[str, Any]]) -> list[str | None]:
-        answers: list[str | None] = []
-        for record in batch:
-            try:
-                result = apply_alone(
-                    engine, now, record, grace=settings.session_grace, sides=settings.sides
-                )
-            except (Unavailable, DBAPIError) as exc:
-                # The store takes nothing now: the rest waits, the step goes on.
-                if answers:
-                    return answers
-                raise spool.Unreachable(" ".join(str(exc).split())[:300]) from exc
-            answers.append(result["reason"] if result.get("outcome") == "rejected" else None)
-        return answers
-
-    drained = spool.drain(settings.spool_dir, apply, parse_record, wait_s=0.0)
-    with writing(engine) as conn:
-        lost = mark_lost(conn, now, settings.session_grace)
-    if drained.applied or drained.rejected:
-        log.info("spool: %d applied, %d rejected", drained.applied, drained.rejected)
-    if lost:
-        log.info("marked %d silent sessions lost: ids %s", len(lost), lost[:50])
-    return {
-        "drained": drained.applied,
-        "rejected": drained.rejected,
-        "waiting": drained.left,
-        **({"why": drained.why} if drained.left and drained.why else {}),
-        "lost": len(lost),
-        "ids": lost[:50],
-    }

@@ -6,9 +6,10 @@ its target is the cost of `import sqlalchemy` alone. So these statements are pla
 through `Db`, which is either a SQLAlchemy connection (its driver connection: the server, the
 CLI, the jobs tick's spool drain; same transaction as the caller's) or a connection of
 `sqlite3`/`psycopg` opened here (the hook). Both run exactly the same statements and the
-same Python below: one copy of every rule. Values are given to the driver the way ondeck's
-column types store them (db/plain.py: instants as UTC text on SQLite, JSON as text, cast to
-JSONB on PostgreSQL), so either side reads what the other wrote.
+same Python: one copy of every rule. The statements and the values as the columns store
+them are `session_store_sql`'s; what each kind of record changes in a row is
+`session_store_change`'s; this module reads and locks the row, keeps the receipt and writes
+the events.
 
 How a record changes a session (each hook is idempotent on what it received):
 
@@ -31,138 +32,14 @@ from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
-from ondeck.db.plain import render as _for
+from ondeck.core.session_terms import SessionStatus, hook_actor, session_owner
+from ondeck.db.plain import Db
 from ondeck.db.predicates import lost_before
+from ondeck.sessions.rows_change import DISAGREEMENTS_MAX, UNKNOWN_SOURCE, Change
+from ondeck.sessions.rows_sql import params, row_out, sql
 
-OWNER_PREFIX = "claude:"  # leases a session holds: owner `claude:<session id>`
 # A hook's clock this far from the store's is skewed, not late: a request takes seconds.
 CLOCK_SKEW_MAX = timedelta(minutes=5)
-DISAGREEMENTS_MAX = 50
-
-INSTANTS = frozenset(
-    {"started_at", "last_seen_at", "ended_at", "last_word_at", "created_at", "updated_at"}
-)
-JSONS = frozenset({"classification", "disagreements", "commits", "files", "redaction_kinds"})
-BOOLS = frozenset({"capture", "unclassified"})
-
-
-# --- statements -----------------------------------------------------------------------------
-
-_COLUMNS = (
-    "agent",
-    "external_id",
-    "status",
-    "started_at",
-    "last_seen_at",
-    "start_source",
-    "resumes",
-    "cwd",
-    "git_root",
-    "branch",
-    "start_head",
-    "capture",
-    "side",
-    "project",
-    "side_rule",
-    "project_rule",
-    "unclassified",
-    "classification",
-    "disagreements",
-    "compactions",
-    "redactions",
-    "redaction_kinds",
-    "created_at",
-    "updated_at",
-)
-_UPDATABLE = frozenset(
-    {
-        "status",
-        "started_at",
-        "last_seen_at",
-        "ended_at",
-        "end_reason",
-        "start_source",
-        "resumes",
-        "cwd",
-        "git_root",
-        "branch",
-        "start_head",
-        "end_head",
-        "capture",
-        "side",
-        "project",
-        "side_rule",
-        "project_rule",
-        "unclassified",
-        "classification",
-        "disagreements",
-        "last_word",
-        "last_word_at",
-        "compactions",
-        "commits",
-        "files",
-        "git_note",
-        "redactions",
-        "redaction_kinds",
-        "updated_at",
-    }
-)
-
-SQL = {
-    "session": "SELECT * FROM sessions WHERE agent = :agent AND external_id = :external_id",
-    "insert_session": (
-        f"INSERT INTO sessions ({', '.join(_COLUMNS)}) VALUES ("
-        + ", ".join(f"JSON(:{c})" if c in JSONS else f":{c}" for c in _COLUMNS)
-        + ") ON CONFLICT (agent, external_id) DO NOTHING RETURNING id"
-    ),
-    "receipt": (
-        "INSERT INTO hook_receipts (fingerprint, session_id, kind, at)"
-        " VALUES (:fingerprint, :session_id, :kind, :at)"
-        " ON CONFLICT (fingerprint) DO NOTHING RETURNING fingerprint"
-    ),
-    # The same row events.record writes through SQLAlchemy.
-    "event": (
-        "INSERT INTO events (at, actor, kind, subject, details)"
-        " VALUES (:at, :actor, :kind, :subject, JSON(:details))"
-    ),
-    "compaction": (
-        "INSERT INTO session_compactions (session_id, at, trigger, summary, chars, redactions)"
-        " VALUES (:session_id, :at, :trigger, :summary, :chars, :redactions) RETURNING id"
-    ),
-    "held": ("SELECT id FROM tasks WHERE status = 'RUNNING' AND lease_owner = :owner ORDER BY id"),
-}
-
-
-def sql(db: Db, name: str) -> str:
-    return _for(db.dialect, SQL[name])
-
-
-# --- values as the columns store them -----------------------------------------------------
-
-
-def row_out(row: dict[str, Any]) -> dict[str, Any]:
-    """A `sessions` row as Python values, whichever driver read it."""
-    out = dict(row)
-    for key in INSTANTS & out.keys():
-        out[key] = instant_out(out[key])
-    for key in JSONS & out.keys():
-        out[key] = json_out(out[key])
-    for key in BOOLS & out.keys():
-        out[key] = bool(out[key])
-    return out
-
-
-def _params(db: Db, values: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, value in values.items():
-        if key in INSTANTS or key == "at":
-            out[key] = instant_in(db, value)
-        elif key in JSONS or key == "details":
-            out[key] = json_in(value)
-        else:
-            out[key] = value
-    return out
 
 
 # --- applying ---------------------------------------------------------------------------
@@ -176,12 +53,6 @@ def _locked(db: Db, agent: str, external_id: str) -> dict[str, Any] | None:
     return row_out(found[0]) if found else None
 
 
-# What a start that names no source (startup, resume, clear, compact) is stored as: the row's
-# `start_source` must still say a start was heard, or every later start would be taken for
-# the first (one more start event each, and the start commit reset).
-UNKNOWN_SOURCE = "unknown"
-
-
 def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
     c = record["classification"]
     capture = record["capture"]
@@ -193,7 +64,7 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {
         "agent": record["agent"],
         "external_id": record["session"],
-        "status": "open",
+        "status": SessionStatus.OPEN,
         "started_at": record["at"],
         "last_seen_at": record["at"],
         "start_source": (record.get("source") or UNKNOWN_SOURCE) if start else None,
@@ -315,7 +186,7 @@ def apply(
     sides: Collection[str] | None = None,
     actor: str | None = None,
 ) -> Applied:
-    """Apply one checked record (hook_records.parse_record) in the caller's transaction.
+    """Apply one checked record (hook_records_check.parse_record) in the caller's transaction.
     `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
     minus it reopens nothing; None: any event may). `sides`: the store's own, when the
     record was classified by another machine's rules: a side it does not know sends the
@@ -330,18 +201,18 @@ def apply(
         if record.get("text_at") is not None and record["text_at"] > now:
             record["text_at"] = now
     agent, external = record["agent"], record["session"]
-    actor = actor or f"hook:{external[:60]}"
+    actor = actor or hook_actor(external)
     row = _locked(db, agent, external)
     created = False
     if row is None:
-        inserted = db.run(sql(db, "insert_session"), _params(db, _new_row(record, now)))
+        inserted = db.run(sql(db, "insert_session"), params(db, _new_row(record, now)))
         row = _locked(db, agent, external)
         if row is None:  # pragma: no cover - the insert or a concurrent one made it
             raise RuntimeError(f"session {external} vanished while being recorded")
         created = bool(inserted)
     receipt = db.run(
         sql(db, "receipt"),
-        _params(
+        params(
             db,
             {
                 "fingerprint": record["fingerprint"],
@@ -354,7 +225,7 @@ def apply(
     if not receipt:
         return Applied(session=row, duplicate=True, events=[], ended=False, warning=warning)
     cutoff = lost_before(now, grace) if grace is not None else None
-    change = _Change(row, record, now, cutoff)
+    change = Change(row, record, now, cutoff)
     if created:
         change.event("session.started", change.started_details(late=False))
     else:
@@ -371,7 +242,7 @@ def apply(
     for kind, details in change.events:
         db.run(
             sql(db, "event"),
-            _params(
+            params(
                 db,
                 {
                     "at": now,
@@ -391,301 +262,9 @@ def apply(
     )
 
 
-class _Change:
-    """The changes one record makes to one session row, and the events they write."""
-
-    def __init__(
-        self,
-        row: dict[str, Any],
-        record: dict[str, Any],
-        now: datetime,
-        cutoff: datetime | None,
-    ) -> None:
-        self.row, self.record, self.now = row, record, now
-        self.lost_before = cutoff
-        self.values: dict[str, Any] = {}
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        self.compaction: dict[str, Any] | None = None
-        self.ended = False
-
-    def get(self, key: str) -> Any:
-        return self.values.get(key, self.row.get(key))
-
-    def set(self, key: str, value: Any) -> None:
-        if self.get(key) != value:
-            self.values[key] = value
-
-    def event(self, kind: str, details: dict[str, Any]) -> None:
-        at = self.record["at"]
-        if abs((self.now - at).total_seconds()) > 60:  # spooled: say when it happened
-            details = {**details, "hook_at": at.isoformat()}
-        if self.record.get("input"):  # what the hook mended to keep it (hook_input.py)
-            details = {**details, "input": self.record["input"]}
-        self.events.append((kind, details))
-
-    @property
-    def capture(self) -> bool:
-        return bool(self.get("capture")) and bool(self.record["capture"])
-
-    def started_details(self, *, late: bool) -> dict[str, Any]:
-        return {
-            "source": self.record.get("source"),
-            "first_heard": self.record["kind"],
-            "side": self.get("side"),
-            "project": self.get("project"),
-            "unclassified": self.get("unclassified"),
-            "capture": self.get("capture"),
-            **({"late": True} if late else {}),
-        }
-
-    def heard_from(self) -> None:
-        at = self.record["at"]
-        if at > self.row["last_seen_at"]:
-            self.set("last_seen_at", at)
-
-    def alive_since(self) -> bool:
-        """Whether this record shows the session alive after what the row knows: heard
-        within the grace (older, and a lost session stays lost: a spooled Stop of 14 hours
-        ago adds its last word and reopens nothing), and after an end it has."""
-        at = self.record["at"]
-        if self.lost_before is not None and at < self.lost_before:
-            return False
-        ended = self.get("ended_at")
-        return ended is None or at > ended
-
-    def reopen_if_lost(self, by: str) -> None:
-        if self.get("status") == "lost" and self.alive_since():
-            self.set("status", "open")
-            self.event("session.reopened", {"from": "lost", "by": by})
-
-    def count_redactions(self, count: int, kinds: dict[str, int]) -> None:
-        if not count:
-            return
-        self.set("redactions", int(self.get("redactions")) + count)
-        merged = dict(self.get("redaction_kinds") or {})
-        for name, n in kinds.items():
-            merged[name] = merged.get(name, 0) + n
-        self.set("redaction_kinds", merged)
-
-    # -- per kind ------------------------------------------------------------------------
-
-    def on_start(self, created: bool) -> None:
-        source = self.record.get("source")
-        if created:
-            return
-        if self.row["start_source"] is None:
-            # The start arrives after a later event made the row (a spool drained out of
-            # order, a hook installed mid-session): it is the session's start after all.
-            self.set("start_source", source or UNKNOWN_SOURCE)
-            self.set("started_at", min(self.row["started_at"], self.record["at"]))
-            if self.capture:
-                facts = self.record["facts"]
-                self.set("start_head", facts.get("head"))
-                for key in ("cwd", "git_root", "branch"):
-                    if self.row[key] is None:
-                        self.set(key, facts.get(key))
-            if self.row["side_rule"] != "moved":
-                self.adopt(self.record["classification"])
-            # Not a second "started": the record began when its first event was heard; this
-            # says when the session itself did.
-            self.event("session.start_heard_late", self.started_details(late=True))
-            return
-        status = self.get("status")
-        ended_at = self.get("ended_at")
-        if status == "ended" and ended_at is not None and self.record["at"] < ended_at:
-            return  # a resume from before the end, arriving after it (a hook stores its own
-            # event before it drains the spool): it does not reopen what ended since
-        # A resume reopens; so does any start of a session thought lost (it was not). A new
-        # `startup` always comes with a new session id: for a known one it is a replay.
-        if (source == "resume" or status == "lost") and self.alive_since():
-            self.set("status", "open")
-            self.set("ended_at", None)
-            self.set("end_reason", None)
-            if source == "resume":
-                self.set("resumes", int(self.row["resumes"]) + 1)
-            self.event(
-                "session.resumed" if source == "resume" else "session.reopened",
-                {"from": status, "source": source},
-            )
-
-    def adopt(self, c: dict[str, Any]) -> None:
-        """Take the start's classification (the session was made by a later event)."""
-        self.set("classification", c)
-        self.set("side", c["side"]["value"])
-        self.set("project", c["project"]["value"])
-        self.set("side_rule", c["side"]["rule"])
-        self.set("project_rule", c["project"]["rule"])
-        self.set("unclassified", c["unclassified"])
-        if not c["capture"]["value"] and self.get("capture"):
-            self.capture_off()
-
-    def capture_off(self) -> None:
-        """The start said the place keeps no text: forget what later events stored."""
-        self.set("capture", False)
-        for key in ("cwd", "git_root", "branch", "start_head", "end_head", "last_word"):
-            self.set(key, None)
-        for key in ("commits", "files"):
-            self.set(key, None)
-
-    def on_stop(self, created: bool) -> None:
-        self.reopen_if_lost("stop")
-        text = self.record.get("text")
-        if not self.capture or text is None:
-            return
-        self.last_word(text, self.record["at"], None)
-
-    def last_word(self, text: dict[str, Any], said_at: datetime, by: str | None) -> None:
-        """Keep the latest last word: by when it was said (async Stop hooks may arrive out of
-        order, and an end brings the transcript's last answer, `by` "transcript")."""
-        last = self.get("last_word_at")
-        if last is not None and said_at < last:
-            return  # an older turn's answer arriving late: the later last word stays
-        if text["value"] == self.get("last_word"):
-            # The same answer twice (the end read it from the transcript, then the Stop
-            # Claude Code did not cancel came): one answer, one event, one count.
-            if last is None or said_at > last:
-                self.set("last_word_at", said_at)
-            return
-        self.set("last_word", text["value"])
-        self.set("last_word_at", said_at)
-        self.count_redactions(text["redactions"], text["kinds"])
-        details = {
-            "chars": text["chars"],
-            "kept": len(text["value"]),
-            "redactions": text["redactions"],
-        }
-        self.event("session.last_word", {**details, **({"from": by} if by else {})})
-
-    def on_compact(self, created: bool) -> None:
-        self.reopen_if_lost("compaction")
-        text = self.record.get("text") if self.capture else None
-        self.compaction = {
-            "at": self.record["at"],
-            "trigger": self.record.get("trigger"),
-            "summary": text["value"] if text else None,
-            "chars": text["chars"] if text else 0,
-            "redactions": text["redactions"] if text else 0,
-        }
-        self.set("compactions", int(self.row["compactions"]) + 1)
-        if text:
-            self.count_redactions(text["redactions"], text["kinds"])
-        self.event(
-            "session.compacted",
-            {
-                "trigger": self.record.get("trigger"),
-                "chars": self.compaction["chars"],
-                "redactions": self.compaction["redactions"],
-            },
-        )
-
-    def on_end(self, created: bool) -> None:
-        text = self.record.get("text")
-        if text is not None and self.capture:
-            self.last_word(text, self.record.get("text_at") or self.record["at"], "transcript")
-        status = self.get("status")
-        if status == "ended":
-            return  # ended before (and not resumed since): the first end stands
-        ended_at = max(self.record["at"], self.get("started_at"))
-        self.set("status", "ended")
-        self.set("ended_at", ended_at)
-        self.set("end_reason", self.record.get("reason"))
-        if self.capture:
-            self.set("end_head", self.record["facts"].get("head"))
-        self.ended = True
-        self.event("session.ended", {"reason": self.record.get("reason"), "from": status})
-
-    def on_changes(self, created: bool) -> None:
-        if not self.capture:
-            return
-        r = self.record
-        commits = None
-        if r["commits"] is not None:
-            commits = {"items": r["commits"], "total": max(r["commits_total"], len(r["commits"]))}
-        files = None
-        if r["files"] is not None:
-            files = {
-                "paths": r["files"],
-                "total": max(r["files_total"], len(r["files"])),
-                "private": r["files_private"],
-            }
-        self.set("commits", commits)
-        self.set("files", files)
-        self.set("git_note", r["note"])
-        self.count_redactions(r["redactions"], r["kinds"])
-        self.event(
-            "session.changes_read",
-            {
-                "commits": commits["total"] if commits else None,
-                "files": files["total"] if files else None,
-                "private_files": r["files_private"],
-                "note": r["note"],
-            },
-        )
-
-    def place(self) -> None:
-        """A record whose place classifies otherwise than the start: a disagreement."""
-        here = self.record["classification"]
-        start = self.get("classification")
-
-        def key(c: dict[str, Any]) -> tuple[Any, ...]:
-            return (
-                c["side"]["value"],
-                c["project"]["value"],
-                c["unclassified"],
-                c["capture"]["value"],
-            )
-
-        if key(here) == key(start):
-            return
-        cwd = self.record["facts"].get("cwd") if self.capture else None
-        entry = {
-            "kind": "place",
-            "at": self.record["at"].isoformat(),
-            "hook": self.record["kind"],
-            "cwd": cwd,
-            "side": here["side"]["value"],
-            "project": here["project"]["value"],
-            "unclassified": here["unclassified"],
-            "capture": here["capture"]["value"],
-            "reason": here["reason"],
-        }
-        known = list(self.get("disagreements") or [])
-        same = ("cwd", "side", "project", "unclassified", "capture")
-        if any(d.get("kind") == "place" and all(d.get(k) == entry[k] for k in same) for d in known):
-            return
-        if len(known) >= DISAGREEMENTS_MAX:
-            return
-        self.set("disagreements", [*known, entry])
-        self.event(
-            "session.place_disagrees",
-            {
-                "hook": entry["hook"],
-                "side": entry["side"],
-                "project": entry["project"],
-                "unclassified": entry["unclassified"],
-            },
-        )
-
-    def save(self, db: Db) -> dict[str, Any]:
-        session_id = self.row["id"]
-        if self.compaction is not None:
-            found = db.run(
-                sql(db, "compaction"), _params(db, {**self.compaction, "session_id": session_id})
-            )
-            self.compaction["id"] = found[0]["id"] if found else None
-        if self.values:
-            self.values["updated_at"] = self.now
-            columns = sorted(self.values)
-            assert set(columns) <= _UPDATABLE
-            sets = ", ".join(f"{c} = JSON(:{c})" if c in JSONS else f"{c} = :{c}" for c in columns)
-            statement = _for(db.dialect, f"UPDATE sessions SET {sets} WHERE id = :id")
-            db.run(statement, {**_params(db, self.values), "id": session_id})
-        return {**self.row, **self.values}
-
-
 def held_leases(db: Db, external_id: str) -> list[int]:
     """The tasks a session still holds (owner `claude:<session id>`)."""
-    found = db.run(sql(db, "held"), {"owner": f"{OWNER_PREFIX}{external_id[:190]}"})
+    found = db.run(sql(db, "held"), {"owner": session_owner(external_id)})
     return [int(r["id"]) for r in found]
 
 

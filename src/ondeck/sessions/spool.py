@@ -5,10 +5,8 @@ the next hook that reaches the store, and every jobs tick, drains the spool in o
 anything newer. Records carry their own time and fingerprint, so a record applied twice (a
 drain that crashed after applying and before forgetting) changes nothing the second time.
 
-    spool/events.jsonl     appended to by hooks (each append under an exclusive lock)
-    spool/draining.jsonl   taken by the one drainer; a drain that died leaves it for the next
-    spool/rejected.jsonl   records the store refused as malformed: kept, with the reason
-    spool/.drain.lock      held by whoever drains
+The files are named in `spool_files`, which every hook reads (has_waiting) before it needs
+anything of this module.
 
 Nothing here is deleted before the store has it: a record leaves `draining.jsonl` only once
 applied (or moved to `rejected.jsonl`, never dropped).
@@ -32,11 +30,12 @@ from typing import Any, NamedTuple
 
 from ondeck.core import clock
 from ondeck.host import private
+from ondeck.sessions.spool_files import DRAINING as DRAINING
+from ondeck.sessions.spool_files import EVENTS as EVENTS
+from ondeck.sessions.spool_files import LOCK as LOCK
+from ondeck.sessions.spool_files import REJECTED as REJECTED
+from ondeck.sessions.spool_files import has_waiting as has_waiting
 
-EVENTS = "events.jsonl"
-DRAINING = "draining.jsonl"
-REJECTED = "rejected.jsonl"
-LOCK = ".drain.lock"
 STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, System page)
 LINE_MAX = 1024 * 1024
 # What one batch of a drain holds at most, so a drain's memory does not grow with the spool.
@@ -75,17 +74,6 @@ class Unreachable(Exception):
 
 # An outcome per record: None when applied (or already there), else why it was refused.
 Apply = Callable[[list[dict[str, Any]]], list[str | None]]
-
-
-def has_waiting(spool_dir: Where) -> bool:
-    """Whether anything waits (two stats: what every hook asks before it stores)."""
-    for name in (DRAINING, EVENTS):
-        try:
-            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def append(spool_dir: Where, record: dict[str, Any]) -> None:

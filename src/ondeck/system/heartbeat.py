@@ -224,7 +224,8 @@ def _at(instant: datetime, zone: tzinfo) -> str:
 
 
 _WORKER = Columns(instants=("started_at", "last_tick_at", "stopped_at"), jsons=("summary",))
-# Plain SQL (db/plain.py): the session hook reads the loop's health without SQLAlchemy.
+# Plain SQL (db/plain.py): the session hook reads the loop's health without SQLAlchemy. Its
+# columns and their types are typed out: tests/unit/test_plain_columns.py holds them to the table.
 _NEWEST = (
     "SELECT * FROM (SELECT {ahead} AS ahead, name, started_at, last_tick_at, tick_ms, ticks,"
     " summary, stopped_at, tz, tick_seconds, lease_grace_seconds FROM workers"

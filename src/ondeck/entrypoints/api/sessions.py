@@ -19,6 +19,7 @@ from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.sessions import intake as session_hooks
 from ondeck.sessions import records as sessions
+from ondeck.sessions import records_move as sessions_move
 
 router = APIRouter(tags=["sessions"])
 
@@ -190,7 +191,7 @@ def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
 )
 def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, Any]:
     with store.write() as conn:
-        moved = sessions.move_session(
+        moved = sessions_move.move_session(
             conn,
             store.now(),
             ref,

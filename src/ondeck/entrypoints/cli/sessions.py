@@ -205,11 +205,12 @@ def move(
 
     def local() -> dict[str, Any]:
         from ondeck.sessions import records as sessions
+        from ondeck.sessions import records_move as sessions_move
 
         zone = cli.settings.zone
         with cli.write() as conn:
             before = sessions.find_session(conn, ref)
-            moved = sessions.move_session(
+            moved = sessions_move.move_session(
                 conn,
                 cli.now(),
                 before.id,

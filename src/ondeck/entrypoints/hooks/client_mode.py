@@ -32,8 +32,8 @@ from ondeck.entrypoints.hooks.delivery import (
     debug,
     encoded,
     packed,
-    spool_waits,
 )
+from ondeck.sessions.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -69,9 +69,9 @@ class Remote:
         self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
         self._drained = False
-        # The store this machine's events are captured for, learned from
-        # the first server met (kept in the owner-only run directory, host/channel.py), and
-        # the store the server said it serves in its last answer.
+        # The store this machine's events are captured for, learned from the first server
+        # met (kept in the owner-only run directory, host/channel.py), and the store the
+        # server said it serves in its last answer: events never land in another store.
         self.known_store: str | None = config.server_store_id
         self.server_store: str | None = None
 
@@ -157,7 +157,7 @@ class Remote:
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
         """Send `record`, then what waits in the spool for a bounded time: its outcome, or
         None when it was spooled (`self.problem` says why)."""
-        from ondeck.sessions.hook_events import parse_record
+        from ondeck.sessions.hook_events_check import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         if self.known_store is not None:
@@ -178,7 +178,7 @@ class Remote:
                     f"aside in {self.config.spool_dir}/rejected.jsonl"
                 )
             debug(f"{record['kind']} stored through {self.url}")
-            if not self._drained and spool_waits(self.config.spool_dir):
+            if not self._drained and has_waiting(self.config.spool_dir):
                 self._drained = True  # one budget per hook (the spool module only then)
                 try:
                     self._drain()
@@ -195,7 +195,7 @@ class Remote:
         """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
         server's body limit; the rest waits for the next hook."""
         from ondeck.sessions import spool
-        from ondeck.sessions.hook_events import parse_record
+        from ondeck.sessions.hook_events_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []

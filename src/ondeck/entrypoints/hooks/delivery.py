@@ -12,6 +12,7 @@ import os
 import sys
 
 from ondeck.core.http_limits import MAX_BODY_BYTES
+from ondeck.sessions.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -152,10 +153,10 @@ class Server:
     def drain_spool(self) -> None:
         """What waits in the spool, sent for at most DRAIN_BUDGET_S (rare: two stats when
         nothing waits); what is left waits for the next hook or jobs tick."""
-        if not spool_waits(self.config.spool_dir):
+        if not has_waiting(self.config.spool_dir):
             return
         from ondeck.sessions import spool
-        from ondeck.sessions.hook_events import parse_record
+        from ondeck.sessions.hook_events_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
@@ -174,17 +175,6 @@ class Server:
 
         drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
         debug(f"spool: {drained.applied} sent, {drained.rejected} set aside, {drained.left} left")
-
-
-def spool_waits(spool_dir: str) -> bool:
-    # = spool.has_waiting, without importing the spool module on every hook.
-    for name in ("draining.jsonl", "events.jsonl"):
-        try:
-            if os.stat(os.path.join(spool_dir, name)).st_size > 0:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def as_sent(record: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +221,7 @@ class Local:
         None when it was spooled (`self.problem` says why). A record the database refuses
         for its content is set aside (rejected.jsonl) and said: ValueError."""
         from ondeck.sessions import spool
-        from ondeck.sessions.hook_events import parse_record
+        from ondeck.sessions.hook_events_check import parse_record
 
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
         try:
@@ -268,7 +258,7 @@ class Local:
 
     def _drain(self, spool: Any, now: datetime) -> None:
         """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
-        from ondeck.sessions.hook_events import parse_record
+        from ondeck.sessions.hook_events_check import parse_record
 
         if self._drained or not spool.has_waiting(self.config.spool_dir):
             return
@@ -354,17 +344,10 @@ class Local:
 
     def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
         from ondeck.db.engine import writing
-        from ondeck.sessions.rows import OWNER_PREFIX
-        from ondeck.work.backlog_leases import release_held_by
+        from ondeck.sessions.intake import release_at_end
 
         with writing(self.engine()) as conn:
-            return release_held_by(
-                conn,
-                now,
-                owner=f"{OWNER_PREFIX}{record['session'][:190]}",
-                actor=f"hook:{record['session'][:60]}",
-                reason=record.get("reason"),
-            )
+            return release_at_end(conn, now, record)
 
     def engine(self) -> Any:
         """The SQLAlchemy engine: a new database or one whose schema is behind."""

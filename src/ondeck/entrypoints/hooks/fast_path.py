@@ -45,6 +45,7 @@ COMMON = frozenset(
         "ondeck.core.scrubber",
         "ondeck.core.scrubber_checks",
         "ondeck.core.scrubber_patterns",
+        "ondeck.core.session_terms",
         "ondeck.entrypoints",
         "ondeck.entrypoints.cli",
         "ondeck.entrypoints.client",
@@ -61,7 +62,10 @@ COMMON = frozenset(
         "ondeck.host.quick_settings_rules",
         "ondeck.sessions",
         "ondeck.sessions.hook_events",
+        "ondeck.sessions.hook_events_changes",
+        "ondeck.sessions.hook_events_check",
         "ondeck.sessions.spool",
+        "ondeck.sessions.spool_files",
         "ondeck.sessions.start_commits",
         "ondeck.sessions.transcript",
     }
@@ -91,6 +95,7 @@ CLIENT_ALONE = CLIENT | {
     "ondeck.memory",
     "ondeck.memory.brief",
     "ondeck.memory.brief_render",
+    "ondeck.sessions.records_tasks",
 }
 
 # No server: the hook writes the database and reads the session's context from it.
@@ -116,7 +121,10 @@ DATABASE = CLIENT - {"ondeck.entrypoints.hooks.client_mode"} | {
     "ondeck.memory.brief",
     "ondeck.memory.brief_render",
     "ondeck.sessions.alerts",
+    "ondeck.sessions.records_tasks",
     "ondeck.sessions.rows",
+    "ondeck.sessions.rows_change",
+    "ondeck.sessions.rows_sql",
     "ondeck.system",
     "ondeck.system.heartbeat",
     "ondeck.system.store_id",

@@ -354,8 +354,10 @@ def run_hook(verb: str, stdin: TextIO, stdout: TextIO, db_url: str | None = None
 
 
 def _owner(payload: dict[str, Any]) -> str | None:
+    from ondeck.core.session_terms import session_owner
+
     value = payload.get("session_id")
-    return f"claude:{value.strip()[:190]}" if isinstance(value, str) and value.strip() else None
+    return session_owner(value.strip()) if isinstance(value, str) and value.strip() else None
 
 
 def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
@@ -424,7 +426,8 @@ def _record_here(
 ) -> dict[str, Any] | None:
     """The record made here, stored in the database, or in client mode sent to the server
     (either way, else spooled)."""
-    from ondeck.sessions.hook_events import changes_of, make_record
+    from ondeck.sessions.hook_events import make_record
+    from ondeck.sessions.hook_events_changes import changes_of
 
     record = make_record(kind, payload, config, now, last=last)
     if record is None:

@@ -41,7 +41,7 @@ from ondeck.db.engine import is_unavailable
 from ondeck.entrypoints.jobs.backup_threads import BackupThreads
 from ondeck.host.settings import Settings
 from ondeck.memory import notes
-from ondeck.sessions import records as sessions
+from ondeck.sessions import records_tick as sessions_tick
 from ondeck.system import heartbeat as workers
 from ondeck.work import firing, reaper
 from ondeck.work.schedules import WAKE_CHANNEL
@@ -61,7 +61,7 @@ def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
         ("backups", backups.step),
         ("reap", reaper.reap_step),
         ("maintain", backups.maintain),
-        ("sessions", sessions.sessions_step),
+        ("sessions", sessions_tick.sessions_step),
         ("notes", notes.notes_step),
     ]
 
