@@ -62,11 +62,8 @@ secrets with a known shape or a key name are caught by the rows above it.
 
 from __future__ import annotations
 
-import binascii
-import fnmatch
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -92,6 +89,20 @@ class Scrubbed(Frozen, kw_only=False):
 
 Span = tuple[int, int]
 _COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _lazy(source: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """The expression, compiled when first asked for: each hook is a new process, and most
+    texts it scrubs (a session start's paths and names) need few of these."""
+
+    found: list[re.Pattern[str]] = []
+
+    def compiled() -> re.Pattern[str]:
+        if not found:
+            found.append(re.compile(source, flags))
+        return found[0]
+
+    return compiled
 
 
 class Pattern(Frozen, kw_only=False):
@@ -159,11 +170,11 @@ _CODE_WORDS = frozenset((
 _MASK = frozenset("*•xX.·-_ ")
 # `=` and `:` start no value: `token == x` is caught as `==`, `token::Kind` is a path.
 _PLACEHOLDER_START = ("$", "%", "{", "<", "[", "#{", "@", "=", ":")
-_NAME_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
-_LETTERS = re.compile(r"[A-Za-z_]+", re.ASCII)
-_AFTER_ANNOTATION = re.compile(r"[ \t]*[=|,)\]]", re.ASCII)
+_NAME_PATH = _lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+_LETTERS = _lazy(r"[A-Za-z_]+", re.ASCII)
+_AFTER_ANNOTATION = _lazy(r"[ \t]*[=|,)\]]", re.ASCII)
 # Before a key that starts a line: indentation, `export `, `set `, a YAML list dash, a quote.
-_LINE_START = re.compile(r"[ \t]*(?:(?:export|set|setenv)[ \t]+|-[ \t]+)?\\?[\"']?", re.ASCII)
+_LINE_START = _lazy(r"[ \t]*(?:(?:export|set|setenv)[ \t]+|-[ \t]+)?\\?[\"']?", re.ASCII)
 _TRAILING = ".:"
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -179,7 +190,7 @@ def _placeholder(value: str, names: Sequence[str]) -> bool:
     holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
     if len(value.strip()) < 4 or value.startswith(_PLACEHOLDER_START) or set(value) <= _MASK:
         return True
-    if _LETTERS.fullmatch(value) and ("_" in value or value.isupper()):
+    if _LETTERS().fullmatch(value) and ("_" in value or value.isupper()):
         return True
     squashed = _squash(value)
     if any(squashed == _squash(name) for name in names):
@@ -221,20 +232,20 @@ def _assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     end = start + len(value)
     if _placeholder(value, (key, word)) or value.lower() in _CODE_WORDS or _counter(word, value):
         return ()
-    if _NAME_PATH.fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
+    if _NAME_PATH().fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
         return ()  # code: `token = get_token()`, `os.environ["X"]`, `self.token`
     if (
         match.group("sep") == ":"
-        and _NAME_PATH.fullmatch(value)
-        and _AFTER_ANNOTATION.match(text, end)
+        and _NAME_PATH().fullmatch(value)
+        and _AFTER_ANNOTATION().match(text, end)
     ):
         return ()  # an annotation: `token: Token | None = None`, `password: Secret,`
-    if _LETTERS.fullmatch(value):
+    if _LETTERS().fullmatch(value):
         # A plain word is a secret where configuration is written (`password = letmein` at
         # the start of a line, `--password letmein`); elsewhere it is prose ("the token:
         # only") or a variable (`f(token=tok)`, also when the call spans lines).
         line = text.rfind("\n", 0, key_start) + 1
-        configured = key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
+        configured = key.startswith("--") or _LINE_START().fullmatch(text, line, key_start)
         if not configured or text[end : end + 1] in (",", ")"):
             return ()
     return ((start, end),)
@@ -277,11 +288,11 @@ def _korean_check(match: re.Match[str], text: str) -> Sequence[Span]:
 # Git's object names and digests are hex, and so are secrets made with `openssl rand -hex`,
 # Datadog's keys and many API keys: a run of 32 or more hex digits is a secret unless where
 # it stands says it is a name or a digest.
-_GIT_WORDS = re.compile(
+_GIT_WORDS = _lazy(
     r"(?<![a-z0-9_])(?:commits?|sha|sha1|rev|revision|head|tree|blob|parent|merge|object|refs?"
     r"|cherry-pick|revert|checkout|reset|fixup|squash|pick|rebase|bisect|git)(?![a-z0-9_])"
 )
-_DIGEST_WORDS = re.compile(
+_DIGEST_WORDS = _lazy(
     r"(?<![a-z0-9])(?:md5|sha1|sha224|sha256|sha384|sha512|shasum|md5sum|sha1sum|sha256sum"
     r"|sha512sum|checksum|digest|hash|etag|integrity|b3sum|blake2b?|blake3)(?![a-z0-9])"
 )
@@ -305,14 +316,14 @@ def _hex_check(match: re.Match[str], text: str) -> Sequence[Span]:
         return ()  # not random: `AAAA…`, a long number, `deadbeefcafe…` spelled out
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - _LOOK_BACK) : start].lower()
-    if _DIGEST_WORDS.search(before):
+    if _DIGEST_WORDS().search(before):
         return ()
     line_end = text.find("\n", end)
     after = text[end : len(text) if line_end < 0 else line_end]
     if end - start in _GIT_LENGTHS:
         if not text[:start].strip() and not text[end:].strip():
             return ()
-        if _GIT_WORDS.search(before):
+        if _GIT_WORDS().search(before):
             return ()
         at_line_start = not text[line_start:start].strip(" \t*|/\\")
         if at_line_start and after[:1] in (" ", "\t") and after.strip():
@@ -339,7 +350,7 @@ def _authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
     value = text[start:end]
     if _placeholder(value, _SCHEME_WORDS):
         return ()  # `Bearer $TOKEN`, `Authorization: <token>`
-    if _NAME_PATH.fullmatch(value) and not any(c.isdigit() for c in value):
+    if _NAME_PATH().fullmatch(value) and not any(c.isdigit() for c in value):
         return ()  # code: `{"Authorization": auth_header}`
     return ((start, end),)
 
@@ -349,12 +360,10 @@ def _authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
 # 30 from a letter or digit to a letter or digit: a 32-character base64 token may begin or
 # end with `+`, `/`, `-` or `_`, which the run leaves out (so that `https://` stays).
 _MIN_RANDOM = 30
-_WORDS = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
-_WORD_PART = re.compile(
-    r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
-)
-_PART_SEPARATOR = re.compile(r"[/_-]")
-_DIGIT = re.compile(r"[0-9]")
+_WORDS = _lazy(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
+_WORD_PART = _lazy(r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII)
+_PART_SEPARATOR = _lazy(r"[/_-]")
+_DIGIT = _lazy(r"[0-9]")
 _TEXT_CONTROLS = str.maketrans("", "", "\n\r\t")
 
 
@@ -374,15 +383,17 @@ def _entropy(text: str) -> float:
 
 def _random_run(run: str) -> bool:
     n = len(run)
-    if n < _MIN_RANDOM or run.lower() == run or run.upper() == run or not _DIGIT.search(run):
+    if n < _MIN_RANDOM or run.lower() == run or run.upper() == run or not _DIGIT().search(run):
         return False  # too short, or not upper case, lower case and digits together
     if _entropy(run) < 0.8 * math.log2(min(n, 64)):
         return False
-    return sum(map(len, _WORDS.findall(run))) < 0.6 * n
+    return sum(map(len, _WORDS().findall(run))) < 0.6 * n
 
 
 def _encoded_text(token: str) -> str | None:
     """The text a base64 token spells, when it spells printable text with spaces."""
+    import binascii  # here: only a long random-looking run needs it
+
     body = token.rstrip("=").replace("-", "+").replace("_", "/")
     try:
         text = binascii.a2b_base64(body + "=" * (-len(body) % 4)).decode("utf-8")
@@ -395,16 +406,18 @@ def _encoded_text(token: str) -> str | None:
 
 # Not secrets however random they look: a package's integrity (npm's `sha512-…`), an SSH
 # public key, a document's id in its URL.
-_INTEGRITY = re.compile(r"sha(?:1|256|384|512)-", re.ASCII)
+_INTEGRITY = _lazy(r"sha(?:1|256|384|512)-", re.ASCII)
 _DIGEST_SIZES = {"sha1-": 20, "sha256-": 32, "sha384-": 48, "sha512-": 64}
 _PUBLIC_KEY_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 _DOCUMENT_PATHS = ("/d/", "/folders/", "/d/e/")
 
 
 def _integrity(token: str) -> bool:
-    prefix = _INTEGRITY.match(token)
+    prefix = _INTEGRITY().match(token)
     if prefix is None:
         return False
+    import binascii
+
     try:
         digest = binascii.a2b_base64(token[prefix.end() :])
     except (binascii.Error, ValueError):
@@ -416,6 +429,8 @@ def _public_key(token: str) -> bool:
     """The blob of an SSH public key: base64 of its own type name, length first."""
     if not token.startswith("AAAA"):
         return False
+    import binascii
+
     try:
         blob = binascii.a2b_base64(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
@@ -436,8 +451,8 @@ def _entropy_check(match: re.Match[str], text: str) -> Sequence[Span]:
     if _document_id(text, match.start()):
         return ()
     body = token.rstrip("=")
-    parts = _PART_SEPARATOR.split(body)
-    if len(parts) > 1 and sum(1 for p in parts if _WORD_PART.fullmatch(p)) >= 2:
+    parts = _PART_SEPARATOR().split(body)
+    if len(parts) > 1 and sum(1 for p in parts if _WORD_PART().fullmatch(p)) >= 2:
         # A path or a compound name: only a part of it can be random.
         spans, offset = [], match.start()
         for part in parts:
@@ -751,7 +766,7 @@ PATTERNS: tuple[Pattern, ...] = (
 
 # --- private spans -------------------------------------------------------------------------
 
-_PRIVATE_TAG = re.compile(r"<\s*(?:(?P<close>/)\s*)?private(?=[\s/>])[^<>]*>", re.IGNORECASE)
+_PRIVATE_TAG = _lazy(r"<\s*(?:(?P<close>/)\s*)?private(?=[\s/>])[^<>]*>", re.IGNORECASE)
 # Removing a span can join the halves of a tag around it (`<priv<private>x</private>ate>`):
 # a few more passes catch that; past them, the rest of the text goes (safer).
 _PRIVATE_PASSES = 4
@@ -760,7 +775,7 @@ _PRIVATE_PASSES = 4
 def _remove_private_once(text: str) -> tuple[str, int]:
     pieces: list[str] = []
     depth, kept_from, spans = 0, 0, 0
-    for tag in _PRIVATE_TAG.finditer(text):
+    for tag in _PRIVATE_TAG().finditer(text):
         self_closing = tag.group().rstrip(">").rstrip().endswith("/")
         if tag.group("close"):
             if depth:
@@ -782,13 +797,15 @@ def _remove_private_once(text: str) -> tuple[str, int]:
 
 
 def _remove_private(text: str) -> tuple[str, int]:
+    if "<" not in text:  # no tag, and no scan (most texts)
+        return text, 0
     total = 0
     for _ in range(_PRIVATE_PASSES):
         text, spans = _remove_private_once(text)
         if not spans:  # an opening tag always starts a span: none is left
             return text, total
         total += spans
-    first = next((tag for tag in _PRIVATE_TAG.finditer(text) if not tag.group("close")), None)
+    first = next((tag for tag in _PRIVATE_TAG().finditer(text) if not tag.group("close")), None)
     return (text, total) if first is None else (text[: first.start()], total + 1)
 
 
@@ -801,7 +818,7 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 # break nor the space or tab allowed around a key's separator). Seen as it is, the `:` of
 # `[redacted:high_entropy]` makes `://host[redacted` a user and `high_entropy]…@` its
 # password.
-_MARKER = re.compile(r"\[redacted:[a-z0-9_]+\]")
+_MARKER = _lazy(r"\[redacted:[a-z0-9_]+\]")
 _MARKER_INSIDE = "\x0b"
 # A replaced secret changes what its neighbours look like, so the text is scanned again
 # until a scan finds nothing. One more scan is rare (a secret glued to another); a chain
@@ -817,7 +834,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, int]]:
     """Non-overlapping (start, end, row) spans to replace, in text order; none inside a
     `[redacted:KIND]` marker."""
     if "[redacted:" in text:
-        text = _MARKER.sub(_blank_marker, text)  # same length: the offsets hold
+        text = _MARKER().sub(_blank_marker, text)  # same length: the offsets hold
     lowered = text.lower()
     if len(lowered) != len(text):  # a few letters lower to two characters (İ): keep offsets
         lowered = text.translate(_ASCII_LOWER)
@@ -911,6 +928,8 @@ DEFAULT_PRIVATE_GLOBS: tuple[str, ...] = (
 
 
 def _path_form(path: str) -> str:
+    import unicodedata  # not at import: a hook that lists no file skips it
+
     # NFC: macOS hands out decomposed Korean (NFD) where a setting has it composed.
     return unicodedata.normalize("NFC", path.replace("\\", "/")).casefold()
 
@@ -923,6 +942,8 @@ def is_private_path(path: str, extra_globs: Sequence[str] = ()) -> bool:
     tails (`config/credentials.json`). Matching ignores case (macOS and Windows disks do)
     and Unicode normalisation, `\\` separates like `/`, and a leading `**/` adds nothing.
     """
+    import fnmatch
+
     if isinstance(extra_globs, str):  # one glob given bare: not a glob per character
         extra_globs = (extra_globs,)
     parts = [p for p in _path_form(path).split("/") if p not in ("", ".")]
