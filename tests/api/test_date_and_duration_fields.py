@@ -18,12 +18,12 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.validation import DATE_MAX, DATE_MIN
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.api.models import DAY_PATTERN
+from ondeck.host.settings import Settings, load_settings
 from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

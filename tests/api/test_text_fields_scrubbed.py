@@ -18,9 +18,9 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.engine import make_engine
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings, load_settings
 from support.scrub_walk import assert_scrubbed, markers, text_for, token
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

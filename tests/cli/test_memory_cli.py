@@ -287,7 +287,7 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
     import urllib.request
     from zoneinfo import ZoneInfo
 
-    from ondeck.services import notes as notes_svc
+    from ondeck.memory import notes as notes_svc
     from support.hooks import ONDECK, payload, run_hook
     from support.pg import free_port
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from ondeck.services import sessions as svc
+from ondeck.sessions import records as svc
 from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 from support.proxy import Proxy

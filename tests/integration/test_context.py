@@ -8,19 +8,20 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert, select
 
-from ondeck.db.tables import backups, fires
-from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, schedules, workers
-from ondeck.services.context import build_context
-from ondeck.services.context_render import (
+from ondeck.context.build import build_context
+from ondeck.context.render import (
     DEFAULT_CHARS,
     fit_markdown,
     hook_output,
     to_json,
     to_markdown,
 )
-from ondeck.services.firing import fire_due
+from ondeck.db.tables import backups, fires
+from ondeck.db.tables import schedules as schedules_table
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog, schedules
+from ondeck.work.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -29,7 +30,7 @@ BEAT = {"name": "jobs@test:1", "started_at": MONDAY_9, "tick_ms": 1.0, "summary"
 
 
 def _ctx(engine: Engine, now: datetime, zone=UTCZ, char_budget=DEFAULT_CHARS, **kwargs):  # type: ignore[no-untyped-def]
-    """The context as entry points get it (entrypoints/store.py): built, then fitted."""
+    """The context as entry points get it (entrypoints/gateway.py): built, then fitted."""
     with engine.connect() as conn:
         ctx = build_context(conn, now, zone=zone, **kwargs)
     fit_markdown(ctx, zone, char_budget)

@@ -14,13 +14,13 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
-from ondeck.core.config import Settings
+from ondeck.context.build import build_context
+from ondeck.context.render import render, to_json, to_markdown
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog, schedules
-from ondeck.services.context import build_context
-from ondeck.services.context_render import render, to_json, to_markdown
-from ondeck.services.firing import fire_due
+from ondeck.host.settings import Settings
+from ondeck.work import backlog, schedules
+from ondeck.work.firing import fire_due
 
 UTCZ = ZoneInfo("UTC")
 MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

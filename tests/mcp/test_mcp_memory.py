@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select
 from conftest import NOW
 from mcp import Client
 from ondeck.db.tables import notes
-from ondeck.services import notes as notes_svc
+from ondeck.memory import notes as notes_svc
 from support.hooks import ONDECK, new_repo
 from support.memory import make_session
 

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select
 from mcp import Client
 from ondeck.core import clock
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.hooks import ONDECK, new_repo
 
 LAWYER = "call the divorce lawyer"

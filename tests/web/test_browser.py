@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.core.rules import parse
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.pg import free_port
 
 playwright_api = pytest.importorskip("playwright.sync_api")

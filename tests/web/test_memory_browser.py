@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.services import notes as notes_svc
+from ondeck.memory import notes as notes_svc
 
 # The browser and page fixtures are test_browser's (imported, pytest finds them here).
 from web.test_browser import Server, _serve, browser, page  # noqa: F401
