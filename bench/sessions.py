@@ -3,7 +3,7 @@
 list at 10,000 records, on SQLite and PostgreSQL.
 
 Run: .venv/bin/python bench/sessions.py [--runs 15] [--records 10000] [--rounds 200]
-     [--pg-url URL] [--only sqlite|postgresql] [--hooks-only]
+     [--pg-url URL] [--only sqlite|postgresql] [--hooks-only] [--paths database,server,client]
 Targets (issue 14): with a server, each hook at most 4x `python -c pass`; without, at most
 1.0x `python -c 'import sqlalchemy'` (medians of the same run, interleaved so both see the
 same machine load); the list of 10,000 records p95 under 20 ms. Issue 16: in client mode
@@ -44,6 +44,7 @@ from ondeck.sessions.records import list_sessions
 BIN = Path(sys.executable).parent
 WARMUP = 10
 ADMIN = "bench-admin-token-0123456789abcdef"
+PATHS = ("database", "server", "client")
 HOOKS = ("session-start", "stop", "post-compact", "session-end")
 EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -110,9 +111,11 @@ class Workload:
         return json.dumps(data)
 
 
-def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
-    """Per hook, per path (server, database): median whole-process ms and the ratio to the
-    yardstick of that path, measured interleaved."""
+def hook_ratios(
+    url: str, runs: int, wanted: frozenset[str] = frozenset(PATHS)
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per hook, per path (server, database, client; those `wanted`): median whole-process
+    ms and the ratio to the yardstick of that path, measured interleaved."""
     with tempfile.TemporaryDirectory(prefix="ondeck-bench-") as tmp:
         root = Path(tmp)
         work = Workload(root)
@@ -127,13 +130,16 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.pop("ONDECK_DEBUG", None)
         found: dict[str, dict[str, dict[str, float]]] = {}
-        found["database"] = _measure(
-            work,
-            {**env, "ONDECK_PORT": str(free_port())},
-            runs,
-            "import sqlalchemy",
-            "the database",
-        )
+        if "database" in wanted:
+            found["database"] = _measure(
+                work,
+                {**env, "ONDECK_PORT": str(free_port())},
+                runs,
+                "import sqlalchemy",
+                "the database",
+            )
+        if not wanted & {"server", "client"}:
+            return found
         port = free_port()
         server_env = {**env, "ONDECK_PORT": str(port), "ONDECK_TOKEN": ADMIN}
         server = subprocess.Popen(
@@ -153,10 +159,11 @@ def hook_ratios(url: str, runs: int) -> dict[str, dict[str, dict[str, float]]]:
             # This machine's hooks reach it through its owner-only socket (issue 21).
             local = f"/run/server-{port}.sock"
             client_env = _client_env(env, server_env, root)
+            served = {"server": (server_env, local), "client": (client_env, via)}
             found.update(
                 _measure_paths(
                     work,
-                    {"server": (server_env, local), "client": (client_env, via)},
+                    {name: path for name, path in served.items() if name in wanted},
                     runs,
                     "pass",
                 )
@@ -324,14 +331,22 @@ def main() -> None:
     parser.add_argument("--pg-url")
     parser.add_argument("--only", choices=["sqlite", "postgresql"])
     parser.add_argument("--hooks-only", action="store_true", help="skip the session list")
+    parser.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help="the hooks' paths to measure, comma-separated (default: all three)",
+    )
     args = parser.parse_args()
+    wanted = frozenset(args.paths.split(","))
+    if not wanted or not wanted <= set(PATHS):
+        parser.error(f"--paths: a comma-separated choice of {', '.join(PATHS)}")
     stores = {"sqlite": sqlite_url, "postgresql": lambda: postgres_url(args.pg_url)}
     for name, make in stores.items():
         if args.only and name != args.only:
             continue
         with make() as url:
             engine = open_database(url)
-            for path, by_hook in hook_ratios(url, args.runs).items():
+            for path, by_hook in hook_ratios(url, args.runs, wanted).items():
                 stick = "import sqlalchemy" if path == "database" else "python -c pass"
                 for verb, r in by_hook.items():
                     print(

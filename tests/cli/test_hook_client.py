@@ -49,6 +49,8 @@ NEVER = ("sqlalchemy", "psycopg", "sqlite3", "_sqlite3", "pydantic", "pydantic_s
 # its own query string.
 HEAVY = ("typing", "dataclasses", "pathlib", "inspect", "hashlib", "logging", "urllib.parse")
 HEAVY += ("subprocess", "encodings.idna", "ondeck.context.render")  # git: posix_spawn
+# The scrubber's, for the few texts that need them (a random-looking run, a file list).
+HEAVY += ("binascii", "unicodedata", "fnmatch")
 
 
 def _machine(home: Path) -> dict[str, str]:

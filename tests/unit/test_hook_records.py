@@ -220,3 +220,32 @@ def test_only_an_absolute_working_directory_is_a_place(tmp_path: Path) -> None:
         assert facts["cwd"] is None and c.project.value is None
     facts, c = observe(str(tmp_path), HookConfig())
     assert facts["cwd"] == str(tmp_path) and c.project.value == "here"
+
+
+def test_the_classification_is_given_before_the_fingerprint_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session start asks for its context with the classification while the fingerprint
+    is made (it scrubs every string of the payload): the same classification the record
+    carries, private where the session does not capture."""
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions import hook_events as hook_records
+
+    order: list[str] = []
+    given: list[dict[str, Any]] = []
+    fingerprint = hook_records.fingerprint
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        order.append("fingerprint")
+        return fingerprint(*args, **kwargs)
+
+    def classified(classification: dict[str, Any]) -> None:
+        order.append("classified")
+        given.append(classification)
+
+    monkeypatch.setattr(hook_records, "fingerprint", counted)
+    data = payload("start", cwd="/nowhere/at/all")
+    record = hook_records.make_record("start", data, HookConfig(), NOW, classified=classified)
+    assert record is not None
+    assert order == ["classified", "fingerprint"]
+    assert given == [record["classification"]]

@@ -51,16 +51,13 @@ secrets with a known shape or a key name are caught by the rows above it.
 
 from __future__ import annotations
 
-import binascii
-import fnmatch
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ondeck.core.frozen import Frozen
-from ondeck.core.scrubber_checks import Span
+from ondeck.core.scrubber_checks import Span, lazy
 from ondeck.core.scrubber_patterns import KEYED_PATTERNS, Pattern
 
 __all__ = [
@@ -89,12 +86,12 @@ def marker(kind: str) -> str:
 # 30 from a letter or digit to a letter or digit: a 32-character base64 token may begin or
 # end with `+`, `/`, `-` or `_`, which the run leaves out (so that `https://` stays).
 _MIN_RANDOM = 30
-_WORDS = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
-_WORD_PART = re.compile(
+_WORDS = lazy(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
+_WORD_PART = lazy(
     r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
 )
-_PART_SEPARATOR = re.compile(r"[/_-]")
-_DIGIT = re.compile(r"[0-9]")
+_PART_SEPARATOR = lazy(r"[/_-]")
+_DIGIT = lazy(r"[0-9]")
 _TEXT_CONTROLS = str.maketrans("", "", "\n\r\t")
 
 
@@ -114,15 +111,17 @@ def _entropy(text: str) -> float:
 
 def _random_run(run: str) -> bool:
     n = len(run)
-    if n < _MIN_RANDOM or run.lower() == run or run.upper() == run or not _DIGIT.search(run):
+    if n < _MIN_RANDOM or run.lower() == run or run.upper() == run or not _DIGIT().search(run):
         return False  # too short, or not upper case, lower case and digits together
     if _entropy(run) < 0.8 * math.log2(min(n, 64)):
         return False
-    return sum(map(len, _WORDS.findall(run))) < 0.6 * n
+    return sum(map(len, _WORDS().findall(run))) < 0.6 * n
 
 
 def _encoded_text(token: str) -> str | None:
     """The text a base64 token spells, when it spells printable text with spaces."""
+    import binascii  # here: only a long random-looking run needs it
+
     body = token.rstrip("=").replace("-", "+").replace("_", "/")
     try:
         text = binascii.a2b_base64(body + "=" * (-len(body) % 4)).decode("utf-8")
@@ -135,16 +134,18 @@ def _encoded_text(token: str) -> str | None:
 
 # Not secrets however random they look: a package's integrity (npm's `sha512-…`), an SSH
 # public key, a document's id in its URL.
-_INTEGRITY = re.compile(r"sha(?:1|256|384|512)-", re.ASCII)
+_INTEGRITY = lazy(r"sha(?:1|256|384|512)-", re.ASCII)
 _DIGEST_SIZES = {"sha1-": 20, "sha256-": 32, "sha384-": 48, "sha512-": 64}
 _PUBLIC_KEY_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 _DOCUMENT_PATHS = ("/d/", "/folders/", "/d/e/")
 
 
 def _integrity(token: str) -> bool:
-    prefix = _INTEGRITY.match(token)
+    prefix = _INTEGRITY().match(token)
     if prefix is None:
         return False
+    import binascii
+
     try:
         digest = binascii.a2b_base64(token[prefix.end() :])
     except (binascii.Error, ValueError):
@@ -156,6 +157,8 @@ def _public_key(token: str) -> bool:
     """The blob of an SSH public key: base64 of its own type name, length first."""
     if not token.startswith("AAAA"):
         return False
+    import binascii
+
     try:
         blob = binascii.a2b_base64(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
@@ -176,8 +179,8 @@ def _entropy_check(match: re.Match[str], text: str) -> Sequence[Span]:
     if _document_id(text, match.start()):
         return ()
     body = token.rstrip("=")
-    parts = _PART_SEPARATOR.split(body)
-    if len(parts) > 1 and sum(1 for p in parts if _WORD_PART.fullmatch(p)) >= 2:
+    parts = _PART_SEPARATOR().split(body)
+    if len(parts) > 1 and sum(1 for p in parts if _WORD_PART().fullmatch(p)) >= 2:
         # A path or a compound name: only a part of it can be random.
         spans, offset = [], match.start()
         for part in parts:
@@ -210,7 +213,7 @@ PATTERNS: tuple[Pattern, ...] = (
 
 # --- private spans -------------------------------------------------------------------------
 
-_PRIVATE_TAG = re.compile(r"<\s*(?:(?P<close>/)\s*)?private(?=[\s/>])[^<>]*>", re.IGNORECASE)
+_PRIVATE_TAG = lazy(r"<\s*(?:(?P<close>/)\s*)?private(?=[\s/>])[^<>]*>", re.IGNORECASE)
 # Removing a span can join the halves of a tag around it (`<priv<private>x</private>ate>`):
 # a few more passes catch that; past them, the rest of the text goes (safer).
 _PRIVATE_PASSES = 4
@@ -219,7 +222,7 @@ _PRIVATE_PASSES = 4
 def _remove_private_once(text: str) -> tuple[str, int]:
     pieces: list[str] = []
     depth, kept_from, spans = 0, 0, 0
-    for tag in _PRIVATE_TAG.finditer(text):
+    for tag in _PRIVATE_TAG().finditer(text):
         self_closing = tag.group().rstrip(">").rstrip().endswith("/")
         if tag.group("close"):
             if depth:
@@ -241,13 +244,15 @@ def _remove_private_once(text: str) -> tuple[str, int]:
 
 
 def _remove_private(text: str) -> tuple[str, int]:
+    if "<" not in text:  # no tag, and no scan (most texts)
+        return text, 0
     total = 0
     for _ in range(_PRIVATE_PASSES):
         text, spans = _remove_private_once(text)
         if not spans:  # an opening tag always starts a span: none is left
             return text, total
         total += spans
-    first = next((tag for tag in _PRIVATE_TAG.finditer(text) if not tag.group("close")), None)
+    first = next((tag for tag in _PRIVATE_TAG().finditer(text) if not tag.group("close")), None)
     return (text, total) if first is None else (text[: first.start()], total + 1)
 
 
@@ -260,7 +265,7 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 # break nor the space or tab allowed around a key's separator). Seen as it is, the `:` of
 # `[redacted:high_entropy]` makes `://host[redacted` a user and `high_entropy]…@` its
 # password.
-_MARKER = re.compile(r"\[redacted:[a-z0-9_]+\]")
+_MARKER = lazy(r"\[redacted:[a-z0-9_]+\]")
 _MARKER_INSIDE = "\x0b"
 # A replaced secret changes what its neighbours look like, so the text is scanned again
 # until a scan finds nothing. One more scan is rare (a secret glued to another); a chain
@@ -276,7 +281,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, int]]:
     """Non-overlapping (start, end, row) spans to replace, in text order; none inside a
     `[redacted:KIND]` marker."""
     if "[redacted:" in text:
-        text = _MARKER.sub(_blank_marker, text)  # same length: the offsets hold
+        text = _MARKER().sub(_blank_marker, text)  # same length: the offsets hold
     lowered = text.lower()
     if len(lowered) != len(text):  # a few letters lower to two characters (İ): keep offsets
         lowered = text.translate(_ASCII_LOWER)
@@ -371,6 +376,8 @@ DEFAULT_PRIVATE_GLOBS: tuple[str, ...] = (
 
 def _path_form(path: str) -> str:
     # NFC: macOS hands out decomposed Korean (NFD) where a setting has it composed.
+    import unicodedata  # here: only a listing of files needs it
+
     return unicodedata.normalize("NFC", path.replace("\\", "/")).casefold()
 
 
@@ -382,6 +389,8 @@ def is_private_path(path: str, extra_globs: Sequence[str] = ()) -> bool:
     tails (`config/credentials.json`). Matching ignores case (macOS and Windows disks do)
     and Unicode normalisation, `\\` separates like `/`, and a leading `**/` adds nothing.
     """
+    import fnmatch
+
     if isinstance(extra_globs, str):  # one glob given bare: not a glob per character
         extra_globs = (extra_globs,)
     parts = [p for p in _path_form(path).split("/") if p not in ("", ".")]

@@ -21,7 +21,7 @@ ondeck's own lease tokens among them, not secrets.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 Span = tuple[int, int]
 
@@ -51,11 +51,25 @@ _CODE_WORDS = frozenset((
 _MASK = frozenset("*•xX.·-_ ")
 # `=` and `:` start no value: `token == x` is caught as `==`, `token::Kind` is a path.
 _PLACEHOLDER_START = ("$", "%", "{", "<", "[", "#{", "@", "=", ":")
-_NAME_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
-_LETTERS = re.compile(r"[A-Za-z_]+", re.ASCII)
-_AFTER_ANNOTATION = re.compile(r"[ \t]*[=|,)\]]", re.ASCII)
+
+def lazy(source: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """The expression, compiled when first asked for: each hook is a new process, and most
+    texts it scrubs (a session start's paths and names) need few of these."""
+    found: list[re.Pattern[str]] = []
+
+    def compiled() -> re.Pattern[str]:
+        if not found:
+            found.append(re.compile(source, flags))
+        return found[0]
+
+    return compiled
+
+
+_NAME_PATH = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+_LETTERS = lazy(r"[A-Za-z_]+", re.ASCII)
+_AFTER_ANNOTATION = lazy(r"[ \t]*[=|,)\]]", re.ASCII)
 # Before a key that starts a line: indentation, `export `, `set `, a YAML list dash, a quote.
-_LINE_START = re.compile(r"[ \t]*(?:(?:export|set|setenv)[ \t]+|-[ \t]+)?\\?[\"']?", re.ASCII)
+_LINE_START = lazy(r"[ \t]*(?:(?:export|set|setenv)[ \t]+|-[ \t]+)?\\?[\"']?", re.ASCII)
 _TRAILING = ".:"
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -71,7 +85,7 @@ def _placeholder(value: str, names: Sequence[str]) -> bool:
     holds the key's word without a digit (`"lease_token"`, "Enter your password")."""
     if len(value.strip()) < 4 or value.startswith(_PLACEHOLDER_START) or set(value) <= _MASK:
         return True
-    if _LETTERS.fullmatch(value) and ("_" in value or value.isupper()):
+    if _LETTERS().fullmatch(value) and ("_" in value or value.isupper()):
         return True
     squashed = _squash(value)
     if any(squashed == _squash(name) for name in names):
@@ -113,20 +127,20 @@ def assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     end = start + len(value)
     if _placeholder(value, (key, word)) or value.lower() in _CODE_WORDS or _counter(word, value):
         return ()
-    if _NAME_PATH.fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
+    if _NAME_PATH().fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
         return ()  # code: `token = get_token()`, `os.environ["X"]`, `self.token`
     if (
         match.group("sep") == ":"
-        and _NAME_PATH.fullmatch(value)
-        and _AFTER_ANNOTATION.match(text, end)
+        and _NAME_PATH().fullmatch(value)
+        and _AFTER_ANNOTATION().match(text, end)
     ):
         return ()  # an annotation: `token: Token | None = None`, `password: Secret,`
-    if _LETTERS.fullmatch(value):
+    if _LETTERS().fullmatch(value):
         # A plain word is a secret where configuration is written (`password = letmein` at
         # the start of a line, `--password letmein`); elsewhere it is prose ("the token:
         # only") or a variable (`f(token=tok)`, also when the call spans lines).
         line = text.rfind("\n", 0, key_start) + 1
-        configured = key.startswith("--") or _LINE_START.fullmatch(text, line, key_start)
+        configured = key.startswith("--") or _LINE_START().fullmatch(text, line, key_start)
         if not configured or text[end : end + 1] in (",", ")"):
             return ()
     return ((start, end),)
@@ -169,11 +183,11 @@ def korean_check(match: re.Match[str], text: str) -> Sequence[Span]:
 # Git's object names and digests are hex, and so are secrets made with `openssl rand -hex`,
 # Datadog's keys and many API keys: a run of 32 or more hex digits is a secret unless where
 # it stands says it is a name or a digest.
-_GIT_WORDS = re.compile(
+_GIT_WORDS = lazy(
     r"(?<![a-z0-9_])(?:commits?|sha|sha1|rev|revision|head|tree|blob|parent|merge|object|refs?"
     r"|cherry-pick|revert|checkout|reset|fixup|squash|pick|rebase|bisect|git)(?![a-z0-9_])"
 )
-_DIGEST_WORDS = re.compile(
+_DIGEST_WORDS = lazy(
     r"(?<![a-z0-9])(?:md5|sha1|sha224|sha256|sha384|sha512|shasum|md5sum|sha1sum|sha256sum"
     r"|sha512sum|checksum|digest|hash|etag|integrity|b3sum|blake2b?|blake3)(?![a-z0-9])"
 )
@@ -197,14 +211,14 @@ def hex_check(match: re.Match[str], text: str) -> Sequence[Span]:
         return ()  # not random: `AAAA…`, a long number, `deadbeefcafe…` spelled out
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - _LOOK_BACK) : start].lower()
-    if _DIGEST_WORDS.search(before):
+    if _DIGEST_WORDS().search(before):
         return ()
     line_end = text.find("\n", end)
     after = text[end : len(text) if line_end < 0 else line_end]
     if end - start in _GIT_LENGTHS:
         if not text[:start].strip() and not text[end:].strip():
             return ()
-        if _GIT_WORDS.search(before):
+        if _GIT_WORDS().search(before):
             return ()
         at_line_start = not text[line_start:start].strip(" \t*|/\\")
         if at_line_start and after[:1] in (" ", "\t") and after.strip():
@@ -231,6 +245,6 @@ def authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
     value = text[start:end]
     if _placeholder(value, _SCHEME_WORDS):
         return ()  # `Bearer $TOKEN`, `Authorization: <token>`
-    if _NAME_PATH.fullmatch(value) and not any(c.isdigit() for c in value):
+    if _NAME_PATH().fullmatch(value) and not any(c.isdigit() for c in value):
         return ()  # code: `{"Authorization": auth_header}`
     return ((start, end),)

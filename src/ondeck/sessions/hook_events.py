@@ -25,6 +25,7 @@ from ondeck.core.column_limits import COLUMN_LIMITS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ondeck.host.git import Repo
@@ -294,13 +295,19 @@ def make_record(
     *,
     size: int | None = None,
     last: dict[str, Any] | None = None,
+    classified: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any] | None:
     """The record of a hook event as the hook saw it (None: no usable session id). `last`:
-    at an end, the transcript's last assistant message (sessions/transcript.py)."""
+    at an end, the transcript's last assistant message (sessions/transcript.py).
+    `classified` is given the record's classification as soon as it is known, before the
+    fingerprint scrubs every string of the payload: a session start asks for its context
+    with it meanwhile, and the server works while the hook does."""
     if session_id_of(payload) is None:
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
+    if classified is not None:
+        classified(_classification_json(classification))
     record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
     if kind == "end" and record["capture"] and last is not None:
         add_last_message(record, last)
@@ -351,7 +358,7 @@ def new_record(
         "at": at.astimezone(UTC).isoformat(),
         "fingerprint": fingerprint(kind, payload, size),
         "capture": capture,
-        "classification": classification.to_json(private=not capture),
+        "classification": _classification_json(classification),
         "facts": _facts(facts) if capture else {},
     }
     if kind == "start":
@@ -373,6 +380,11 @@ def new_record(
             text = scrubbed(value, limit, chars if isinstance(chars, int) else None)
             record["text"] = _with_earlier(text, counts_of(payload.get(SCRUBBED)).get(text_field))
     return record
+
+
+def _classification_json(classification: Classification) -> dict[str, Any]:
+    """As a record carries it: a session that does not capture keeps no place."""
+    return classification.to_json(private=not classification.capture.value)
 
 
 def _with_earlier(text: dict[str, Any], earlier: Any) -> dict[str, Any]:

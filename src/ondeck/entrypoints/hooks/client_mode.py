@@ -38,10 +38,16 @@ from ondeck.sessions.spool_files import has_waiting
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Callable
     from datetime import datetime
     from typing import Any
 
     from ondeck.host.quick_settings import HookConfig
+
+
+# How long a session start waits for its context's question to be written before it goes
+# on (a server slow to accept a connection is not waited for here).
+SEND_WAIT_S = 0.05
 
 
 class TooLarge(Exception):
@@ -78,10 +84,17 @@ class Remote:
     # --- requests --------------------------------------------------------------------------
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, *, store: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        store: str | None = None,
+        sent: Callable[[], None] | None = None,
     ) -> bytes:
         """The answer's body (status 200); Refused or Unanswered, saying why, otherwise. With
-        `store`, the server refuses (409) unless it serves that store."""
+        `store`, the server refuses (409) unless it serves that store; `sent` is called once
+        the request is written."""
         if self._failed is not None:
             raise self._failed
         from ondeck.entrypoints.client.http import HttpError, request
@@ -100,6 +113,7 @@ class Remote:
                 body=None if body is None else body,
                 headers=headers,
                 timeout=left,
+                sent=sent,
             )
         except HttpError as exc:
             self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
@@ -279,16 +293,22 @@ class Remote:
 
         path = _context_path(project, brief)
         box: dict[str, Any] = {}
+        out = threading.Event()
 
         def ask() -> None:
             try:
-                box["answer"] = self.request("GET", path)
+                box["answer"] = self.request("GET", path, sent=out.set)
             except (Refused, Unanswered) as exc:
                 box["failed"] = exc
+            finally:
+                out.set()
 
         thread = threading.Thread(target=ask, name="ondeck-context", daemon=True)
         thread.start()
         self._pending = (path, thread, box)
+        # Until the question is out: the hook's own work next (scrubbing) holds the
+        # interpreter, and the thread would send it only once the hook waits for something.
+        out.wait(SEND_WAIT_S)
 
     def unavailable(self, exc: BaseException) -> str:
         """The context when the server gave none: which server, and why."""

@@ -232,12 +232,12 @@ def _start_here(
     meanwhile: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]:
     """The start recorded here: its classification, its number once stored, and the facts
-    of its place (cwd, git) the record read. `meanwhile` is given the classification before
-    the record is stored."""
+    of its place (cwd, git) the record read. `meanwhile` is given the classification as
+    soon as it is known, before the rest of the record is made."""
     from ondeck.sessions.hook_events import make_record
 
     try:
-        record = make_record("start", payload, local.config, now)
+        record = make_record("start", payload, local.config, now, classified=meanwhile)
     except Exception as exc:  # the context is still worth giving
         notes.append(f"ondeck could not record this session's start ({_one_line(exc)}).")
         return None, None, None
@@ -247,8 +247,6 @@ def _start_here(
     _remember_start(
         local.config, payload, {"start_head": facts.get("head"), "at": record["at"], **facts}
     )
-    if meanwhile is not None:
-        meanwhile(record["classification"])
     try:
         result = local.store(record, now)
     except Exception as exc:
