@@ -1,4 +1,4 @@
-"""Every API body field that takes a text stores it scrubbed (issue 21 item 7).
+"""Every API body field that takes a text stores it scrubbed.
 
 The fields are found by walking the app's own OpenAPI document (a string field of a write's
 JSON body that is not a date, a lease length, a rule or a fixed choice), so a field added

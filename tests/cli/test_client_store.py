@@ -1,4 +1,4 @@
-"""Issue 22 item 11: in client mode, events go only to the store they were captured for. A
+"""In client mode, events go only to the store they were captured for. A
 real `ondeck serve` restarted on another database with the same token gets none of them:
 they wait in the spool, the hook says why, and they go once the server serves their store
 again."""

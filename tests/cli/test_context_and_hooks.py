@@ -235,7 +235,7 @@ def test_session_start_asks_a_running_server_of_the_same_database(
         )
         assert (
             "context from " in same.stderr and f"/run/server-{port}.sock" in same.stderr
-        )  # issue 21
+        )  # the owner's socket, never the TCP port
         assert (
             "from the server" in json.loads(same.stdout)["hookSpecificOutput"]["additionalContext"]
         )

@@ -1,4 +1,4 @@
-"""The session hooks in client mode (issue 16): two machines as two home directories on one
+"""The session hooks in client mode: two machines as two home directories on one
 host. The server: a real `ondeck serve` with its own SQLite database and admin token. The
 client: only `ONDECK_SERVER_URL` and a device token, running real `ondeck hook …` processes
 with Claude Code's payloads in a git repository of its own."""
@@ -360,7 +360,7 @@ def test_a_body_over_the_limit_is_refused_with_a_clean_413(store_server: Server)
 def test_a_spool_larger_than_a_request_body_all_leaves_once_the_server_is_back(
     store_server: Server, tmp_path: Path
 ) -> None:
-    """Issue 22, item 2: 110 Stop events with 4,000-character Korean last words (some 1.4 MB
+    """110 Stop events with 4,000-character Korean last words (some 1.4 MB
     in all, over the server's 1 MiB body) and the session's end, spooled while the server was
     down, all leave once it is back; the brief then shows the session ended. On each store."""
     server = store_server

@@ -1,4 +1,4 @@
-"""Every text a hook brings is stored scrubbed, on both of its ways in (issue 21 item 7).
+"""Every text a hook brings is stored scrubbed, on both of its ways in.
 
 - The real hooks (`ondeck hook …`, subprocesses, the bare driver's path) of a session in a
   real git repository whose folder (the project taken from the path), branch, commit

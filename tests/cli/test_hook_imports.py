@@ -227,10 +227,10 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
                 check=False,
             )
             assert result.returncode == 0, result.stderr
-            sock = tmp_path / "data" / "run" / f"server-{port}.sock"  # issue 21: never the TCP port
+            sock = tmp_path / "data" / "run" / f"server-{port}.sock"  # never the TCP port
             assert f"stored through {sock}" in result.stderr, result.stderr
             loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
-            # Issue 21: a text is scrubbed where it is captured, before it is sent, so the
+            # A text is scrubbed where it is captured, before it is sent, so the
             # hooks that carry one (stop, post-compact) load the scrubber; nothing else.
             expected = '["ondeck.core.scrubber"]' if verb in ("stop", "post-compact") else "[]"
             assert loaded == [f"LOADED {expected}"], result.stderr

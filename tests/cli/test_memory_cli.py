@@ -344,7 +344,7 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
 def test_an_export_from_a_directory_holds_that_directorys_side_only(
     ondeck: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 21 item 4: every side only with --all-sides; from a directory of no side, the
+    """Every side only with --all-sides; from a directory of no side, the
     export says how to choose."""
     work, own = tmp_path / "work", tmp_path / "own"
     api, blog = new_repo(work / "api"), new_repo(own / "blog")

@@ -1,4 +1,4 @@
-"""Nothing leaves before the server is known to be ours (issue 21 item 2): on the server's
+"""Nothing leaves before the server is known to be ours: on the server's
 own machine the hooks reach `ondeck serve` only through its owner-only Unix socket, never
 through the TCP port, where any user of the machine may listen while ondeck is down.
 

@@ -1,5 +1,5 @@
-"""A session's commits and files, and git facts that do not mislead (issue 22 items 8, 15),
-with real hook processes, real git and a real server stopped between a start and an end."""
+"""A session's commits and files, and git facts that do not mislead, with real
+ hook processes, real git and a real server stopped between a start and an end."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
-# --- item 8: an end spooled after its start was stored -------------------------------------
+# --- an end spooled after its start was stored ---------------------------------------------
 
 
 @pytest.mark.slow
@@ -198,7 +198,7 @@ def test_local_mode_database_away_at_the_end_still_records_the_commits_and_files
     assert s.files == {"paths": ["jobs.py"], "total": 1, "private": 0}
 
 
-# --- item 15: git facts that mislead -------------------------------------------------------
+# --- git facts that mislead ----------------------------------------------------------------
 
 
 def old_commit(repo: Path, name: str, message: str, days_ago: int) -> None:

@@ -226,7 +226,7 @@ def test_database_unreachable_then_back_nothing_lost_or_doubled(
     with engine.connect() as conn:
         s = svc.find_session(conn, SESSION_ID)
     assert s.last_word == "said once it was back" and s.compactions == 1
-    # The hook stored its own event first, then the spool (issue 22, item 5): the older
+    # The hook stored its own event first, then the spool: the older
     # last word arrived after the newer one, which stays.
     assert session_kinds(engine) == [
         "session.started",
@@ -295,7 +295,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
                 session.env,
             )
             assert done.returncode == 0
-            assert f"/run/server-{port}.sock" in done.stderr, done.stderr  # issue 21: the socket
+            assert f"/run/server-{port}.sock" in done.stderr, done.stderr  # the socket
         assert session.spooled() == []
         with engine.connect() as conn:
             assert svc.find_session(conn, "spooled-before").start_source == "startup"
@@ -309,7 +309,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
             time.sleep(0.1)
         assert s.commits == {"items": [], "total": 0}
         other = {**session.env, "ONDECK_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
-        # Issue 21: a hook asks no server before it knows its own database's id (it learns
+        # A hook asks no server before it knows its own database's id (it learns
         # it where it stores), and then finds the server serves another database.
         done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
         assert "id of this database is not known here yet" in done.stderr

@@ -1,4 +1,4 @@
-"""Every CLI option and argument that writes a text stores it scrubbed (issue 21 item 7).
+"""Every CLI option and argument that writes a text stores it scrubbed.
 
 The commands that write are walked in the Typer application: every parameter of theirs is
 either a text given a secret here (and the database is then read back, every table and

@@ -138,7 +138,7 @@ def _fill_sides(engine: Engine) -> None:
 def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(
     engine: Engine, db_url: str
 ) -> None:
-    """Issue 21, item 4: a session of a side, with a project or none, sees that side's
+    """A session of a side, with a project or none, sees that side's
     tasks and reminders only; one with no side sees none; the same on both drivers."""
     from ondeck.core.sides import SideView
 

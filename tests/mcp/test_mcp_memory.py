@@ -56,7 +56,7 @@ def seed(engine: Engine, repo: Path) -> dict[str, Any]:
             project="api", sides=sides, zone=ZoneInfo("UTC"), pinned=True, actor="t",
         )  # fmt: skip
         # Heard from just now: the MCP server runs on the real clock, and a session silent
-        # past the grace is lost, not the open session of this directory (issue 22, item 13).
+        # past the grace is lost, not the open session of this directory.
         session = make_session(
             conn, datetime.now(UTC), external_id="agent-session-0001", side="work",
             project="api", status="open", cwd=str(repo),

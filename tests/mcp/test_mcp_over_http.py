@@ -383,7 +383,7 @@ def test_without_a_token_mcp_answers_loopback_names_only(
 def test_a_token_limited_to_a_side_holds_mcp_to_that_side(
     sqlite_template: Path, tmp_path: Path
 ) -> None:
-    """Issue 21, item 4: `token create --side work` sees and writes the work side only over
+    """`token create --side work` sees and writes the work side only over
     /mcp: naming another side is refused, claim_task {} never takes a personal task."""
     sides = json.dumps({"work": ["/w"], "personal": ["/p"]})
     with _serving(sqlite_template, tmp_path, ONDECK_SIDES=sides) as served:

@@ -1,4 +1,4 @@
-"""The side partition over MCP (issue 21, item 4): `ondeck mcp` started in a work directory
+"""The side partition over MCP: `ondeck mcp` started in a work directory
 sees and writes the work side's tasks and schedules only, on both stores. A personal task
 ("call the divorce lawyer") is never claimed, listed or shown there, and a task with no
 side (the inbox) is shown to no session."""

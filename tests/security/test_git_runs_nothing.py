@@ -1,4 +1,4 @@
-"""Reading git runs nothing a repository names (issue 21, item 1).
+"""Reading git runs nothing a repository names.
 
 Each test builds a real repository whose config names a program for one key (a script that
 writes a marker file when run), makes the read that would reach it (the same reads the

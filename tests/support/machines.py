@@ -1,4 +1,4 @@
-"""Two machines on one host (issue 16): a server with its database, and a client that has
+"""Two machines on one host: a server with its database, and a client that has
 only `ONDECK_SERVER_URL` and a device token. Each is a home directory of its own; every
 command runs as a real `ondeck` process with that machine's environment.
 

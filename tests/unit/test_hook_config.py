@@ -54,7 +54,7 @@ PLAIN_CASES = [
 ]
 
 UNSURE_CASES = [
-    # A blank or short token (issue 21, item 8): the full settings refuse it, saying why.
+    # A blank or short token: the full settings refuse it, saying why.
     ({"ONDECK_TOKEN": " "}, ""),
     ({"ONDECK_TOKEN": "s3cret"}, ""),
     ({}, 'token = "토큰"\n'),

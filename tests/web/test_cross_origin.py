@@ -1,5 +1,5 @@
-"""A page of another origin cannot write to, or read from, a server without a token (issue 21,
-item 3): real cross-origin requests from Debian's Chromium against a real `ondeck serve`
+"""A page of another origin cannot write to, or read from, a server without a
+token: real cross-origin requests from Debian's Chromium against a real `ondeck serve`
 bound to loopback with no token, on SQLite and on PostgreSQL.
 
 The hostile page is served from another loopback origin (another port of 127.0.0.1): what a

@@ -1,4 +1,4 @@
-"""Wrong tokens and who they lock out (issue 21, item 8), against a real `ondeck serve`:
+"""Wrong tokens and who they lock out, against a real `ondeck serve`:
 uvicorn's own handling of X-Forwarded-For is what is tested, and real users of this machine
 (the test runs as root and makes its guessers other users with setuid).
 
@@ -117,8 +117,8 @@ def test_x_forwarded_for_from_a_configured_proxy_names_the_client(
 
 
 def test_a_short_or_blank_token_is_refused_at_start(tmp_path: Path) -> None:
-    """`ONDECK_TOKEN=" "` used to count as a token (and bind 0.0.0.0): now `serve` refuses
-    it in one line saying why and how to make one."""
+    """`ONDECK_TOKEN=" "` is no token (and binds no 0.0.0.0): `serve` refuses it in one
+    line saying why and how to make one."""
     from web.test_cross_origin import ONDECK
 
     for given, why in ((" ", "blank"), ("x", "too few"), ("s3cret-토큰-token", "too few")):

@@ -1,4 +1,4 @@
-"""What the context must not hide (issue 12, item 12): a reminder that fired today whose
+"""What the context must not hide: a reminder that fired today whose
 schedule was removed since, a stored rule that no longer parses, and where to see what was
 left out of each list.
 """
