@@ -1,5 +1,5 @@
 """A session's commits and files, and git facts that do not mislead, with real
- hook processes, real git and a real server stopped between a start and an end."""
+hook processes, real git and a real server stopped between a start and an end."""
 
 from __future__ import annotations
 

@@ -114,9 +114,7 @@ def test_a_start_past_the_range_is_exit_2_naming_the_range(
     assert err.count("\n") == 1 and OUT_OF_RANGE in err and "internal error" not in err
 
 
-def test_a_start_past_the_range_is_422_naming_the_range(
-    engine: Engine, settings: Settings
-) -> None:
+def test_a_start_past_the_range_is_422_naming_the_range(engine: Engine, settings: Settings) -> None:
     body = {"title": "x", "rule": "weekly:MON", "start_on": "9999-12-31"}
     with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as c:
         response = c.post("/api/v1/schedules", json=body)

@@ -84,7 +84,7 @@ def _outcome(engine: Engine, schedule_id: int) -> tuple[int, list[tuple[date, in
 def test_now_on_an_overdue_schedule_keeps_the_dates_it_owes(
     engine: Engine, missed: str, tasks_made: int, skipped: int
 ) -> None:
-    """"now" then a tick gives what the tick alone gives (6 tasks for `all`,
+    """A "now" then a tick gives what the tick alone gives (6 tasks for `all`,
     one with `skipped 5` for `latest`), not one task with `skipped 0`."""
     pulled, alone = _make(engine, missed=missed), _make(engine, missed=missed)
     assert _now(engine, pulled).next_due == date(2026, 6, 15), "it only ever moves earlier"
