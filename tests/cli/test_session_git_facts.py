@@ -8,8 +8,6 @@ import os
 import sqlite3
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,70 +18,14 @@ from sqlalchemy.engine import make_url
 
 from ondeck.services import sessions as svc
 from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.machines import HomeServer, home_env
 from support.pg import free_port
 from support.proxy import Proxy
 
-ADMIN = "admin-token-of-the-server-0123456789"
 
-
-def machine(home: Path, **settings: str) -> dict[str, str]:
-    """One machine's environment: its own home, nothing of the test run's ONDECK_*."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ONDECK_")}
-    home.mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        ONDECK_TZ="UTC",
-        **{f"ONDECK_{k.upper()}": v for k, v in settings.items()},
-    )
-    return env
-
-
-class Served:
-    """`ondeck serve --no-jobs` on a free port, in a home of its own, stopped and started."""
-
-    def __init__(self, home: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = machine(home, token=ADMIN, port=str(self.port))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [ONDECK, "serve", "--no-jobs"],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
-                return
-            except urllib.error.HTTPError:
-                return
-            except OSError:
-                assert self.proc.poll() is None, "the server did not start"
-                time.sleep(0.1)
-        raise AssertionError("the server did not answer")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-
-    def ondeck(self, *args: str) -> str:
-        done = subprocess.run(
-            [ONDECK, *args], env=self.env, capture_output=True, text=True, timeout=60, check=True
-        )
-        return done.stdout.strip()
-
+class Served(HomeServer):
     def session(self, ref: str = SESSION_ID) -> dict[str, Any]:
-        asked = urllib.request.Request(
-            f"{self.url}/api/v1/sessions/{ref}", headers={"Authorization": f"Bearer {ADMIN}"}
-        )
-        with urllib.request.urlopen(asked, timeout=10) as answer:
-            found: dict[str, Any] = json.loads(answer.read())
+        found: dict[str, Any] = self.get(f"/api/v1/sessions/{ref}")
         return found
 
 
@@ -116,7 +58,7 @@ def test_client_mode_server_down_at_the_end_still_records_the_commits_and_files(
 ) -> None:
     token = served.ondeck("token", "create", "laptop")
     laptop = tmp_path / "laptop"
-    env = machine(laptop, server_url=served.url, token=token)
+    env = home_env(laptop, server_url=served.url, token=token)
     repo = new_repo(laptop / "site", commits=2)
     hook("session-start", "start", repo, env)
     commit_file(repo, "deploy.py", "retry = 3\n", "배포 재시도 (retry deploys)")

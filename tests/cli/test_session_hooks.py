@@ -259,13 +259,11 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
 ) -> None:
     """The warm path: records go to the running server (the spool drained through it first);
     a server of another database is never sent anything."""
-    import subprocess
     import time
-    import urllib.request
 
     from ondeck.services import spool
-    from support.hooks import ONDECK
     from support.hooks import record as make_record
+    from support.served import serving
 
     session = Session(tmp_path, db_url, repo)
     port = free_port()
@@ -275,19 +273,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
         session.data / "spool",
         {**waiting, "session": "spooled-before", "at": waiting["at"].isoformat()},
     )
-    server = subprocess.Popen(
-        [ONDECK, "serve", "--no-jobs"],
-        env={**os.environ, **session.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving({**os.environ, **session.env}, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         for verb, name in (("session-start", "start"), ("stop", "stop"), ("session-end", "end")):
             done = run_hook(
                 verb,
@@ -319,9 +305,6 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
         assert "stored in the database" in done.stderr
         with engine.connect() as conn, pytest.raises(NotFound):
             svc.find_session(conn, "elsewhere")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_settings_that_cannot_be_used_are_said_not_a_traceback(

@@ -4,9 +4,8 @@ of them (instants, dates, JSON, booleans), on both stores."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert
 
@@ -18,10 +17,10 @@ from ondeck.services.brief import BriefRequest
 from ondeck.services.context import Context, build_context
 from ondeck.services.context_render import fit_context, to_json, to_markdown
 from ondeck.services.firing import fire_due
+from support.context import MONDAY_9, UTCZ
 from support.memory import make_session
 
-UTCZ = ZoneInfo("UTC")
-NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+NOW = MONDAY_9
 SIDES = {"work": ["/w"]}
 REQUEST = BriefRequest(sides_on=True, side="work", project="api", source="startup", session="x")
 

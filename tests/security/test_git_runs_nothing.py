@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from ondeck.core.git import Deadline, changed_paths, commits_between, drift, read_repo
-from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
+from support.served import serving
 
 
 def pwn_script(tmp_path: Path) -> tuple[Path, Path]:
@@ -298,8 +299,6 @@ def test_the_hook_path_runs_nothing_and_hands_git_no_secret(
 def test_the_server_path_runs_nothing_and_hands_git_no_secret(
     engine: object, db_url: str, tmp_path: Path
 ) -> None:
-    import urllib.request
-
     root, marker, _ = everything_hostile(tmp_path)
     path, seen = git_spy(tmp_path)
     transcript = tmp_path / "t.jsonl"
@@ -313,19 +312,8 @@ def test_the_server_path_runs_nothing_and_hands_git_no_secret(
         "ONDECK_DEBUG": "1",
         "ONDECK_TZ": "UTC",
     }
-    server = subprocess.Popen(
-        [ONDECK, "serve", "--no-jobs"],
-        env={**os.environ, **common, "PATH": path},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    server_env = {**os.environ, **common, "PATH": path}
+    with serving(server_env, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         transcript.write_text("")
         env = dict(common)
         outs = []
@@ -339,9 +327,6 @@ def test_the_server_path_runs_nothing_and_hands_git_no_secret(
             assert f"stored through {tmp_path}" in done.stderr, done.stderr  # the owner socket
             outs.append(done)
         s = _wait_for_changes(engine)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     assert not marker.exists(), marker.read_text()[:400]
     assert s.files is not None and "c.txt" in s.files["paths"], s  # type: ignore[attr-defined]
     calls = seen.read_text()

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
+from support.browser import launched
 
 # Monday 2026-06-15, 09:00 UTC, as in the other suites.
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -60,3 +61,9 @@ def at() -> Iterator[time_machine.Coordinates]:
 def dash(engine: Engine, settings: Settings, at: time_machine.Coordinates) -> Iterator[Dashboard]:
     with TestClient(create_app(settings, engine)) as client:
         yield Dashboard(client)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Chromium, launched once for a module's tests (each opens its own context)."""
+    yield from launched()
