@@ -91,7 +91,11 @@ def new_pg_database(admin_url: str, template: str) -> str:
     name = f"t_{uuid.uuid4().hex[:16]}"
     admin = _admin(admin_url)
     with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {template}"))
+        # Every PostgreSQL test makes one: copying the template's few files is about twice
+        # as fast as PostgreSQL 15's default, which writes each page through the WAL.
+        version = int(conn.execute(text("SHOW server_version_num")).scalar_one())
+        strategy = " STRATEGY FILE_COPY" if version >= 150000 else ""
+        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {template}{strategy}"))
     admin.dispose()
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
@@ -102,6 +106,27 @@ def drop_pg_database(admin_url: str, url: str) -> None:
     with admin.connect() as conn:
         conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     admin.dispose()
+
+
+def empty_database(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest, file: str = "empty.db"
+) -> str:
+    """The URL of a database with no schema at all on `dialect`'s store (not the migrated
+    template: the migration tests build it themselves), dropped after the test."""
+    if dialect == "postgresql":
+        admin = request.getfixturevalue("pg_admin_url")
+        url = new_pg_database(admin, "template0")
+        request.addfinalizer(lambda: drop_pg_database(admin, url))
+        return url
+    path = tmp_path / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database (no schema at all): once on SQLite, once on PostgreSQL."""
+    return empty_database(request.param, tmp_path, request)
 
 
 # --- SQLite -----------------------------------------------------------------------------

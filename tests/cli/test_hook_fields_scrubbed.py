@@ -22,8 +22,7 @@ from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
 from ondeck.services.classify import Facts, Rules, classify
 from ondeck.services.hook_records import new_record
-from support.hooks import commit_file, git, new_repo, payload, run_hook
-from support.pg import free_port
+from support.hooks import commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.scrub_walk import leaks, markers, password, text_for, token
 
 PRIVATE = "door code 4711"
@@ -44,12 +43,7 @@ def test_a_session_s_every_text_is_stored_scrubbed_on_the_hooks_own_path(
     commit_file(repo, "README.md", "x\n", "start")
     transcript = tmp_path / f"t-{token('hook transcript')}.jsonl"
     transcript.write_text("")
-    env = {
-        "ONDECK_DATABASE_URL": db_url,
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(free_port()),  # nothing listens: the hook stores it itself
-    }
+    env = serverless_env(db_url, tmp_path / "data")
     labels = ["hook folder", "hook branch", "hook transcript", "hook commit", "hook file"]
 
     def hook(verb: str, kind: str, **fields: Any) -> None:

@@ -24,8 +24,7 @@ from ondeck.core import clock
 from ondeck.db.engine import make_engine, reading
 from ondeck.db.tables import events
 from ondeck.services import sessions as svc
-from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook
-from support.pg import free_port
+from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook, serverless_env
 from support.procs import at_time, run_ondeck
 
 DOWN = "postgresql+psycopg://x@127.0.0.1:1/none"  # nothing listens: every hook spools
@@ -38,12 +37,7 @@ class Hooks:
         self.spool = self.data / "spool"
         self.transcript = tmp_path / "transcript.jsonl"
         self.transcript.write_text("")
-        self.env = {
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_DATA_DIR": str(self.data),
-            "ONDECK_TZ": "UTC",
-            "ONDECK_PORT": str(free_port()),  # no server: the hooks use the database
-        }
+        self.env = serverless_env(db_url, self.data)
 
     def data_of(self, name: str, **changes: Any) -> dict[str, Any]:
         with self.transcript.open("a") as handle:  # a new turn each time

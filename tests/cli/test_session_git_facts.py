@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,13 +13,19 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 
 from ondeck.services import sessions as svc
-from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import (
+    ONDECK,
+    SESSION_ID,
+    commit_file,
+    git,
+    new_repo,
+    payload,
+    run_hook,
+    serverless_env,
+)
 from support.machines import HomeServer, home_env
-from support.pg import free_port
-from support.proxy import Proxy
 
 
 class Served(HomeServer):
@@ -76,43 +81,8 @@ def test_client_mode_server_down_at_the_end_still_records_the_commits_and_files(
     assert not list((laptop / ".local" / "share" / "ondeck" / "session-starts").iterdir())
 
 
-@pytest.fixture
-def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
-    """(URL the hooks use, cut, restore): the database made unreachable and back (as in
-    tests/cli/test_session_hooks.py: a proxy for PostgreSQL, a writer's lock for SQLite)."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "postgresql":
-        proxy = Proxy(url.host or "127.0.0.1", url.port or 5432).start()
-        through = url.set(host="127.0.0.1", port=proxy.port)
-        try:
-            yield through.render_as_string(hide_password=False), proxy.cut, proxy.restore
-        finally:
-            proxy.stop()
-        return
-    holder: list[sqlite3.Connection] = []
-
-    def cut() -> None:
-        conn = sqlite3.connect(url.database, isolation_level=None)
-        conn.execute("BEGIN EXCLUSIVE")
-        holder.append(conn)
-
-    def restore() -> None:
-        while holder:
-            holder.pop().close()
-
-    try:
-        yield db_url, cut, restore
-    finally:
-        restore()
-
-
 def local_env(tmp_path: Path, url: str) -> dict[str, str]:
-    return {
-        "ONDECK_DATABASE_URL": url,
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(free_port()),  # no server: the hooks store themselves
-    }
+    return serverless_env(url, tmp_path / "data")
 
 
 def the_session(engine: Engine) -> Any:

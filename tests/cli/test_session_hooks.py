@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
-from sqlalchemy.engine import make_url
 
 from ondeck.core import clock
 from ondeck.core.errors import NotFound
@@ -21,9 +18,8 @@ from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.services import backlog
 from ondeck.services import sessions as svc
-from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.pg import free_port
-from support.proxy import Proxy
 
 
 class Session:
@@ -34,13 +30,7 @@ class Session:
         self.data = tmp_path / "data"
         self.transcript = tmp_path / "transcript.jsonl"
         self.transcript.write_text("")
-        self.env = {
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_DATA_DIR": str(self.data),
-            "ONDECK_TZ": "UTC",
-            # A port nothing listens on: these hooks store through the database.
-            "ONDECK_PORT": str(free_port()),
-        }
+        self.env = serverless_env(db_url, self.data)
 
     def hook(self, verb: str, name: str, **changes: Any) -> Any:
         # Claude Code writes the turn to the transcript before it runs the turn's hooks.
@@ -173,37 +163,6 @@ def test_the_hooks_never_fail_a_session_on_garbage(tmp_path: Path, db_url: str, 
             assert done.returncode == 0, done.stderr
         done = run_hook(verb, {}, session.env)
         assert "Traceback" not in done.stderr
-
-
-@pytest.fixture
-def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
-    """(URL the hooks use, cut, restore): the same database made unreachable and back.
-    PostgreSQL through a proxy that refuses connections; SQLite by another process holding
-    its write lock (the hooks give up after the 5 s busy timeout)."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "postgresql":
-        proxy = Proxy(url.host or "127.0.0.1", url.port or 5432).start()
-        through = url.set(host="127.0.0.1", port=proxy.port)
-        try:
-            yield through.render_as_string(hide_password=False), proxy.cut, proxy.restore
-        finally:
-            proxy.stop()
-        return
-    holder: list[sqlite3.Connection] = []
-
-    def cut() -> None:
-        conn = sqlite3.connect(url.database, isolation_level=None)
-        conn.execute("BEGIN EXCLUSIVE")
-        holder.append(conn)
-
-    def restore() -> None:
-        while holder:
-            holder.pop().close()
-
-    try:
-        yield db_url, cut, restore
-    finally:
-        restore()
 
 
 @pytest.mark.slow

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from conftest import NOW
 from mcp import Client
 from ondeck.db.tables import notes
 from ondeck.services import notes as notes_svc
-from support.hooks import ONDECK, new_repo
+from support.hooks import new_repo
+from support.mcp_stdio import params
 from support.memory import make_session
 
 MEMORY_TOOLS = {
@@ -30,20 +29,6 @@ MEMORY_TOOLS = {
     "mark_note_wrong",
     "list_notes",
 }
-
-
-def params(db_url: str, cwd: Path, sides: dict[str, list[str]]) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=ONDECK,
-        args=["mcp"],
-        cwd=str(cwd),
-        env={
-            **os.environ,
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_TZ": "UTC",
-            "ONDECK_SIDES": json.dumps(sides),
-        },
-    )
 
 
 def seed(engine: Engine, repo: Path) -> dict[str, Any]:

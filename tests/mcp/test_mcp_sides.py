@@ -7,36 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from mcp import Client
 from ondeck.core import clock
 from ondeck.db.tables import tasks
 from ondeck.services import backlog, schedules
-from support.hooks import ONDECK, new_repo
+from support.hooks import new_repo
+from support.mcp_stdio import params
 
 LAWYER = "call the divorce lawyer"
 UTCZ = ZoneInfo("UTC")
-
-
-def params(db_url: str, cwd: Path, sides: dict[str, list[str]]) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=ONDECK,
-        args=["mcp"],
-        cwd=str(cwd),
-        env={
-            **os.environ,
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_TZ": "UTC",
-            "ONDECK_SIDES": json.dumps(sides),
-        },
-    )
 
 
 def seed(engine: Engine) -> dict[str, int]:
