@@ -67,3 +67,12 @@ def dash(engine: Engine, settings: Settings, at: time_machine.Coordinates) -> It
 def browser() -> Iterator[object]:
     """Chromium, launched once for a module's tests (each opens its own context)."""
     yield from launched()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    """A page in a browser context of its own (no cookies shared with another test)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
