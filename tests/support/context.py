@@ -40,4 +40,5 @@ def remind(engine: Engine, at: datetime, zone: tzinfo = UTCZ, **values: Any) -> 
     """A reminder schedule made at `at`: "Weekly check" every Monday unless told otherwise."""
     values = {"title": "Weekly check", "rule": "weekly:MON", "kind": "remind", **values}
     with engine.begin() as conn:
-        return schedules.create_schedule(conn, at, zone, actor="cli", **values).id
+        made: int = schedules.create_schedule(conn, at, zone, actor="cli", **values).id
+        return made

@@ -129,11 +129,10 @@ S = TypeVar("S", bound=Served)
 
 
 @contextmanager
-def serve_database(
-    db_url: str, data_dir: Path, kind: type[S] = Served, **settings: str
-) -> Iterator[S]:
+def serve_database(db_url: str, data_dir: Path, kind: type[S], **settings: str) -> Iterator[S]:
     """`ondeck serve --no-jobs` of `db_url` on a free port, in UTC, with `settings` (full
-    ONDECK_* names); its output is kept beside `data_dir`."""
+    ONDECK_* names), yielded as a `kind` (`Served` or a test's own subclass); its output is
+    kept beside `data_dir`."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "ONDECK_SERVER_URL"}
     env.update(ONDECK_DATABASE_URL=db_url, ONDECK_TZ="UTC", ONDECK_DATA_DIR=str(data_dir))

@@ -17,7 +17,8 @@ def openapi_document(tmp: Path | str) -> dict[str, Any]:
     settings = load_settings(database_url=f"sqlite:///{tmp}/doc.db", tz="UTC", data_dir=tmp)
     engine = make_engine(settings.url)
     try:
-        return create_app(settings, engine).openapi()
+        document: dict[str, Any] = create_app(settings, engine).openapi()
+        return document
     finally:
         engine.dispose()
 

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 @pytest.fixture
 def served(db_url: str, tmp_path: Path) -> Iterator[Served]:
-    with serve_database(db_url, tmp_path / "data") as server:
+    with serve_database(db_url, tmp_path / "data", Served) as server:
         yield server
 
 
@@ -206,7 +206,7 @@ def test_a_foreign_host_gets_no_export_and_changes_nothing(
 
 def test_a_configured_public_name_is_answered(db_url: str, tmp_path: Path) -> None:
     public = "deck.example.net, 덱.example"
-    with serve_database(db_url, tmp_path / "data", ONDECK_PUBLIC_HOSTS=public) as served:
+    with serve_database(db_url, tmp_path / "data", Served, ONDECK_PUBLIC_HOSTS=public) as served:
         status, _ = _raw(served.port, "GET", "/api/v1/health", {"Host": "deck.example.net"})
         assert status == 200
         # A name in Korean is asked for in its ASCII form (what a browser sends as Host).

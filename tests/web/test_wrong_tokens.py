@@ -67,7 +67,7 @@ def locked(db_url: str, tmp_path: Path) -> Iterator[Served]:
     if os.getuid() != 0 or not Path(GUESSER).exists():
         pytest.skip("needs root (to run guessers as other users) and /usr/bin/python3")
     tmp_path.chmod(0o755)  # the guessers need nothing in it; the server's files stay its own
-    with serve_database(db_url, tmp_path / "data", ONDECK_TOKEN=TOKEN) as served:
+    with serve_database(db_url, tmp_path / "data", Served, ONDECK_TOKEN=TOKEN) as served:
         yield served
 
 
@@ -110,7 +110,7 @@ def test_x_forwarded_for_from_a_configured_proxy_names_the_client(
         pytest.skip("needs root (to run guessers as other users) and /usr/bin/python3")
     tmp_path.chmod(0o755)
     proxied = {"ONDECK_TOKEN": TOKEN, "ONDECK_TRUSTED_PROXIES": "127.0.0.1"}
-    with serve_database(db_url, tmp_path / "data", **proxied) as served:
+    with serve_database(db_url, tmp_path / "data", Served, **proxied) as served:
         guesses = _ask(served, "wrong-" + TOKEN[6:], 11, uid=NOBODY, forwarded="203.0.113.9")
         assert guesses[-1][0] == 429 and "203.0.113.9" in guesses[-1][1]
         # Another client behind the same proxy is another address: not refused.
