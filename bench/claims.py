@@ -36,7 +36,7 @@ from ondeck.core.errors import NothingClaimable
 from ondeck.db import open_database
 from ondeck.db.engine import autocommitting, make_engine
 from ondeck.db.tables import events, tasks
-from ondeck.services import backlog
+from ondeck.work import backlog
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -23,12 +23,12 @@ from zoneinfo import ZoneInfo
 from _stores import percentiles, postgres_url, sqlite_url
 from sqlalchemy import Engine, insert
 
+from ondeck.context.build import build_context
+from ondeck.context.render import fit_markdown
 from ondeck.core import clock
 from ondeck.db import open_database
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, fires, schedules, tasks
-from ondeck.services.context import build_context
-from ondeck.services.context_render import fit_markdown
 
 # The data is laid out around the present, not a fixed date: the server measured over HTTP
 # and the hook read the real clock. With a fixed date they saw another day than the
@@ -143,7 +143,7 @@ def in_process(engine: Engine, rounds: int) -> dict[str, float]:
         began = time.perf_counter()
         with reading(engine) as conn:  # the read-only transaction the API route takes
             ctx = build_context(conn, NOW, project, zone=UTCZ)
-        fit_markdown(ctx, UTCZ)  # and the fitting it does (entrypoints/store.py)
+        fit_markdown(ctx, UTCZ)  # and the fitting it does (entrypoints/gateway.py)
         if i >= WARMUP:
             samples.append((time.perf_counter() - began) * 1000)
     return percentiles(samples)

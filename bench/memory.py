@@ -43,15 +43,15 @@ from zoneinfo import ZoneInfo
 from _stores import percentiles, postgres_url, sqlite_url
 from sqlalchemy import Engine, insert, null
 
+from ondeck.context.build import build_context
+from ondeck.context.render import to_markdown
 from ondeck.core import clock
 from ondeck.core.memory import Scope
 from ondeck.db import open_database
 from ondeck.db.engine import reading
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
-from ondeck.services.brief import BriefRequest
-from ondeck.services.context import build_context
-from ondeck.services.context_render import to_markdown
-from ondeck.services.recall import recall
+from ondeck.memory.brief import BriefRequest
+from ondeck.memory.recall import recall
 
 BIN = Path(sys.executable).parent
 UTC = ZoneInfo("UTC")
@@ -159,10 +159,10 @@ ENGLISH = [
     "settings",
 ]
 PATHS = [
-    "src/ondeck/services/recall.py",
-    "src/ondeck/services/notes.py",
+    "src/ondeck/memory/recall.py",
+    "src/ondeck/memory/notes.py",
     "src/ondeck/db/engine.py",
-    "src/ondeck/entrypoints/hooks.py",
+    "src/ondeck/entrypoints/hooks/verbs.py",
     "tests/integration/test_recall.py",
     "docs/benchmarks.md",
     "bench/memory.py",
@@ -176,7 +176,7 @@ QUERIES = {
     "ko 3": "배포했",
     "en word": "deploy",
     "en substring": "ploymen",
-    "path": "services/recall.py",
+    "path": "memory/recall.py",
     "two terms": "lease grace",
     "en 2 letters": "db",
     "one note": "ref-77777",
@@ -206,7 +206,7 @@ def vocabulary(rng: random.Random, size: int = 5_000) -> list[str]:
     for rank, word in enumerate(["했다", "the", "and", "to", "수정", "확인"], start=1):
         made[rank] = word
     placed = {30: "배포", 60: "deploy", 90: "deployment", 120: "서버", 200: "lease",
-              300: "grace", 400: "src/ondeck/services/recall.py", 500: "배포했다",
+              300: "grace", 400: "src/ondeck/memory/recall.py", 500: "배포했다",
               800: "승인", 1200: "db/engine.py", 2000: "src/ondeck/db/engine.py"}  # fmt: skip
     for rank, word in placed.items():
         made[rank] = word

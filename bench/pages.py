@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from _stores import postgres_url, sqlite_url  # noqa: E402
 
 from ondeck import clock  # noqa: E402
-from ondeck.core.config import load_settings  # noqa: E402
 from ondeck.db import open_database  # noqa: E402
 from ondeck.db.tables import backups, events, fires, schedules, tasks, workers  # noqa: E402
+from ondeck.host.settings import load_settings  # noqa: E402
 
 TASKS, SCHEDULES, EVENTS = 10_000, 1_000, 100_000
 RUNS, WARMUP = 30, 3

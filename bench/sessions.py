@@ -39,7 +39,7 @@ from ondeck.core import clock
 from ondeck.db import open_database
 from ondeck.db.engine import reading
 from ondeck.db.tables import sessions
-from ondeck.services.sessions import list_sessions
+from ondeck.sessions.records import list_sessions
 
 BIN = Path(sys.executable).parent
 WARMUP = 10

@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from ondeck.core import clock  # noqa: E402
-from ondeck.core.config import load_settings  # noqa: E402
 from ondeck.db import open_database  # noqa: E402
 from ondeck.db.tables import fires, schedules  # noqa: E402
-from ondeck.entrypoints.jobs import Jobs  # noqa: E402
+from ondeck.entrypoints.jobs.loop import Jobs  # noqa: E402
+from ondeck.host.settings import load_settings  # noqa: E402
 
 RULES = ["daily", "weekly:MON,THU", "weekly:FRI", "monthly:1,15,last", "monthly:7", "every:3"]
 KINDS = ["task", "task", "task", "remind"]

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import upgrade
+from ondeck.host.settings import Settings, load_settings
 from support import pg
 
 # A fixed instant the unit tests read time from: Monday 2026-06-15, 09:00 UTC.

@@ -18,11 +18,11 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings
 from ondeck.core.validation import DATE_MAX, DATE_MIN
 from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.api.models import DAY_PATTERN
+from ondeck.host.settings import Settings
 from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 from support.walks import openapi_document, resolve
 

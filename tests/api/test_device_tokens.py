@@ -15,10 +15,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from ondeck.core.config import load_settings
 from ondeck.db.tables import events, tokens
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import tokens as device_tokens
+from ondeck.host.settings import load_settings
+from ondeck.system import tokens as device_tokens
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 ADMIN = "s3cret-admin-token-0123456789abcdef0123456789abcdef"

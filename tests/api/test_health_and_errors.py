@@ -7,10 +7,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.migrate import HEAD
 from ondeck.entrypoints.api.app import create_app
-from ondeck.entrypoints.jobs import Jobs
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings, load_settings
 
 
 def test_health_says_the_database_is_ok_and_no_jobs_yet(engine: Engine, settings: Settings) -> None:

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from conftest import NOW
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.tables import notes
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings, load_settings
 from support.memory import make_session
 
 API = "/api/v1"

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
 from conftest import NOW
-from ondeck.core.config import Settings
 from ondeck.db.tables import session_compactions, sessions
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings
 from support.hooks import later, record
 
 SECRET = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"

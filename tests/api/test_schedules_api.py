@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from ondeck.core import clock
-from ondeck.core.config import Settings
 from ondeck.db.tables import schedules, tasks
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import firing
+from ondeck.host.settings import Settings
+from ondeck.work import firing
 
 API = "/api/v1/schedules"
 

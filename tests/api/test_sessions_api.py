@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from conftest import NOW
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.tables import events, hook_receipts, sessions
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services.classify import Facts, Rules
+from ondeck.host.settings import Settings, load_settings
+from ondeck.sessions.classify import Facts, Rules
 from support.hooks import SESSION_ID, later, record
 
 API = "/api/v1"

@@ -14,10 +14,10 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.models import TASK_JSON_FIELDS
 from ondeck.db.tables import events, tasks
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings, load_settings
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 API = "/api/v1"

@@ -18,8 +18,8 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings
 from support.scrub_walk import assert_scrubbed, markers, text_for, token
 from support.walks import openapi_document, resolve
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from ondeck.backups import runs as backup_runs
 from ondeck.core import clock
-from ondeck.core.config import load_settings
 from ondeck.db.migrate import HEAD
-from ondeck.services import backup_runs
+from ondeck.host.settings import load_settings
 from support.procs import ondeck_env, run_ondeck
 
 pytestmark = pytest.mark.slow

@@ -15,9 +15,9 @@ from sqlalchemy import Engine
 from ondeck.core import clock
 from ondeck.core.clock import UTC
 from ondeck.core.models import TaskStatus
-from ondeck.entrypoints.claude_settings import install, uninstall
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog
+from ondeck.entrypoints.hooks.claude_settings import install, uninstall
+from ondeck.work import backlog
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services.classify import Facts, Rules, classify
-from ondeck.services.hook_records import new_record
+from ondeck.host.settings import Settings
+from ondeck.sessions.classify import Facts, Rules, classify
+from ondeck.sessions.hook_events import new_record
 from support.hooks import commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.scrub_walk import leaks, markers, password, text_for, token
 

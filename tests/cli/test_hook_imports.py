@@ -181,9 +181,9 @@ THIN_SKIP = (
     "contextlib",
     "hashlib",
     "encodings.idna",
-    "ondeck.services.context_render",
+    "ondeck.context.render",
     "ondeck.core.scrubber",
-    "ondeck.services.classify",
+    "ondeck.sessions.classify",
 )
 PROBE_THIN = PROBE.replace('{{name.split(".")[0] for name in sys.modules}}', "set(sys.modules)")
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from ondeck.core import clock
 from ondeck.db.engine import make_engine, reading
 from ondeck.db.tables import events
-from ondeck.services import sessions as svc
+from ondeck.sessions import records as svc
 from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook, serverless_env
 from support.procs import at_time, run_ondeck
 

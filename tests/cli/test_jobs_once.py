@@ -10,7 +10,7 @@ from sqlalchemy import Engine, select, text
 
 from ondeck.core import clock
 from ondeck.db.tables import fires, workers
-from ondeck.services import schedules
+from ondeck.work import schedules
 from support.procs import ondeck_env, run_ondeck
 
 pytestmark = pytest.mark.slow

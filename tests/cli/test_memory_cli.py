@@ -283,7 +283,7 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
     import os
     from zoneinfo import ZoneInfo
 
-    from ondeck.services import notes as notes_svc
+    from ondeck.memory import notes as notes_svc
     from support.hooks import payload, run_hook
     from support.pg import free_port
     from support.served import serving

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from ondeck.db.tables import events, sessions
-from ondeck.entrypoints.claude_settings import install as install_hooks
+from ondeck.entrypoints.hooks.claude_settings import install as install_hooks
 from support import claude
 from support.hooks import ONDECK
 from support.pg import free_port

@@ -10,9 +10,9 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
+from ondeck.host.settings import Settings
 
 WEDNESDAY = datetime(2026, 6, 17, 12, 0, tzinfo=UTC)
 

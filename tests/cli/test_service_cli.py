@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.entrypoints import service_install
 from ondeck.entrypoints.cli import run
-from ondeck.entrypoints.systemd_unit import MARKER
+from ondeck.entrypoints.server import service_install
+from ondeck.entrypoints.server.systemd_unit import MARKER
 
 FAKE_SYSTEMCTL = """#!/bin/sh
 echo "$*" >> "$SYSTEMCTL_LOG"

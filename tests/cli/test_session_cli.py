@@ -13,8 +13,8 @@ from sqlalchemy import Engine, select
 from conftest import NOW
 from ondeck.db.tables import events
 from ondeck.entrypoints.cli import run
-from ondeck.services.classify import Facts, Rules
-from ondeck.services.session_hooks import apply_record
+from ondeck.sessions.classify import Facts, Rules
+from ondeck.sessions.intake import apply_record
 from support.hooks import SESSION_ID, later, record
 
 

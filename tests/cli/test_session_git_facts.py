@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from ondeck.services import sessions as svc
+from ondeck.sessions import records as svc
 from support.hooks import (
     ONDECK,
     SESSION_ID,

@@ -16,8 +16,8 @@ from ondeck.core import clock
 from ondeck.core.errors import NotFound
 from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
-from ondeck.services import backlog
-from ondeck.services import sessions as svc
+from ondeck.sessions import records as svc
+from ondeck.work import backlog
 from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.pg import free_port
 
@@ -220,7 +220,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
     a server of another database is never sent anything."""
     import time
 
-    from ondeck.services import spool
+    from ondeck.sessions import spool
     from support.hooks import record as make_record
     from support.served import serving
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from ondeck.services import sessions as svc
+from ondeck.sessions import records as svc
 from support.hooks import ONDECK, SESSION_ID, commit_file, new_repo, payload, run_hook
 from support.pg import free_port
 

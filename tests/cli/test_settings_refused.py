@@ -19,10 +19,10 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.core.config import LEASE_GRACE_MAX
 from ondeck.core.durations import format_duration
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog
+from ondeck.host.settings import LEASE_GRACE_MAX
+from ondeck.work import backlog
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 

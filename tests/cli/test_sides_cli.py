@@ -20,7 +20,7 @@ from sqlalchemy import Engine, select
 from ondeck.core import clock
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.hooks import ONDECK
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -21,7 +21,7 @@ from conftest import NOW
 from ondeck.core.terminal import json_visible, visible
 from ondeck.db import tables
 from ondeck.entrypoints.cli import run
-from ondeck.services.session_hooks import apply_record
+from ondeck.sessions.intake import apply_record
 from support.hooks import SESSION_ID, later, record
 
 MARK = "MARKTEXT"

@@ -26,7 +26,7 @@ from sqlalchemy import Engine, func, select
 from ondeck.core.models import TaskStatus
 from ondeck.db.tables import backups, events, fires, tasks, workers
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.procs import at_time, ondeck_env, run_ondeck
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, func, insert, select
 from ondeck.core import clock
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.services import events
+from ondeck.system import events
 from support.procs import Procs, knob, ondeck_env, wait_for
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from ondeck.core import clock
 from ondeck.core.models import TaskStatus
 from ondeck.db.tables import events
-from ondeck.services import backlog
+from ondeck.work import backlog
 from support.procs import Procs, ondeck_env, run_ondeck, wait_for
 
 pytestmark = pytest.mark.slow

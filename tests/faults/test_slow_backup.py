@@ -24,7 +24,7 @@ from sqlalchemy import Engine, func, select
 
 from ondeck.db.tables import backups, fires, workers
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.services import schedules
+from ondeck.work import schedules
 from support.procs import Proc, Procs, knob, ondeck_env, run_ondeck, wait_for
 from support.slow_backup import slow_pg_dump
 

@@ -39,10 +39,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from ondeck.core.config import load_settings
 from ondeck.db.engine import make_engine
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog, schedules
+from ondeck.host.settings import load_settings
+from ondeck.work import backlog, schedules
 
 EXAMPLES = int(os.environ.get("ONDECK_FUZZ_EXAMPLES", "80"))
 STORES = os.environ.get("ONDECK_FUZZ_STORES", "sqlite,postgresql").split(",")

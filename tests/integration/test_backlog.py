@@ -13,8 +13,9 @@ from ondeck.core.errors import Conflict, InvalidInput, LeaseLost, NotFound, Noth
 from ondeck.core.models import Task, TaskStatus
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, events
-from ondeck.services.reaper import reap_stale_leases
+from ondeck.system import events
+from ondeck.work import backlog
+from ondeck.work.reaper import reap_stale_leases
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 GRACE = timedelta(hours=6)

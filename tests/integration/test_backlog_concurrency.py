@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select, text
 
 from ondeck.core.errors import Conflict, NothingClaimable
 from ondeck.db.tables import events, tasks
-from ondeck.services import backlog
+from ondeck.work import backlog
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 THREADS = 8

@@ -8,11 +8,16 @@ from typing import Any
 
 from sqlalchemy import Engine, insert, select
 
-from ondeck.core.config import Settings
+from ondeck.backups import copies as backup_copies
+from ondeck.backups import liveness as backup_liveness
+from ondeck.backups import runs as backup_runs
 from ondeck.db.tables import backups
-from ondeck.entrypoints.backup_threads import BackupThreads
-from ondeck.entrypoints.jobs import Jobs, default_steps
-from ondeck.services import backup_copies, backup_liveness, backup_runs, events, schedules, workers
+from ondeck.entrypoints.jobs.backup_threads import BackupThreads
+from ondeck.entrypoints.jobs.loop import Jobs, default_steps
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.system import heartbeat as workers
+from ondeck.work import schedules
 
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)
 ME = "jobs@this-host:7"

@@ -13,12 +13,15 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, insert, update
 
-from ondeck.core.config import Settings
+from ondeck.backups import copies as backup_copies
+from ondeck.backups import runs as backup_runs
 from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.backup_threads import BackupThreads
-from ondeck.services import backup_copies, backup_runs, events, firing, schedules
+from ondeck.entrypoints.jobs.backup_threads import BackupThreads
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import firing, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)
@@ -105,7 +108,7 @@ def test_a_due_backup_runs_and_records_the_fire_after_success(
     assert run.bytes == file.stat().st_size > 0
     assert run.finished_at is not None and run.finished_at >= run.started_at
     assert not [p for p in settings.backups_path.iterdir() if ".tmp" in p.name]
-    from ondeck.services.restore import check_file
+    from ondeck.backups.restore import check_file
 
     assert check_file(file, postgres=engine.dialect.name == "postgresql") == HEAD
     with engine.connect() as conn:

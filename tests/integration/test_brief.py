@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import Engine
 
 from conftest import NOW
-from ondeck.services import backlog
-from ondeck.services import notes as notes_svc
-from ondeck.services.brief import BriefRequest
-from ondeck.services.context import build_context
-from ondeck.services.context_render import fit_context, render, to_json, to_markdown
+from ondeck.context.build import build_context
+from ondeck.context.render import fit_context, render, to_json, to_markdown
+from ondeck.memory import notes as notes_svc
+from ondeck.memory.brief import BriefRequest
+from ondeck.work import backlog
 from support.hooks import commit_file, git, new_repo
 from support.memory import make_session
 
@@ -28,7 +28,7 @@ SIDES = {"work": ["/w"], "personal": ["/p"]}
 
 
 def context(engine: Engine, request: BriefRequest, at=None):  # type: ignore[no-untyped-def]
-    """The context as entry points get it (entrypoints/store.py): built, then fitted."""
+    """The context as entry points get it (entrypoints/gateway.py): built, then fitted."""
     with engine.connect() as conn:
         ctx = build_context(conn, at or NOW + timedelta(hours=1), zone=UTC, brief=request)
     fit_context(ctx, UTC)
@@ -146,8 +146,8 @@ def test_pinned_notes_say_why_and_only_the_true_ones_of_this_side(engine: Engine
 
 
 def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) -> None:
-    from ondeck.services import session_store
-    from ondeck.services import sessions as sessions_svc
+    from ondeck.sessions import records as sessions_svc
+    from ondeck.sessions import rows as session_store
 
     with engine.begin() as conn:
         ids = [
@@ -159,7 +159,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
         ]  # fmt: skip
         task = backlog.create_task(conn, NOW, title="fix it", project="api", actor="t")
         # The newest session held a task: its events say so, between its own first and last.
-        from ondeck.services import events as event_log
+        from ondeck.system import events as event_log
 
         event_log.record(
             conn, NOW, actor="hook", kind="session.started", subject=f"session:{ids[-1]}"
@@ -267,7 +267,7 @@ def test_the_cap_is_counted_in_the_client_s_units(engine: Engine, fill: str) -> 
 
 @pytest.mark.parametrize("count", [0, 1, 5])
 def test_recent_sessions_left_out_are_counted_with_the_command(engine: Engine, count: int) -> None:
-    from ondeck.services.brief_render import brief_lines, total
+    from ondeck.memory.brief_render import brief_lines, total
 
     with engine.begin() as conn:
         for n in range(count):

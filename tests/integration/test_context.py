@@ -8,16 +8,17 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert, select
 
-from ondeck.db.tables import backups, fires
-from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, workers
-from ondeck.services.context_render import (
+from ondeck.context.render import (
     hook_output,
     to_json,
     to_markdown,
 )
-from ondeck.services.firing import fire_due
+from ondeck.db.tables import backups, fires
+from ondeck.db.tables import schedules as schedules_table
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog
+from ondeck.work.firing import fire_due
 from support.context import MONDAY_9, UTCZ, remind, told
 
 SEOUL = ZoneInfo("Asia/Seoul")

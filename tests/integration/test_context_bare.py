@@ -9,14 +9,15 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert
 
+from ondeck.context.build import Context, build_context
+from ondeck.context.render import fit_context, to_json, to_markdown
 from ondeck.db.bare import open_bare
 from ondeck.db.tables import backups
-from ondeck.services import backlog, schedules, workers
-from ondeck.services import notes as notes_svc
-from ondeck.services.brief import BriefRequest
-from ondeck.services.context import Context, build_context
-from ondeck.services.context_render import fit_context, to_json, to_markdown
-from ondeck.services.firing import fire_due
+from ondeck.memory import notes as notes_svc
+from ondeck.memory.brief import BriefRequest
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog, schedules
+from ondeck.work.firing import fire_due
 from support.context import MONDAY_9, UTCZ
 from support.memory import make_session
 

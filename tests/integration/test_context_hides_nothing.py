@@ -13,12 +13,12 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
-from ondeck.core.config import Settings
+from ondeck.context.render import render, to_json, to_markdown
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog, schedules
-from ondeck.services.context_render import render, to_json, to_markdown
-from ondeck.services.firing import fire_due
+from ondeck.host.settings import Settings
+from ondeck.work import backlog, schedules
+from ondeck.work.firing import fire_due
 from support.context import MONDAY_9, UTCZ, built, remind
 
 

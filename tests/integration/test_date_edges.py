@@ -20,7 +20,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, update
 
 from ondeck.core.clock import start_of_day
-from ondeck.core.config import Settings
 from ondeck.core.errors import InvalidInput
 from ondeck.core.rulecheck import MAX_COUNT, check_rule
 from ondeck.core.rules import RuleError
@@ -28,8 +27,9 @@ from ondeck.core.validation import DATE_MAX, DATE_MIN
 from ondeck.db.tables import events, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
-from ondeck.services import calendar_feed, firing
-from ondeck.services import schedules as schedule_service
+from ondeck.host.settings import Settings
+from ondeck.work import calendar_feed, firing
+from ondeck.work import schedules as schedule_service
 from support.bad_inputs import OUT_OF_RANGE
 
 SEOUL = ZoneInfo("Asia/Seoul")

@@ -1,4 +1,4 @@
-"""Every entry point reaches the services the same way (entrypoints/store.py): one instant
+"""Every entry point reaches the services the same way (entrypoints/gateway.py): one instant
 per call, read transactions for reads, the in-process jobs loop woken after a committed
 "now" whoever pressed it, and the same context in each format whichever door it leaves by."""
 
@@ -23,18 +23,18 @@ from sqlalchemy import Engine, func, select
 from starlette.requests import Request
 
 from mcp import Client
+from ondeck.context.render import Format, hook_output
 from ondeck.core import clock
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import fires, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
-from ondeck.entrypoints.hooks import session_start
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.entrypoints.mcp_server import build_server
-from ondeck.entrypoints.store import Store, call_of
-from ondeck.services import backlog, schedules
-from ondeck.services.context_render import Format, hook_output
+from ondeck.entrypoints.gateway import Store, call_of
+from ondeck.entrypoints.hooks.verbs import session_start
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings, load_settings
+from ondeck.work import backlog, schedules
 from support.pg import free_port
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

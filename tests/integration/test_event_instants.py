@@ -11,10 +11,11 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import load_settings
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
-from ondeck.services import backlog, events, reaper
+from ondeck.host.settings import load_settings
+from ondeck.system import events
+from ondeck.work import backlog, reaper
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 # The claim's lease ends at 10:00 UTC: 19:00 in Seoul.

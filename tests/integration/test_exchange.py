@@ -19,8 +19,8 @@ from conftest import NOW, drop_pg_database, new_pg_database
 from ondeck.core.errors import InvalidInput
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, notes, sessions
-from ondeck.services import exchange
-from ondeck.services import notes as svc
+from ondeck.memory import exchange
+from ondeck.memory import notes as svc
 from support.memory import make_session
 
 UTC = ZoneInfo("UTC")

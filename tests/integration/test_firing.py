@@ -10,10 +10,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select, update
 
-from ondeck.core.config import Settings
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.services import events, firing, schedules
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import firing, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -309,7 +310,7 @@ def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None
     the inbox), so a session of another side never claims it."""
     from ondeck.core.errors import NothingClaimable
     from ondeck.core.sides import SideView
-    from ondeck.services import backlog
+    from ondeck.work import backlog
 
     made = {
         side: _create(engine, title=f"매일 {side}", side=side)

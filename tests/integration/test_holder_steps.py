@@ -19,7 +19,8 @@ from ondeck.core.errors import LeaseLost, NotFound, Unavailable
 from ondeck.db.engine import autocommitting, translate_errors
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, events, task_statements
+from ondeck.system import events
+from ondeck.work import backlog, task_statements
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

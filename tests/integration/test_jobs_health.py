@@ -18,12 +18,13 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from ondeck.core.config import Settings, load_settings
+from ondeck.context.build import context_for
 from ondeck.db.tables import workers as workers_table
 from ondeck.entrypoints.api.app import create_app
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, schedules, workers
-from ondeck.services.context import context_for
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog, schedules
 from support.surfaces import read_all, texts
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import make_engine
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import workers
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import heartbeat as workers
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -167,7 +167,7 @@ def test_a_step_that_cannot_be_imported_stops_the_jobs_loop_loudly(module: str) 
     code = (
         "import sys\n"
         f"sys.modules['ondeck.services.{module}'] = None  # importing it raises ImportError\n"
-        "from ondeck.entrypoints.jobs import Jobs\n"
+        "from ondeck.entrypoints.jobs.loop import Jobs\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
@@ -183,7 +183,7 @@ def test_schedules_do_not_import_the_jobs_loop() -> None:
 
     code = (
         "import sys\n"
-        "from ondeck.services import schedules\n"
+        "from ondeck.work import schedules\n"
         "assert schedules.WAKE_CHANNEL == 'ondeck_jobs'\n"
         "print(sorted(m for m in sys.modules if m.startswith('ondeck.entrypoints')))\n"
     )
@@ -191,7 +191,7 @@ def test_schedules_do_not_import_the_jobs_loop() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.strip() == "[]"
-    from ondeck.entrypoints import jobs
-    from ondeck.services import schedules
+    from ondeck.entrypoints.jobs import loop as jobs
+    from ondeck.work import schedules
 
     assert jobs.WAKE_CHANNEL is schedules.WAKE_CHANNEL

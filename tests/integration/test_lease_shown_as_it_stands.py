@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings
-from ondeck.services import backlog, workers
-from ondeck.services.lease_state import LeaseState, lease_of, release_due
-from ondeck.services.reaper import reap_stale_leases
+from ondeck.host.settings import Settings
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog
+from ondeck.work.lease_state import LeaseState, lease_of, release_due
+from ondeck.work.reaper import reap_stale_leases
 from support.surfaces import read_all, task_objects, texts
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, update
 from ondeck.core.models import TaskStatus as Status
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.web import queries
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 UTCZ = ZoneInfo("UTC")

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, insert, inspect, select, text
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, read_revision, upgrade
 from ondeck.db.tables import workers as workers_table
-from ondeck.services import workers
+from ondeck.system import heartbeat as workers
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

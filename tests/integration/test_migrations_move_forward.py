@@ -22,13 +22,14 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, MetaData, Table, insert, null, select, text
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.db import tables
 from ondeck.db.engine import make_engine
 from ondeck.db.fulltext import is_fulltext
 from ondeck.db.migrate import HEAD, read_revision, upgrade
-from ondeck.entrypoints.store import Store
-from ondeck.services import backlog, events, schedules
+from ondeck.entrypoints.gateway import Store
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import events
+from ondeck.work import backlog, schedules
 
 # --- the revisions ------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from conftest import NOW
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.core.memory import NoteKind, NoteStatus, Scope
 from ondeck.db.tables import events, notes
-from ondeck.services import notes as svc
-from ondeck.services import sessions as sessions_svc
+from ondeck.memory import notes as svc
+from ondeck.sessions import records as sessions_svc
 from support.memory import make_session
 
 UTC = ZoneInfo("UTC")
@@ -116,7 +116,7 @@ def test_a_wrong_note_is_kept_with_its_reason_and_never_shown_as_true(engine: En
 
 
 def test_expiry_by_the_tick_and_never_shown_past_its_date_before_it(engine: Engine) -> None:
-    from ondeck.core.config import load_settings
+    from ondeck.host.settings import load_settings
 
     seoul = load_settings(database_url=str(engine.url), tz="Asia/Seoul")
     day = NOW.astimezone(SEOUL).date()
@@ -153,8 +153,8 @@ def test_expiry_by_the_tick_and_never_shown_past_its_date_before_it(engine: Engi
 
 
 def test_the_jobs_tick_runs_the_notes_step(engine: Engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from ondeck.core.config import load_settings
-    from ondeck.entrypoints.jobs import Jobs
+    from ondeck.entrypoints.jobs.loop import Jobs
+    from ondeck.host.settings import load_settings
 
     note = add(engine, "short-lived", expires_on=DAY)
     settings = load_settings(database_url=str(engine.url), tz="UTC", data_dir=tmp_path)

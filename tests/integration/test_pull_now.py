@@ -17,13 +17,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from mcp import Client
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import fires, tasks
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
-from ondeck.entrypoints.mcp_server import build_server
-from ondeck.services import backlog, firing, schedules, workers
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog, firing, schedules
 from support.surfaces import cli
 
 SEOUL = ZoneInfo("Asia/Seoul")

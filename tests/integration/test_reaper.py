@@ -12,12 +12,13 @@ import time_machine
 from sqlalchemy import Connection, Engine, text, update
 from sqlalchemy.sql.dml import Update
 
-from ondeck.core.config import Settings
 from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, events
-from ondeck.services.reaper import reap_stale_leases, reap_step
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import backlog
+from ondeck.work.reaper import reap_stale_leases, reap_step
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 GRACE = timedelta(hours=6)

@@ -15,9 +15,9 @@ from conftest import NOW
 from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Scope
 from ondeck.db.tables import sessions, tasks
-from ondeck.services import backlog
-from ondeck.services import notes as notes_svc
-from ondeck.services.recall import recall
+from ondeck.memory import notes as notes_svc
+from ondeck.memory.recall import recall
+from ondeck.work import backlog
 from support.memory import add_compaction, make_session
 
 UTC = ZoneInfo("UTC")
@@ -230,7 +230,7 @@ def test_the_full_text_indexes_are_what_answers(engine: Engine, term: str) -> No
     read the whole table): its plan names the trigram machinery, for both term lengths."""
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from ondeck.services.recall import _SOURCES, _match_values, _Shape, _statement
+    from ondeck.memory.recall import _SOURCES, _match_values, _Shape, _statement
 
     dialect = postgresql.dialect() if engine.dialect.name == "postgresql" else sqlite.dialect()
     for name in _SOURCES:
@@ -308,7 +308,7 @@ def test_a_rare_term_beyond_the_newest_rows_is_found_and_a_common_one_newest_fir
 ) -> None:
     """PostgreSQL reads the newest rows first and asks the indexes only when the page is not
     filled there: both ways give the same answer as reading everything."""
-    from ondeck.services import recall as recall_module
+    from ondeck.memory import recall as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", 3)
     recall_module._statement.cache_clear()
@@ -333,7 +333,7 @@ def test_a_term_rare_in_notes_but_common_elsewhere_gives_the_newest_there_too(
     """PostgreSQL: a term rare in notes sends the next sources to their indexes first, for
     CAP candidates at most; where it is commoner than that, the newest rows are read as for
     any term: the same answer either way."""
-    from ondeck.services import recall as recall_module
+    from ondeck.memory import recall as recall_module
 
     monkeypatch.setattr(recall_module, "CAP", 2)
     only = note(engine, "승인 approval in one note", at=NOW)
@@ -369,7 +369,7 @@ def test_a_term_in_part_of_the_newest_rows_is_read_further_with_the_same_answer(
     """PostgreSQL reads older rows at the rate a term was found in the newest (and the next
     sources that many at once) before asking the indexes: the page is the newest matches,
     as reading everything gives."""
-    from ondeck.services import recall as recall_module
+    from ondeck.memory import recall as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", 6)
     monkeypatch.setattr(recall_module, "FURTHER", 30)
@@ -403,7 +403,7 @@ def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
 ) -> None:
     """Accented Latin, Greek and Cyrillic letters fold their case as ASCII letters do, whether
     the newest rows answer (a large window) or the indexes do (a window of 3)."""
-    from ondeck.services import recall as recall_module
+    from ondeck.memory import recall as recall_module
 
     monkeypatch.setattr(recall_module, "WINDOW", window)
     recall_module._statement.cache_clear()

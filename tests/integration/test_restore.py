@@ -12,15 +12,19 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, MetaData, func, insert, select, text
 
-from ondeck.core.config import Settings
+from ondeck.backups import copies as backup_copies
+from ondeck.backups import runs as backup_runs
+from ondeck.backups.restore import restore
+from ondeck.context import build as context
 from ondeck.core.errors import InvalidInput, OndeckError
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, read_revision
 from ondeck.db.tables import backups, metadata
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.backup_threads import BackupThreads
-from ondeck.services import backup_copies, backup_runs, context, events, firing, schedules
-from ondeck.services.restore import restore
+from ondeck.entrypoints.jobs.backup_threads import BackupThreads
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import firing, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)

@@ -11,12 +11,13 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.db.tables import events as events_table
 from ondeck.db.tables import schedules as schedules_table
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import events, firing, schedules
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import firing, schedules
 
 UTC_ZONE = ZoneInfo("UTC")
 WED = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)  # a Wednesday

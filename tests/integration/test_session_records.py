@@ -15,10 +15,11 @@ from conftest import NOW
 from ondeck.core.errors import InvalidInput
 from ondeck.db.bare import BareDb, open_bare
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
-from ondeck.services import backlog, session_store
-from ondeck.services import sessions as svc
-from ondeck.services.classify import Facts, Marker, Rules
-from ondeck.services.session_hooks import apply_record
+from ondeck.sessions import records as svc
+from ondeck.sessions import rows as session_store
+from ondeck.sessions.classify import Facts, Marker, Rules
+from ondeck.sessions.intake import apply_record
+from ondeck.work import backlog
 from support.hooks import SESSION_ID, later, record
 
 SIDES = Rules(sides={"work": ["/home/me/work"], "personal": ["/home/me/own"]})
@@ -369,8 +370,8 @@ def test_a_start_with_no_source_is_heard_once(engine: Engine) -> None:
 def test_unclassified_sessions_are_counted_in_the_context_and_nothing_of_them_shown(
     engine: Engine, settings: Any
 ) -> None:
-    from ondeck.services.context import context_for
-    from ondeck.services.context_render import to_json, to_markdown
+    from ondeck.context.build import context_for
+    from ondeck.context.render import to_json, to_markdown
 
     rules = Rules(sides={"work": ["/srv/x"], "personal": ["/srv/x"]})
     secret_word = "the unclassified session's own words 7c1d"
@@ -428,8 +429,8 @@ def test_list_filters_by_status_side_and_project(engine: Engine) -> None:
 def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
     engine: Engine, settings: Any
 ) -> None:
-    from ondeck.entrypoints.jobs import Jobs
-    from ondeck.services import spool
+    from ondeck.entrypoints.jobs.loop import Jobs
+    from ondeck.sessions import spool
 
     for kind, minutes in (("start", 0), ("stop", 1), ("compact", 2)):
         made = record(kind, later(NOW, minutes=minutes))
@@ -457,7 +458,7 @@ def test_a_hook_clock_ahead_never_keeps_a_session_heard_from_in_the_future(
 
 def test_a_long_session_keeps_its_start_in_the_history_and_timeline(engine: Engine) -> None:
     """Every turn writes an event: a session of a thousand turns still shows how it began."""
-    from ondeck.services import events as event_log
+    from ondeck.system import events as event_log
 
     apply(engine, record("start", NOW))
     s = the_session(engine)

@@ -10,12 +10,12 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine, select
 
 from conftest import NOW
+from ondeck.context.build import build_context
 from ondeck.db.tables import events
-from ondeck.services import sessions as svc
-from ondeck.services.brief import BriefRequest
-from ondeck.services.context import build_context
-from ondeck.services.hook_records import new_record
-from ondeck.services.session_hooks import apply_record, apply_records
+from ondeck.memory.brief import BriefRequest
+from ondeck.sessions import records as svc
+from ondeck.sessions.hook_events import new_record
+from ondeck.sessions.intake import apply_record, apply_records
 from support.hooks import SESSION_ID, later, payload, record
 
 GRACE = timedelta(hours=12)
@@ -109,7 +109,7 @@ def test_a_resume_older_than_the_end_reopens_nothing(engine: Engine) -> None:
 
 def _sent(kind: str, at: Any, **changes: Any) -> dict[str, Any]:
     """A record as a client hook sends it (JSON: its instant as text)."""
-    from ondeck.services.classify import Facts, Rules, classify
+    from ondeck.sessions.classify import Facts, Rules, classify
 
     data = payload(kind, **changes)
     c = classify(Facts(cwd=data.get("cwd")), Rules())
@@ -157,7 +157,7 @@ def test_a_spooled_record_from_a_right_clock_keeps_its_time(engine: Engine) -> N
 
 
 def _expiring(engine: Engine) -> Any:
-    from ondeck.services import notes
+    from ondeck.memory import notes
 
     with engine.begin() as conn:
         return notes.add_note(
@@ -178,7 +178,7 @@ def _refusals(engine: Engine, note_id: int, at: Any) -> list[str]:
     import pytest
 
     from ondeck.core.errors import Conflict
-    from ondeck.services import notes
+    from ondeck.memory import notes
 
     said = []
     for change in (
@@ -198,7 +198,7 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
     engine: Engine,
 ) -> None:
     from ondeck.core.memory import Scope
-    from ondeck.services import notes
+    from ondeck.memory import notes
 
     note = _expiring(engine)
     next_day = later(NOW, days=1)
@@ -214,7 +214,7 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
 
 
 def _end_with(at: Any, text: str, said_at: Any) -> dict[str, Any]:
-    from ondeck.services.hook_records import add_last_message, parse_record
+    from ondeck.sessions.hook_events import add_last_message, parse_record
 
     made = _sent("end", at)
     add_last_message(made, {"text": text, "at": said_at.isoformat()})
@@ -258,7 +258,7 @@ def test_the_end_never_replaces_a_later_last_word(engine: Engine) -> None:
 
 def test_recall_shows_a_silent_session_s_last_word_as_of_a_lost_session(engine: Engine) -> None:
     from ondeck.core.memory import Scope
-    from ondeck.services.recall import recall
+    from ondeck.memory.recall import recall
 
     apply(engine, record("start", NOW))
     apply(engine, record("stop", later(NOW, minutes=1), last_assistant_message="배포 준비 끝"))

@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from conftest import NOW
-from ondeck.core.config import load_settings
 from ondeck.db import open_database
 from ondeck.db.engine import writing
 from ondeck.db.plain import as_db
 from ondeck.db.tables import store_identity as table
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import store_identity
+from ondeck.host.settings import load_settings
+from ondeck.system import store_id as store_identity
 from support.procs import run_ondeck
 
 

@@ -1,4 +1,4 @@
-"""Device tokens in the store (services/tokens.py): made, checked, revoked, expired; only
+"""Device tokens in the store (system/tokens.py): made, checked, revoked, expired; only
 their hashes are kept."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select
 from ondeck.core.access import TokenScope
 from ondeck.core.errors import Conflict, InvalidInput, NotFound
 from ondeck.db.tables import events, tokens
-from ondeck.services import tokens as device_tokens
+from ondeck.system import tokens as device_tokens
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

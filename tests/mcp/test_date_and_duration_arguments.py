@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from mcp import Client
-from ondeck.core.config import Settings
 from ondeck.db.tables import events, schedules, tasks
-from ondeck.entrypoints.mcp_server import build_server
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings
 from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
 
 SAMPLES: dict[str, Any] = {

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from conftest import NOW
 from mcp import Client
 from ondeck.db.tables import notes
-from ondeck.services import notes as notes_svc
+from ondeck.memory import notes as notes_svc
 from support.hooks import new_repo
 from support.mcp_stdio import params
 from support.memory import make_session

@@ -25,9 +25,9 @@ from mcp.shared.exceptions import MCPError
 from sqlalchemy import Engine, create_engine, select
 
 from mcp import Client
-from ondeck.core.config import Settings
 from ondeck.db.tables import events
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings
 from support import served as support_served
 from support.pg import free_port
 from support.served import ONDECK
@@ -231,7 +231,7 @@ def test_ondeck_mcp_in_client_mode_forwards_to_the_server(served: Served, tmp_pa
         for line in imports.read_text().splitlines()
         if line.startswith("import time:")
     }
-    assert "ondeck.entrypoints.mcp_proxy" in loaded
+    assert "ondeck.entrypoints.mcp.proxy" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("sqlalchemy", "psycopg", "psycopg2")}
 
 

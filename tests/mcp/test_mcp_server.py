@@ -13,9 +13,9 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from mcp import Client
-from ondeck.core.config import Settings
 from ondeck.db.tables import events, tasks
-from ondeck.entrypoints.mcp_server import build_server
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from mcp import Client
 from ondeck.core import clock
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.hooks import new_repo
 from support.mcp_stdio import params
 

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from mcp import Client
-from ondeck.core.config import Settings
-from ondeck.entrypoints.mcp_server import build_server
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings
 from support.scrub_walk import assert_scrubbed, markers, text_for, token
 
 NOT_TEXT = {"rule", "duration", "for"}

@@ -2,7 +2,7 @@
 
 Each test builds a real repository whose config names a program for one key (a script that
 writes a marker file when run), makes the read that would reach it (the same reads the
-hooks and the server make: core/git.py), and checks that the marker never appears, while
+hooks and the server make: host/git.py), and checks that the marker never appears, while
 the read still gives its answer. Then the whole hook path and the whole server path, with
 every key at once, and git's environment (no ondeck secret).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.core.git import Deadline, changed_paths, commits_between, drift, read_repo
+from ondeck.host.git import Deadline, changed_paths, commits_between, drift, read_repo
 from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
 from support.served import serving
@@ -252,7 +252,7 @@ def _session(root: Path, env: dict[str, str], transcript: Path) -> list[dict[str
 
 
 def _wait_for_changes(engine: object, tries: int = 200) -> object:
-    from ondeck.services import sessions as svc
+    from ondeck.sessions import records as svc
 
     s = None
     for _ in range(tries):

@@ -22,12 +22,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.errors import ConfigError
 from ondeck.db.tables import events, schedules, tasks
 from ondeck.entrypoints.api.app import MAX_BODY_BYTES, create_app
 from ondeck.entrypoints.cli import run
-from ondeck.entrypoints.server import check_bind
+from ondeck.entrypoints.server.serve import check_bind
+from ondeck.host.settings import Settings, load_settings
 from support.pg import free_port
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -175,7 +175,7 @@ def test_every_api_route_needs_the_bearer_token(
 def test_mcp_over_http_needs_the_bearer_token_too(
     locked_api: TestClient, seeded: Engine, authorization: str | None
 ) -> None:
-    """`/mcp` (entrypoints/mcp_http.py) is behind the same check as the API, every method."""
+    """`/mcp` (entrypoints/mcp/http.py) is behind the same check as the API, every method."""
     before = counts(seeded)
     headers = {"Authorization": authorization} if authorization is not None else {}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from ondeck.core import urls
-from ondeck.core.config import load_settings
 from ondeck.core.errors import ConfigError
-from ondeck.core.hook_config import HookConfig
 from ondeck.db.engine import describe, make_engine
 from ondeck.entrypoints.cli import run
+from ondeck.host.quick_settings import HookConfig
+from ondeck.host.settings import load_settings
 from support.hooks import ONDECK, payload
 
 SECRETS = ("sekrit1", "sekrit2", "sekrit3")

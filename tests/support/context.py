@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
 
-from ondeck.services import schedules
-from ondeck.services.context import Context, build_context
-from ondeck.services.context_render import DEFAULT_CHARS, fit_markdown
+from ondeck.context.build import Context, build_context
+from ondeck.context.render import DEFAULT_CHARS, fit_markdown
+from ondeck.work import schedules
 
 UTCZ = ZoneInfo("UTC")
 MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """A mix of schedules for the fault tests, and what firing them day after day must leave.
 
-`expected_fires` is written from the design's rules, not from `ondeck.services.firing`: the day a
+`expected_fires` is written from the design's rules, not from `ondeck.work.firing`: the day a
 run first processes a schedule catches up its missed dates by its `missed` policy (latest:
 one fire at the last due date, the others counted as skipped; all: one fire per date, the
 last 31; skip: today only, if due today); after that, each processed day fires the

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ondeck.services.classify import Facts, Rules, classify
-from ondeck.services.hook_records import new_record, parse_record
+from ondeck.sessions.classify import Facts, Rules, classify
+from ondeck.sessions.hook_events import new_record, parse_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 ONDECK = str(Path(sys.executable).with_name("ondeck"))

@@ -6,8 +6,8 @@ function, under `if TYPE_CHECKING:`. A function-level import still ties the two 
 together (it only moves the failure from import time to call time), and a type-only import
 is still a module that must be read to understand this one.
 
-`from ondeck.services import backlog` is an edge to `ondeck.services.backlog` (the name is a
-module); `from ondeck.services.backlog import Task` is an edge to `ondeck.services.backlog`.
+`from ondeck.services import backlog` is an edge to `ondeck.work.backlog` (the name is a
+module); `from ondeck.work.backlog import Task` is an edge to `ondeck.work.backlog`.
 Importing a submodule runs its parents' `__init__` too, but that is not counted: otherwise
 every package whose `__init__` imports one of its own modules would be a cycle.
 """

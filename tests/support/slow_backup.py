@@ -27,8 +27,8 @@ def slow_pg_dump(folder: Path, seconds: float, real: str) -> Path:
 
 
 def main() -> None:
+    from ondeck.backups import copies as backup_copies
     from ondeck.entrypoints.cli import main as ondeck
-    from ondeck.services import backup_copies
 
     seconds = float(sys.argv[1])
     began: list[float] = []

@@ -22,12 +22,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from mcp import Client
-from ondeck.core.config import Settings
+from ondeck.context.build import context_for
+from ondeck.context.render import render
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.cli import run
-from ondeck.entrypoints.mcp_server import build_server
-from ondeck.services.context import context_for
-from ondeck.services.context_render import render
+from ondeck.entrypoints.mcp.tools import build_server
+from ondeck.host.settings import Settings
 
 API = "/api/v1"
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ondeck.core.config import load_settings
 from ondeck.db.engine import make_engine
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import load_settings
 
 
 def openapi_document(tmp: Path | str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def _now() -> datetime:
 
 def hold(url: str, task_id: int, owner: str, lease: str) -> None:
     from ondeck.db.engine import make_engine
-    from ondeck.services import backlog
+    from ondeck.work import backlog
 
     engine = make_engine(url)
     with engine.begin() as conn:
@@ -95,7 +95,7 @@ class _Hammer:
         return result
 
     def step(self) -> None:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         rng = self.rng
         roll = rng.random()

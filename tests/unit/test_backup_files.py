@@ -8,7 +8,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ondeck.services import backup_files
+from ondeck.backups import files as backup_files
 
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)
 
@@ -113,7 +113,7 @@ def test_leftovers_of_dead_runs_are_removed_and_recent_ones_kept(tmp_path: Path)
 def test_pg_target_gives_the_password_in_the_environment_never_in_the_url() -> None:
     from sqlalchemy import create_engine
 
-    from ondeck.services.backup_copies import pg_target
+    from ondeck.backups.copies import pg_target
 
     for given in (
         "postgresql+psycopg://u:s%40cret@h:5433/db?sslmode=require",

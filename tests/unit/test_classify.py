@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.services.classify import (
+from ondeck.sessions.classify import (
     Facts,
     Marker,
     Rules,
@@ -77,8 +77,8 @@ def test_a_marker_can_only_make_capture_stricter() -> None:
 def test_a_directory_reached_through_a_symlink_is_classified_where_it_really_is(
     tmp_path: Path,
 ) -> None:
-    from ondeck.core.hook_config import HookConfig
-    from ondeck.services.hook_records import observe
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.hook_events import observe
 
     work, own = tmp_path / "work", tmp_path / "own"
     (own / "일기").mkdir(parents=True)

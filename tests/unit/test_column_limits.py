@@ -8,7 +8,7 @@ from sqlalchemy import String
 
 from ondeck.core.column_limits import COLUMN_LIMITS
 from ondeck.db import tables
-from ondeck.services import hook_records
+from ondeck.sessions import hook_events as hook_records
 
 
 def test_the_hooks_column_limits_are_the_tables() -> None:

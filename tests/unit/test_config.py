@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.core.config import DurationSetting, Settings, load_settings
 from ondeck.core.durations import format_duration
 from ondeck.core.errors import ConfigError
+from ondeck.host.settings import DurationSetting, Settings, load_settings
 
 
 def test_defaults_are_sqlite_in_the_data_dir_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -318,7 +318,7 @@ def test_every_duration_bound_keeps_instant_arithmetic_in_range(name: str) -> No
     from datetime import datetime, time
 
     from ondeck.core.validation import DATE_MAX, DATE_MIN
-    from ondeck.services.backlog import MAX_LEASE
+    from ondeck.work.backlog import MAX_LEASE
 
     span = _bounds(name).maximum + MAX_LEASE
     late = datetime.combine(DATE_MAX, time.max, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ondeck.core.git import COMMITS_MAX, Deadline, changed_paths, commits_between, read_repo
+from ondeck.host.git import COMMITS_MAX, Deadline, changed_paths, commits_between, read_repo
 from support.hooks import commit_file, git, new_repo
 
 

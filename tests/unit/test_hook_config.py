@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.core.config import load_settings
 from ondeck.core.errors import ConfigError
-from ondeck.core.hook_config import (
+from ondeck.host.quick_settings import (
     database_url,
     posix_path,
     read_quickly,
 )
-from ondeck.core.hook_settings import hook_config_of, load_hook_config
+from ondeck.host.settings import load_settings
+from ondeck.host.settings_bridge import hook_config_of, load_hook_config
 
 PLAIN_CASES = [
     ({}, ""),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from conftest import NOW
-from ondeck.services.classify import Facts, Marker, Rules, classify
-from ondeck.services.hook_records import (
+from ondeck.sessions.classify import Facts, Marker, Rules, classify
+from ondeck.sessions.hook_events import (
     LAST_WORD_MAX,
     SUMMARY_MAX,
     changes_record,
@@ -194,8 +194,8 @@ def test_a_capture_off_record_with_text_or_place_is_refused() -> None:
 def test_long_texts_are_cut_to_a_window_first_and_one_event_has_one_fingerprint() -> None:
     """The server path sends the trimmed payload and makes the record there; the local path
     trims the same way: the same event is the same fingerprint whichever path it took."""
-    from ondeck.core.hook_config import HookConfig
-    from ondeck.services.hook_records import TEXT_WINDOW, make_record, trim
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.hook_events import TEXT_WINDOW, make_record, trim
 
     text = "word " * (TEXT_WINDOW // 2) + SECRETS["github_token"]
     data = payload("stop", cwd="/nowhere/at/all", last_assistant_message=text)
@@ -216,8 +216,8 @@ def test_nul_and_lone_surrogates_are_cleaned_not_refused() -> None:
 
 
 def test_only_an_absolute_working_directory_is_a_place(tmp_path: Path) -> None:
-    from ondeck.core.hook_config import HookConfig
-    from ondeck.services.hook_records import observe
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.hook_events import observe
 
     (tmp_path / ".ondeck.toml").write_text('project = "here"\n')
     for cwd in ("relative/dir", "", None, 5, "/a\x00b"):

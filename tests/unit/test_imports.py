@@ -70,8 +70,8 @@ def test_the_graph_covers_every_module_and_layer(graph: Graph) -> None:
     """A reader that found nothing would pass everything below."""
     assert len(graph.modules) == len(list(SRC.rglob("*.py")))
     assert {layer(m) for m in graph.modules} == {"package", *ORDER, "migrations"}
-    assert "ondeck.services.context" in graph.targets("ondeck.entrypoints.store")
-    assert "ondeck.core.models" in graph.targets("ondeck.services.context")
+    assert "ondeck.context.build" in graph.targets("ondeck.entrypoints.gateway")
+    assert "ondeck.core.models" in graph.targets("ondeck.context.build")
 
 
 def test_no_two_modules_import_each_other(graph: Graph) -> None:
@@ -180,7 +180,7 @@ def _planted(tmp_path: Path, module: str, line: str) -> Graph:
 def test_a_cycle_planted_in_the_real_tree_fails_the_test(tmp_path: Path) -> None:
     graph = _planted(
         tmp_path,
-        "ondeck.services.context",
+        "ondeck.context.build",
         "def _planted() -> None:\n    from ondeck.services import context_render",
     )
     with pytest.raises(AssertionError, match=r"context -> ondeck\.services\.context_render"):
@@ -190,10 +190,10 @@ def test_a_cycle_planted_in_the_real_tree_fails_the_test(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("module", "line"),
     [
-        ("ondeck.services.schedules", "from ondeck.entrypoints.jobs import Jobs"),
+        ("ondeck.work.schedules", "from ondeck.entrypoints.jobs.loop import Jobs"),
         ("ondeck.core.rules", "from ondeck.db.tables import tasks"),
         ("ondeck.db.tables", "from ondeck.services import backlog"),
-        ("ondeck.services.backlog", "import ondeck.migrations.env"),
+        ("ondeck.work.backlog", "import ondeck.migrations.env"),
         ("ondeck.migrations.versions.0001_initial_schema", "from ondeck.db import tables"),
     ],
 )

@@ -1,5 +1,5 @@
 """Entry points reach transactions, the clock and the session context only through
-`entrypoints/store.py`, so a new route, page, command or tool cannot quietly do it its own
+`entrypoints/gateway.py`, so a new route, page, command or tool cannot quietly do it its own
 way (a write transaction for a read, a second clock reading, a context format of its own).
 Read from the source with `ast`."""
 
@@ -72,8 +72,8 @@ def test_entry_points_go_through_the_store_module() -> None:
     [
         "from ondeck.db.engine import writing",
         "from ondeck.core import clock\nx = clock.now()",
-        "from ondeck.services.context import context_for",
-        "from ondeck.services.context_render import to_markdown",
+        "from ondeck.context.build import context_for",
+        "from ondeck.context.render import to_markdown",
     ],
 )
 def test_a_route_that_goes_its_own_way_is_caught(tmp_path: Path, line: str) -> None:

@@ -1,4 +1,4 @@
-"""Rules the context's plain SQL (services/context_sql.py, services/brief.py) shares with
+"""Rules the context's plain SQL (context/reads.py, memory/brief.py) shares with
 Core statements elsewhere have one meaning: each plain form is the text its Core form
 compiles to, on both dialects."""
 
@@ -12,12 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
+from ondeck.context import reads as context_sql
 from ondeck.core.models import TaskStatus
 from ondeck.db import predicates
 from ondeck.db.tables import SCHEDULES_LIVE, notes, tasks
-from ondeck.services import brief, context_sql
-from ondeck.services.notes import true_today
-from ondeck.services.task_statements import READY_ORDER, status_is
+from ondeck.memory import brief
+from ondeck.memory.notes import true_today
+from ondeck.work.task_statements import READY_ORDER, status_is
 
 DIALECTS = [sqlite.dialect(), postgresql.dialect()]
 

@@ -1,4 +1,4 @@
-"""core/private.py: what it makes is the owner's alone under any umask; what it tightens
+"""host/private.py: what it makes is the owner's alone under any umask; what it tightens
 loses the group's and others' bits only (a read-only file stays read-only)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ondeck.core import private
+from ondeck.host import private
 
 
 def _mode(path: Path) -> int:

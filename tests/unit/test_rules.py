@@ -565,7 +565,7 @@ def test_a_rule_is_read_one_way() -> None:
 
     import ondeck
     from ondeck.core.errors import InvalidInput
-    from ondeck.services import schedules
+    from ondeck.work import schedules
 
     root = Path(ondeck.__file__).parent
     converting = re.compile(r"except[^\n:]*RuleError[^\n:]*:\s*\n\s*raise\b")

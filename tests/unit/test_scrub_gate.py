@@ -13,7 +13,7 @@ from sqlalchemy import JSON, String, Text
 from ondeck.db import gate
 from ondeck.db.tables import metadata
 from ondeck.db.types import Json, ScrubbedJson, ScrubbedText
-from ondeck.services import session_store
+from ondeck.sessions import rows as session_store
 
 SECRET = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
 

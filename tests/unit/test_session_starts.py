@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ondeck.services import session_starts
+from ondeck.sessions import start_commits as session_starts
 
 
 def test_the_first_start_is_kept_for_the_owner_only_and_forgotten_at_the_end(

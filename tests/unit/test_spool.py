@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import NOW
-from ondeck.services import spool
+from ondeck.sessions import spool
 
 
 def rec(n: int, at_minutes: int = 0) -> dict[str, Any]:

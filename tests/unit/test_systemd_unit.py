@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ondeck.core.errors import ConfigError
-from ondeck.entrypoints.systemd_unit import (
+from ondeck.entrypoints.server.systemd_unit import (
     MARKER,
     EnvEntry,
     Scope,

@@ -11,8 +11,8 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings
 from support.browser import launched
 
 # Monday 2026-06-15, 09:00 UTC, as in the other suites.

@@ -11,9 +11,9 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings, load_settings
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 TOKEN = "s3cret-token-0123456789abcdef0123456789abcdef"

@@ -10,7 +10,8 @@ from sqlalchemy import Engine, func, select
 
 from ondeck.core.models import TaskStatus
 from ondeck.db.tables import tasks
-from ondeck.services import backlog, events
+from ondeck.system import events
+from ondeck.work import backlog
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 HX = {"HX-Request": "true"}
@@ -77,7 +78,7 @@ def test_a_refused_task_shows_the_reason_keeps_the_form_and_writes_nothing(dash,
 def test_user_text_is_escaped_everywhere(dash, engine: Engine, settings) -> None:  # type: ignore[no-untyped-def]
     evil = "<script>alert(1)</script>"
     task = _task(engine, evil, body=evil)
-    from ondeck.services import schedules
+    from ondeck.work import schedules
 
     with engine.begin() as conn:
         schedules.create_schedule(conn, NOW, settings.zone, title=evil, rule="daily", body=evil)

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings
 from ondeck.db.tables import events, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
+from ondeck.host.settings import Settings
 from security.test_security import concrete, routes
 from web.conftest import csrf_of
 

@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.core.rules import parse
-from ondeck.services import backlog, schedules
+from ondeck.work import backlog, schedules
 from support.served import ONDECK, Served, serve_database
 
 playwright_api = pytest.importorskip("playwright.sync_api")

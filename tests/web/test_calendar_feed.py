@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from icalendar import Calendar
 from sqlalchemy import Engine
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.rules import parse
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import schedules
+from ondeck.host.settings import Settings, load_settings
+from ondeck.work import schedules
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 RULES = ["daily", "weekly:MON,THU", "monthly:1,15,last", "monthly:last", "every:3", "every:10"]

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.core import clock
-from ondeck.services import notes as notes_svc
+from ondeck.memory import notes as notes_svc
 
 # The server fixture is test_browser's (imported, pytest finds it here); the browser and
 # the page are web/conftest.py's.

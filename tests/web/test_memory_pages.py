@@ -14,9 +14,9 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.core.config import load_settings
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import notes as notes_svc
+from ondeck.host.settings import load_settings
+from ondeck.memory import notes as notes_svc
 from support.memory import make_session
 from web.conftest import NOW, Dashboard
 

@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 from sqlalchemy import Engine, insert
 
-from ondeck.core.config import Settings, load_settings
 from ondeck.db.migrate import HEAD
 from ondeck.db.tables import backups
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import backlog, events, schedules
-from ondeck.services.firing import fire_due
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings, load_settings
+from ondeck.system import events
+from ondeck.work import backlog, schedules
+from ondeck.work.firing import fire_due
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 

@@ -8,12 +8,13 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 
-from ondeck.core.config import Settings
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.db.tables import tasks
-from ondeck.entrypoints.jobs import Jobs
-from ondeck.services import events, schedules
-from ondeck.services.firing import fire_due
+from ondeck.entrypoints.jobs.loop import Jobs
+from ondeck.host.settings import Settings
+from ondeck.system import events
+from ondeck.work import schedules
+from ondeck.work.firing import fire_due
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)  # a Monday
 HX = {"HX-Request": "true"}

@@ -14,13 +14,14 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from ondeck.core.config import load_settings
 from ondeck.db.tables import events
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog, spool
-from ondeck.services import sessions as svc
-from ondeck.services.classify import Facts, Marker, Rules
-from ondeck.services.session_hooks import apply_record
+from ondeck.host.settings import load_settings
+from ondeck.sessions import records as svc
+from ondeck.sessions import spool
+from ondeck.sessions.classify import Facts, Marker, Rules
+from ondeck.sessions.intake import apply_record
+from ondeck.work import backlog
 from support.hooks import SESSION_ID, later, record
 from web.conftest import NOW, Dashboard
 

@@ -12,10 +12,10 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from ondeck.core.config import load_settings
 from ondeck.db.tables import tasks
 from ondeck.entrypoints.api.app import create_app
-from ondeck.services import backlog
+from ondeck.host.settings import load_settings
+from ondeck.work import backlog
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 SIDES = {"work": ["/w"], "personal": ["/p"]}
@@ -78,7 +78,7 @@ def test_the_schedules_page_lists_one_side_and_its_form_requires_one(
     from zoneinfo import ZoneInfo
 
     from ondeck.db.tables import schedules as schedules_table
-    from ondeck.services import schedules
+    from ondeck.work import schedules
 
     with engine.begin() as conn:
         for side in ("work", "personal"):

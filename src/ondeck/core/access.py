@@ -6,7 +6,7 @@
 
 Changes are recorded with the identity's actor: `api` for the admin token (or a server
 without one), `api:<token name>` for a device token. Storing and checking tokens is
-services/tokens.py; this module is the vocabulary, pure.
+system/tokens.py; this module is the vocabulary, pure.
 """
 
 from __future__ import annotations

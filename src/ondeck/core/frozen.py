@@ -18,7 +18,7 @@ kw_only=False)` takes them positionally too.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see core/hook_config
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Self, dataclass_transform
 else:

@@ -295,7 +295,7 @@ class Fire:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Backup:
-    """One backup run, as its `backups` row says (services/backup_runs.py runs them)."""
+    """One backup run, as its `backups` row says (backups/runs.py runs them)."""
 
     id: int
     started_at: datetime

@@ -1,6 +1,6 @@
 """Connections of the bare drivers (`sqlite3`, `psycopg`) with the settings ondeck's engines
-give theirs (db/engine.py), for the session hooks' writes (services/session_store.py) and
-session-start's context (services/context.py), which must not pay for importing
+give theirs (db/engine.py), for the session hooks' writes (sessions/rows.py) and
+session-start's context (context/build.py), which must not pay for importing
 SQLAlchemy. `tests/integration/test_bare_store.py` holds the two sets of settings together.
 
 `open_bare` answers None for anything it does not handle the way `make_engine` does (an
@@ -155,7 +155,7 @@ def _sqlite(database: str) -> BareDb | None:
     path = os.path.expanduser(database)
     if not os.path.isfile(path):
         return None  # a new database: the SQLAlchemy path creates and migrates it
-    from ondeck.core import private
+    from ondeck.host import private
 
     private.tighten_all(private.sqlite_files(path))
     with translate("sqlite"):

@@ -24,12 +24,12 @@ from sqlalchemy.exc import (
     OperationalError,
 )
 
-from ondeck.core import private
 from ondeck.core.errors import ConfigError, Unavailable
 from ondeck.core.urls import shown
 from ondeck.db import textpairs
 from ondeck.db.refusals import is_pg_store_refusal
 from ondeck.db.sqlite_errors import unavailable
+from ondeck.host import private
 
 # How long a writer waits for another writer's lock before giving up with `Unavailable`
 # (HTTP 503, exit 5). Normal write transactions last milliseconds; a lock held for seconds

@@ -4,7 +4,7 @@ SQLite: FTS5 tables `fts_<source>` and `fts_<source>_pairs` (with their shadow t
 triggers); PostgreSQL: GIN indexes `ix_<source>_trgm`, and the table `fts_pairs` (with its
 index `ix_fts_pairs_trgm`, trigger functions `fts_pairs_<source>`). The schema
 comparison (migrations/env.py, tests/integration/test_migrations.py) leaves them out;
-services/recall.py queries them, and tests/integration/test_recall.py checks they exist and
+memory/recall.py queries them, and tests/integration/test_recall.py checks they exist and
 are used.
 """
 

@@ -7,7 +7,7 @@ so a new field, a new entry point or a new statement cannot forget it:
   in db/types.py), whose bind calls `text` or `json_value` below;
 - through plain SQL on a bare driver (the session hooks: db/bare.py, services/
   session_store.py) and the statements compiled once and run on the driver
-  (services/events.py), which bypass SQLAlchemy's types, by `bind`: it reads the table and
+  (system/events.py), which bypass SQLAlchemy's types, by `bind`: it reads the table and
   the columns an INSERT or UPDATE writes and scrubs the parameters bound to listed columns.
 
 `SCRUBBED` is the list for the plain path (this module imports no SQLAlchemy: the hook path
@@ -95,7 +95,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("sessions", "status"): _ENUM,
     ("sessions", "side_rule"): "made by ondeck: the name of the rule that decided",
     ("sessions", "project_rule"): "made by ondeck: the name of the rule that decided",
-    ("hook_receipts", "fingerprint"): "a hash of what was kept (services/hook_records.py)",
+    ("hook_receipts", "fingerprint"): "a hash of what was kept (sessions/hook_events.py)",
     ("hook_receipts", "kind"): "made by ondeck: one of the record kinds",
     ("notes", "kind"): _ENUM,
     ("notes", "status"): _ENUM,

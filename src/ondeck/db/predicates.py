@@ -31,7 +31,7 @@ def status_is(table: str, status: str) -> str:
 # event) since before :lost_before, which is now minus ONDECK_SESSION_GRACE. Whether a
 # session is lost is decided here, at every read, on every surface (the brief, lists, a
 # session's page, the API, MCP): the jobs tick only records what this already says
-# (services/sessions.mark_lost), so a store with hooks and no jobs loop never shows a session
+# (sessions/records.mark_lost), so a store with hooks and no jobs loop never shows a session
 # silent for days as still open. `presumed_lost` below is the same rule for one row in
 # Python (tests/unit/test_predicates.py holds the two together).
 SESSION_PRESUMED_LOST = "(sessions.status = 'open' AND sessions.last_seen_at < :lost_before)"

@@ -279,7 +279,7 @@ sessions = Table(
     Column("project_rule", String(16), nullable=False, server_default="none"),
     # Undecided (in the inbox): shown to no other session until a person moves it.
     Column("unclassified", Boolean, nullable=False, server_default=text("false")),
-    # The decision with its signals and reason (services/classify.py).
+    # The decision with its signals and reason (sessions/classify.py).
     Column("classification", ScrubbedJson(), nullable=False),
     # Every signal that disagreed, and every later hook whose place classified otherwise.
     Column("disagreements", ScrubbedJson(), nullable=False),
@@ -425,7 +425,7 @@ notes = Table(
         sqlite_where=text("supersedes IS NOT NULL"),
         postgresql_where=text("supersedes IS NOT NULL"),
     ),
-    # The brief's latest handoff of a project (services/brief.py), newest first.
+    # The brief's latest handoff of a project (memory/brief.py), newest first.
     Index(
         "ix_notes_handoffs",
         "side",
@@ -469,7 +469,7 @@ Index("ix_sessions_project_side", sessions.c.project, sessions.c.side)
 tokens = Table(
     "tokens",
     metadata,
-    # A device's bearer token for the API (services/tokens.py). The token itself is shown
+    # A device's bearer token for the API (system/tokens.py). The token itself is shown
     # once, when made, and never stored: `hash` is its SHA-256.
     Column("id", Id, primary_key=True),
     Column("name", ScrubbedText(64), nullable=False),
@@ -504,7 +504,7 @@ tokens = Table(
 store_identity = Table(
     "store_identity",
     metadata,
-    # One row: a random id of this database (services/store_identity.py), sent as
+    # One row: a random id of this database (system/store_id.py), sent as
     # `X-Ondeck-Store` so a hook or client knows the server it reached serves the database its
     # events were captured for. Random, not derived from the URL (which may hold a password).
     # It travels with the data: a restored backup says the id of the database it was taken
@@ -522,7 +522,7 @@ store_identity = Table(
 dashboard_sessions = Table(
     "dashboard_sessions",
     metadata,
-    # One login to the dashboard (services/dashboard_sessions.py): the signed cookie carries
+    # One login to the dashboard (system/dashboard_logins.py): the signed cookie carries
     # a random id, `hash` is its SHA-256. Logging out deletes the row, so a copy of the cookie
     # is refused from then on.
     Column("id", Id, primary_key=True),

@@ -6,7 +6,7 @@ substring of three characters or more, and nothing shorter; yet a two-syllable K
 characters `ab` of the text becomes the trigrams `aab` and `abb` of the doubled text, so a
 two-character query `ab` is the three-or-more-character query `aabb` there: found through
 an index like any other, on both stores (PostgreSQL's triggers need no function: its
-indexes are on `regexp_replace(text, '(.)', '\\1\\1', 'g')`, services/recall.py).
+indexes are on `regexp_replace(text, '(.)', '\\1\\1', 'g')`, memory/recall.py).
 
 SQLite has no built-in that doubles characters in linear time, so every connection ondeck
 opens on SQLite registers this function (db/engine.py, db/bare.py) before the triggers of

@@ -1,5 +1,5 @@
 """Where a command or an MCP server runs: the side and project of its working directory,
-decided by the same rules as the session hooks (services/classify.py), and the memory
+decided by the same rules as the session hooks (sessions/classify.py), and the memory
 scope that follows from it.
 
 Why: the agent runs `ondeck recall …` and the MCP server from the session's directory, so
@@ -17,7 +17,7 @@ from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Scope
 
 if TYPE_CHECKING:
-    from ondeck.core.config import Settings
+    from ondeck.host.settings import Settings
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,8 +34,8 @@ class Here:
 
 def here(settings: Settings, cwd: str | None = None) -> Here:
     """The classification of `cwd` (default: the current directory)."""
-    from ondeck.core.hook_settings import hook_config_of
-    from ondeck.services.hook_records import observe
+    from ondeck.host.settings_bridge import hook_config_of
+    from ondeck.sessions.hook_events import observe
 
     try:
         place = cwd or os.getcwd()

@@ -24,7 +24,7 @@ from starlette.responses import Response
 
 from ondeck.core.errors import Forbidden, OndeckError, Unauthorized
 from ondeck.entrypoints.api import errors
-from ondeck.entrypoints.store import call_of, identify_as
+from ondeck.entrypoints.gateway import call_of, identify_as
 from ondeck.entrypoints.web.auth import guard_of, throttle_key
 
 
@@ -81,7 +81,7 @@ def _bearer(request: Request) -> str | None:
 def from_loopback(request: Request) -> bool:
     """Whether the request came from this machine: only such a caller's paths (a session's
     directory) are paths here, for the server to read git in. The owner-only socket
-    (entrypoints/server.py) is this machine's owner."""
+    (entrypoints/server/serve.py) is this machine's owner."""
     import ipaddress
 
     if request.scope.get("ondeck.owner_channel"):

@@ -14,19 +14,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ondeck import __version__
 from ondeck.core import logs
-from ondeck.core.config import Settings
 from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.api import body_limit, errors
 from ondeck.entrypoints.api.access import admit
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.api.boundary import Boundary
-from ondeck.entrypoints.store import Store
+from ondeck.entrypoints.gateway import Store
+from ondeck.host.settings import Settings
 
 log = logs.logger("ondeck.api")
 
 
 def create_app(settings: Settings, engine: Engine, *, run_jobs: bool = False) -> FastAPI:
-    from ondeck.entrypoints.mcp_http import PATH, McpOverHttp
+    from ondeck.entrypoints.mcp.http import PATH, McpOverHttp
 
     store = Store(settings=settings, engine=engine)
     mcp = McpOverHttp(store)
@@ -105,7 +105,7 @@ class Guard:
     task group with memory streams, which a session hook waits for at every turn."""
 
     def __init__(self, app: ASGIApp, *, settings: Settings, store: Store) -> None:
-        from ondeck.entrypoints.mcp_http import PATH
+        from ondeck.entrypoints.mcp.http import PATH
 
         self.app = app
         self.settings = settings
@@ -158,7 +158,7 @@ async def _jobs_running(store: Store, run_jobs: bool) -> AsyncIterator[None]:
     if not run_jobs:
         yield
         return
-    from ondeck.entrypoints.jobs import Jobs
+    from ondeck.entrypoints.jobs.loop import Jobs
 
     jobs = Jobs(engine=store.engine, settings=store.settings)
     thread = threading.Thread(target=jobs.run, name="ondeck-jobs", daemon=True)

@@ -54,7 +54,7 @@ class Boundary:
                 self.public.add((host, port))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # The owner-only socket (entrypoints/server.py marks its requests; uvicorn gives them
+        # The owner-only socket (entrypoints/server/serve.py marks its requests; uvicorn gives them
         # the socket's path as the server, with no port) is no browser's.
         if (
             scope["type"] != "http"

@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from ondeck.context.render import Format
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
-from ondeck.services.context_render import Format
 
 router = APIRouter(tags=["context"])
 
@@ -69,7 +69,7 @@ def get_context(
     ] = None,
 ) -> Response:
     from ondeck.core.sides import SideView
-    from ondeck.services.brief import BriefRequest
+    from ondeck.memory.brief import BriefRequest
 
     settings = store.settings
     request = None

@@ -1,6 +1,6 @@
 """What every route needs: its call on the store (settings, engine, one instant per request).
 
-A route's `store` is the request's `Call` (entrypoints/store.py), the same one the dashboard's
+A route's `store` is the request's `Call` (entrypoints/gateway.py), the same one the dashboard's
 pages get from `store_of`, so both read the clock once per request and open their
 transactions, wake the jobs loop and render the context the same way.
 """
@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from ondeck.entrypoints.store import Call, call_of
+from ondeck.entrypoints.gateway import Call, call_of
 
 
 def _call(request: Request) -> Call:

@@ -11,7 +11,7 @@ from ondeck.core.errors import InvalidInput
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
-from ondeck.services import events
+from ondeck.system import events
 
 router = APIRouter(tags=["events"])
 

@@ -1,5 +1,5 @@
 """Memory out and in over HTTP: `GET /api/v1/export`, `POST /api/v1/import`. Thin: parse,
-call services/exchange.py, answer.
+call memory/exchange.py, answer.
 
 What `ondeck export` and `ondeck import` do against a database, for a client without one:
 the export is the JSONL text itself (or the Markdown files as path → text), the import
@@ -20,7 +20,7 @@ from ondeck.core.errors import Forbidden, InvalidInput
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import StrictBody, errors
-from ondeck.services import exchange
+from ondeck.memory import exchange
 
 router = APIRouter(tags=["memory"])
 

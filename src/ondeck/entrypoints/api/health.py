@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.services import workers
+from ondeck.system import heartbeat as workers
 
 router = APIRouter()
 

@@ -1,9 +1,9 @@
 """Memory over HTTP: `/api/v1/recall`, `/api/v1/notes…`, `/api/v1/handoffs`. Thin: parse,
-call one service (services/notes.py, services/recall.py), render.
+call one service (memory/notes.py, memory/recall.py), render.
 
 The API has no working directory: with sides configured every call names its `side`, or
 asks for the inbox (`unclassified=true`); a note of another side is "not found".
-The result models are shared with the MCP server (entrypoints/mcp_server.py).
+The result models are shared with the MCP server (entrypoints/mcp/tools.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus, Scope
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Day, Project, StrictBody, errors
-from ondeck.entrypoints.store import Call
-from ondeck.services import notes
-from ondeck.services.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, parse_kinds, recall
+from ondeck.entrypoints.gateway import Call
+from ondeck.memory import notes
+from ondeck.memory.recall import DEFAULT_LIMIT, KINDS, MAX_LIMIT, parse_kinds, recall
 
 router = APIRouter(tags=["memory"])
 
@@ -147,7 +147,7 @@ class SupersedeIn(StrictBody):
 
 
 class WrongIn(StrictBody):
-    # Empty is the service's to refuse (services/notes.py check_reason), in its words.
+    # Empty is the service's to refuse (memory/notes.py check_reason), in its words.
     reason: Annotated[str, Field(max_length=500)] = ""
 
 
@@ -210,7 +210,7 @@ def get_recall(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     from ondeck.core.clock import today
-    from ondeck.services.sessions import lost_before
+    from ondeck.sessions.records import lost_before
 
     scope = scope_of(store, side, project, unclassified)
     kinds = parse_kinds(",".join(kind or []))
@@ -260,7 +260,7 @@ def list_notes(
 
 @router.post("/notes", response_model=NoteOut, status_code=201, responses=ERRORS)
 def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
-    from ondeck.services.sessions import find_session
+    from ondeck.sessions.records import find_session
 
     settings = store.settings
     with store.write() as conn:
@@ -389,7 +389,7 @@ def supersede_note(
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
     from ondeck.core.memory import ORIGIN_PERSON, agent_origin
-    from ondeck.services.sessions import find_session
+    from ondeck.sessions.records import find_session
 
     scope = scope_of(store, side, None, unclassified)
     with store.write() as conn:
@@ -439,7 +439,7 @@ def delete_note(
 
 @router.post("/handoffs", response_model=HandoffOut, responses=ERRORS)
 def write_handoff(store: StoreDep, body: HandoffIn) -> dict[str, Any]:
-    from ondeck.services.sessions import find_session
+    from ondeck.sessions.records import find_session
 
     with store.write() as conn:
         session_id = find_session(conn, body.session).id

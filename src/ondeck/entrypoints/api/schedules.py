@@ -32,8 +32,9 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
-from ondeck.entrypoints.store import Call
-from ondeck.services import schedules, workers
+from ondeck.entrypoints.gateway import Call
+from ondeck.system import heartbeat as workers
+from ondeck.work import schedules
 
 router = APIRouter(tags=["schedules"])
 

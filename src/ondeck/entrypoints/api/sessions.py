@@ -1,7 +1,7 @@
 """Session records over HTTP: `/api/v1/sessions…`. Thin: parse, call one service, render.
 
 `POST /sessions/records` is where the Claude Code hooks send what they recorded when a
-server of their database runs (entrypoints/hooks.py); people and scripts read and move.
+server of their database runs (entrypoints/hooks/verbs.py); people and scripts read and move.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
 from pydantic import AwareDatetime, BaseModel, Field
 
+from ondeck.context.render import Format
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
-from ondeck.services import session_hooks, sessions
-from ondeck.services.context_render import Format
+from ondeck.sessions import intake as session_hooks
+from ondeck.sessions import records as sessions
 
 router = APIRouter(tags=["sessions"])
 
@@ -87,7 +88,7 @@ class MoveIn(StrictBody):
 class RecordsIn(BaseModel):
     records: list[dict[str, Any]] = Field(
         max_length=MAX_RECORDS,
-        description="Hook records (services/hook_records.py), applied in order, each checked.",
+        description="Hook records (sessions/hook_events.py), applied in order, each checked.",
     )
     sent_at: AwareDatetime | None = Field(
         None,
@@ -285,11 +286,11 @@ def post_hook_events(
 def _brief_of(
     event: dict[str, Any], classification: dict[str, Any], rules: Any, facts: Any = None
 ) -> Any:
-    """The brief a starting session is given (services/brief.py): its side and project as
+    """The brief a starting session is given (memory/brief.py): its side and project as
     the hook's rules classified it, how it started, its id, its directory (this machine's:
     the route is loopback only) and its repository as the record just read it."""
-    from ondeck.services.brief import BriefRequest
-    from ondeck.services.hook_records import brief_fields, repo_of
+    from ondeck.memory.brief import BriefRequest
+    from ondeck.sessions.hook_events import brief_fields, repo_of
 
     fields = brief_fields(
         event.get("payload") or {},

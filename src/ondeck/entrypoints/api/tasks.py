@@ -35,9 +35,10 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
-from ondeck.entrypoints.store import Call
-from ondeck.services import backlog, workers
-from ondeck.services.lease_state import task_json
+from ondeck.entrypoints.gateway import Call
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog
+from ondeck.work.lease_state import task_json
 
 router = APIRouter(tags=["tasks"])
 

@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _mcp_client() -> int | None:
     """`ondeck mcp` in client mode, without Typer or the database's settings: it forwards to
-    the server (entrypoints/mcp_proxy.py) and must import neither SQLAlchemy nor a driver.
+    the server (entrypoints/mcp/proxy.py) and must import neither SQLAlchemy nor a driver.
     None when this machine is not a client (or its settings need the full check's word)."""
-    from ondeck.core.hook_settings import load_hook_config
+    from ondeck.host.settings_bridge import load_hook_config
 
     try:
         config = load_hook_config()
@@ -42,7 +42,7 @@ def _mcp_client() -> int | None:
     if not config.server_url:
         return None
     from ondeck.core.errors import OndeckError
-    from ondeck.entrypoints.mcp_proxy import serve_proxy
+    from ondeck.entrypoints.mcp.proxy import serve_proxy
 
     try:
         return serve_proxy(config)
@@ -67,7 +67,7 @@ def _hook(verb: str) -> NoReturn:
 
     gc.disable()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from ondeck.entrypoints import hooks
+    from ondeck.entrypoints.hooks import verbs as hooks
 
     if verb == "session-start":
         code = hooks.session_start(sys.stdin, sys.stdout)

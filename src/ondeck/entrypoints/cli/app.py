@@ -43,7 +43,6 @@ def _register() -> None:
         context,
         db,
         exchange,
-        hooks,
         mcp,
         notes,
         recall,
@@ -55,6 +54,7 @@ def _register() -> None:
         tasks,
         tokens,
     )
+    from ondeck.entrypoints.cli import hook_commands as hooks
 
     server.register(app)
     service.register(app)

@@ -16,9 +16,9 @@ def register(app: typer.Typer) -> None:
     @app.command("backup")
     def backup(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Back up the database now (into ONDECK_BACKUP_DIR), verified, old files pruned."""
+        from ondeck.backups import runs as backup_runs
         from ondeck.core.errors import OndeckError
         from ondeck.core.models import BackupStatus
-        from ondeck.services import backup_runs
 
         cli = cli_of(ctx)
         ran = backup_runs.run_backup(cli.engine, cli.settings, cli.now(), actor=cli.actor)
@@ -46,10 +46,10 @@ def register(app: typer.Typer) -> None:
 
         The current database is kept first as a safety copy in ONDECK_BACKUP_DIR.
         """
+        from ondeck.backups import restore as restoring
         from ondeck.core.clock import iso
         from ondeck.core.errors import InvalidInput
         from ondeck.db.engine import describe, make_engine, translate_errors
-        from ondeck.services import restore as restoring
 
         cli = cli_of(ctx)
         engine = make_engine(cli.database_url)

@@ -1,11 +1,11 @@
 """What every command shares: settings (with `--db`), its call on the store, output helpers.
 
-A command is one call (entrypoints/store.py): it reads the clock once, at its first need of
+A command is one call (entrypoints/gateway.py): it reads the clock once, at its first need of
 "now", and opens its transactions through the same `Call` as the API, the dashboard and the
 MCP server. The database is opened only by a command that uses it.
 
 In client mode (`ONDECK_SERVER_URL` or `--server`) there is no database here: a command
-asks the server (`Cli.remote`, entrypoints/remote.py) and renders its JSON; a command that
+asks the server (`Cli.remote`, entrypoints/client/api.py) and renders its JSON; a command that
 needs the database itself (`serve`, `jobs`, `backup`, …) is refused by `Cli.call`.
 """
 
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ondeck.core import clock
-from ondeck.core.config import Settings, load_settings
 from ondeck.core.errors import InvalidInput
 from ondeck.core.terminal import json_visible, visible
+from ondeck.host.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
-    from ondeck.entrypoints.remote import Remote
-    from ondeck.entrypoints.store import Call
+    from ondeck.entrypoints.client.api import Remote
+    from ondeck.entrypoints.gateway import Call
 
 _engines: list[Engine] = []
 
@@ -64,7 +64,7 @@ class Cli:
     @property
     def remote(self) -> Remote:
         """The server of client mode."""
-        from ondeck.entrypoints.remote import Remote
+        from ondeck.entrypoints.client.api import Remote
 
         url = self.settings.server_url
         assert url is not None, "Cli.remote outside client mode"
@@ -107,7 +107,7 @@ class Cli:
         url = self.database_url
         if self._call is None:
             from ondeck.db import open_database
-            from ondeck.entrypoints.store import Store
+            from ondeck.entrypoints.gateway import Store
 
             engine = open_database(url)
             _engines.append(engine)

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ondeck.context.render import Format
 from ondeck.entrypoints.cli.common import cli_of, echo
-from ondeck.services.context_render import Format
 
 
 def register(app: typer.Typer) -> None:
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             return
         request = None
         if brief:
-            from ondeck.services.brief import BriefRequest
+            from ondeck.memory.brief import BriefRequest
 
             request = BriefRequest(**asked)
         shown = None if place["unclassified"] else place["side"]
@@ -82,7 +82,7 @@ def _brief_of(
     settings: Any, project: str | None, side: str | None, session: str | None, source: str | None
 ) -> dict[str, Any]:
     """The brief of `project` in the side given, else the side of this directory: the
-    fields of `services.brief.BriefRequest`."""
+    fields of `memory.brief.BriefRequest`."""
     import os
 
     from ondeck.core.errors import InvalidInput

@@ -1,5 +1,5 @@
 """`ondeck export` and `ondeck import`: memory (notes, decisions, handoffs) out of and into
-a database. Thin: parse, call services/exchange.py, write or print."""
+a database. Thin: parse, call memory/exchange.py, write or print."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
             assert out is not None
 
             def local() -> dict[str, Any]:
-                from ondeck.services import exchange
+                from ondeck.memory import exchange
 
                 with cli.read() as conn:
                     files = exchange.export_markdown(conn, cli.now(), settings.zone, side=side)
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(f"{file}: cannot be read ({exc.strerror})") from None
 
         def local() -> dict[str, Any]:
-            from ondeck.services import exchange
+            from ondeck.memory import exchange
 
             with cli.write() as conn:
                 result = exchange.import_jsonl(
@@ -171,7 +171,7 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
         *whole, rest = text.split("\n")
         yield [line + "\n" for line in whole] + ([rest] if rest else [])
         return
-    from ondeck.services import exchange
+    from ondeck.memory import exchange
 
     with cli.read() as conn:
         yield exchange.export_jsonl(conn, cli.now(), side=side)
@@ -180,8 +180,8 @@ def _jsonl(cli: Cli, side: str | None) -> Iterator[Iterable[str]]:
 def _open_new(path: Path):  # type: ignore[no-untyped-def]
     import os
 
-    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
+    from ondeck.host import private
 
     try:
         fd = private.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -193,8 +193,8 @@ def _open_new(path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write_files(folder: Path, files: dict[Path, str]) -> None:
-    from ondeck.core import private
     from ondeck.core.errors import InvalidInput
+    from ondeck.host import private
 
     try:
         private.make_dirs(folder)

@@ -14,11 +14,11 @@ def register(app: typer.Typer) -> None:
         client mode (ONDECK_SERVER_URL), forward them to that server's /mcp."""
         settings = cli_of(ctx).settings
         if settings.server_url:
-            from ondeck.core.hook_settings import hook_config_of
-            from ondeck.entrypoints.mcp_proxy import serve_proxy
+            from ondeck.entrypoints.mcp.proxy import serve_proxy
+            from ondeck.host.settings_bridge import hook_config_of
 
             serve_proxy(hook_config_of(settings))
             return
-        from ondeck.entrypoints.mcp_server import serve_stdio
+        from ondeck.entrypoints.mcp.tools import serve_stdio
 
         serve_stdio(settings)

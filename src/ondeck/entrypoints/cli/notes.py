@@ -1,5 +1,5 @@
 """`ondeck note …` and `ondeck handoff`: memory a session can trust. Thin: parse, call one
-service (services/notes.py), print.
+service (memory/notes.py), print.
 
 Every command reads and writes one side: `--side`, else the side of the current directory
 (the rules the session hooks use), or `--unclassified` for the inbox; without configured
@@ -161,8 +161,8 @@ def add(
     expires_on = _day(expires, "--expires date")
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes
-        from ondeck.services.sessions import find_session
+        from ondeck.memory import notes
+        from ondeck.sessions.records import find_session
 
         with cli.write() as conn:
             session_id = find_session(conn, session).id if session is not None else None
@@ -222,7 +222,7 @@ def list_(
     kinds = _kinds(kind)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes
+        from ondeck.memory import notes
 
         with cli.read() as conn:
             found = notes.list_notes(
@@ -282,7 +282,7 @@ def show(
     scope = _scope(cli, side, None, unclassified)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes
+        from ondeck.memory import notes
 
         with cli.read() as conn:
             note = notes.get_note(conn, note_id, scope)
@@ -350,7 +350,7 @@ def edit(
     expires_on = _expires(expires)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes
+        from ondeck.memory import notes
 
         new_project: Any = notes.UNSET
         if project is not None:
@@ -418,7 +418,7 @@ def _change(
 def _pin(
     ctx: typer.Context, note_id: str, pinned: bool, side: str | None, inbox: bool, as_json: bool
 ) -> None:
-    from ondeck.services import notes
+    from ondeck.memory import notes
 
     def local(cli: Cli, conn: Any, scope: Scope) -> Note:
         return notes.set_pinned(
@@ -476,8 +476,8 @@ def supersede(
 
     def local(cli: Cli, conn: Any, scope: Scope) -> tuple[Note, Note]:
         from ondeck.core.memory import ORIGIN_PERSON, agent_origin
-        from ondeck.services import notes
-        from ondeck.services.sessions import find_session
+        from ondeck.memory import notes
+        from ondeck.sessions.records import find_session
 
         origin, session_id = ORIGIN_PERSON, None
         if session is not None:
@@ -514,7 +514,7 @@ def wrong(
     as_json: JsonOpt = False,
 ) -> None:
     """Mark a note wrong: kept with the reason, never shown as true again."""
-    from ondeck.services import notes
+    from ondeck.memory import notes
 
     def local(cli: Cli, conn: Any, scope: Scope) -> Note:
         return notes.mark_wrong(
@@ -544,7 +544,7 @@ def delete(
     if not yes:
 
         def found() -> dict[str, Any]:
-            from ondeck.services import notes
+            from ondeck.memory import notes
 
             with cli.read() as conn:
                 return _note_json(cli, notes.get_note(conn, note_id, scope))
@@ -557,7 +557,7 @@ def delete(
         typer.confirm(f"delete note {note['id']} ({_one_line(note['text'], 60)})?", abort=True)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import notes
+        from ondeck.memory import notes
 
         with cli.write() as conn:
             gone = notes.delete_note(conn, cli.now(), note_id, scope=scope, actor=cli.actor)
@@ -585,8 +585,8 @@ def register(root: typer.Typer) -> None:
         found = here(cli.settings)
 
         def local() -> dict[str, Any]:
-            from ondeck.services import notes
-            from ondeck.services.sessions import find_session
+            from ondeck.memory import notes
+            from ondeck.sessions.records import find_session
 
             with cli.write() as conn:
                 session_id = find_session(conn, session).id

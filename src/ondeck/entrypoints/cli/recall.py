@@ -1,5 +1,5 @@
 """`ondeck recall QUERY`: search memory (notes, handoffs, compaction summaries, last words,
-tasks) of one side. Thin: parse, call services/recall.py (or the server's
+tasks) of one side. Thin: parse, call memory/recall.py (or the server's
 `GET /recall`), print the JSON it gives."""
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def register(app: typer.Typer) -> None:
         kinds = ",".join(kind or [])
 
         def local() -> dict[str, Any]:
-            from ondeck.services.recall import parse_kinds, recall
-            from ondeck.services.sessions import lost_before
+            from ondeck.memory.recall import parse_kinds, recall
+            from ondeck.sessions.records import lost_before
 
             now = cli.now()
             with cli.read() as conn:

@@ -80,7 +80,7 @@ def add(
     fields["side"] = write_side(cli.settings, side)
 
     def create(conn: Any, now: datetime) -> Schedule:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         zone = cli.settings.zone
         return schedules.create_schedule(
@@ -111,7 +111,7 @@ def list_(
     view = read_view(cli.settings, side, unclassified)
 
     def local() -> Any:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         now = cli.now()
         with cli.read() as conn:
@@ -154,7 +154,7 @@ def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> No
     cli = cli_of(ctx)
 
     def local() -> Any:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         with cli.read() as conn:
             return schedules.show_schedule(conn, cli.now(), cli.settings.zone, schedule_id)
@@ -228,7 +228,7 @@ def edit(
         changes["project"] = project or None
 
     def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         starts: dict[str, Any] = {} if start_on is None else {"start_on": start_on}
         zone = cli.settings.zone
@@ -247,7 +247,7 @@ def pause(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> N
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         return schedules.pause_schedule(conn, now, schedule_id, actor=cli.actor)
 
@@ -261,7 +261,7 @@ def resume(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> 
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         zone = cli.settings.zone
         return schedules.resume_schedule(conn, now, zone, schedule_id, actor=cli.actor)
@@ -278,7 +278,8 @@ def now(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> Non
     cli = cli_of(ctx)
 
     def local() -> Any:
-        from ondeck.services import schedules, workers
+        from ondeck.system import heartbeat as workers
+        from ondeck.work import schedules
 
         now, zone = cli.now(), cli.settings.zone
         with cli.write() as conn:
@@ -303,7 +304,7 @@ def rm(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None
         s = cli.remote.json("GET", f"/schedules/{schedule_id}")["schedule"]
         cli.remote.json("DELETE", f"/schedules/{schedule_id}")
     else:
-        from ondeck.services import schedules
+        from ondeck.work import schedules
 
         with cli.write() as conn:
             removed = schedules.delete_schedule(conn, cli.now(), schedule_id, actor=cli.actor)

@@ -37,7 +37,7 @@ def _serve(
     keyfile: Path | None = None,
 ) -> None:
     from ondeck.core import logs
-    from ondeck.entrypoints.server import check_bind, check_tls, owner_socket, serve
+    from ondeck.entrypoints.server.serve import check_bind, check_tls, owner_socket, serve
 
     cli = cli_of(ctx)
     settings = cli.settings
@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run the jobs loop alone: fire due schedules, reap stale leases, back up, heartbeat."""
         from ondeck.core import logs
-        from ondeck.entrypoints.jobs import Jobs
+        from ondeck.entrypoints.jobs.loop import Jobs
 
         cli = cli_of(ctx)
         cli.needs_database()

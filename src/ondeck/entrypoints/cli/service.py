@@ -10,7 +10,7 @@ import typer
 from ondeck.entrypoints.cli.common import cli_of, echo
 
 if TYPE_CHECKING:
-    from ondeck.entrypoints.systemd_unit import Scope
+    from ondeck.entrypoints.server.systemd_unit import Scope
 
 app = typer.Typer(
     help="Run `ondeck serve` as a systemd service (a user or a system unit).",
@@ -30,8 +30,8 @@ DryRunOpt = Annotated[
 
 def _scope(user: bool, system: bool, verb: str) -> Scope:
     from ondeck.core.errors import InvalidInput
-    from ondeck.entrypoints.service_install import check_root
-    from ondeck.entrypoints.systemd_unit import Scope
+    from ondeck.entrypoints.server.service_install import check_root
+    from ondeck.entrypoints.server.systemd_unit import Scope
 
     if user and system:
         raise InvalidInput("--user and --system: choose one")
@@ -46,8 +46,8 @@ def install(
 ) -> None:
     """Write a systemd unit for `ondeck serve` (jobs loop in-process) and an environment file
     with the settings in effect (mode 0600), then enable and start it."""
-    from ondeck.entrypoints.service_install import install as run
-    from ondeck.entrypoints.service_install import plan
+    from ondeck.entrypoints.server.service_install import install as run
+    from ondeck.entrypoints.server.service_install import plan
 
     scope = _scope(user, system, "install")
     run(plan(cli_of(ctx).settings, scope, os.environ), dry_run=dry_run, echo=echo)
@@ -56,7 +56,7 @@ def install(
 @app.command("uninstall")
 def uninstall(user: UserOpt = False, system: SystemOpt = False, dry_run: DryRunOpt = False) -> None:
     """Stop and disable the service, remove the unit and environment file `install` wrote."""
-    from ondeck.entrypoints.service_install import uninstall as run
+    from ondeck.entrypoints.server.service_install import uninstall as run
 
     run(_scope(user, system, "uninstall"), dry_run=dry_run, echo=echo)
 

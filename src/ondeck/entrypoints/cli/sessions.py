@@ -55,7 +55,7 @@ def list_(
     cli = cli_of(ctx)
 
     def local() -> list[dict[str, Any]]:
-        from ondeck.services import sessions
+        from ondeck.sessions import records as sessions
 
         with cli.read() as conn:
             found = sessions.list_sessions(
@@ -92,7 +92,7 @@ def list_(
 
 def _detail(cli: Cli, ref: str) -> dict[str, Any]:
     def local() -> dict[str, Any]:
-        from ondeck.services import sessions
+        from ondeck.sessions import records as sessions
 
         with cli.read() as conn:
             detail = sessions.session_detail(
@@ -204,7 +204,7 @@ def move(
     cli = cli_of(ctx)
 
     def local() -> dict[str, Any]:
-        from ondeck.services import sessions
+        from ondeck.sessions import records as sessions
 
         zone = cli.settings.zone
         with cli.write() as conn:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from ondeck.core.config import Settings
     from ondeck.core.sides import SideView
+    from ondeck.host.settings import Settings
 
 SideOpt = Annotated[
     str | None,

@@ -29,7 +29,7 @@ ForOpt = Annotated[
 ]
 NoteOpt = Annotated[str | None, typer.Option("--note", help="A note for the record.")]
 
-EVENTS_SHOWN = 500  # a task's events `show` lists: services.events.MAX_LIMIT, the route's
+EVENTS_SHOWN = 500  # a task's events `show` lists: system.events.MAX_LIMIT, the route's
 
 
 def _day(text: str | None, name: str = "due date") -> date | None:
@@ -46,7 +46,7 @@ def _iso(day: date | None) -> str | None:
 
 
 def _json(cli: Cli, task: Task, now: datetime, jobs: Any = None) -> dict[str, Any]:
-    from ondeck.services.lease_state import task_json
+    from ondeck.work.lease_state import task_json
 
     settings = cli.settings
     return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(cli, now))
@@ -56,7 +56,7 @@ def _jobs(cli: Cli, now: datetime) -> Any:
     """The jobs heartbeat, read only for a lease past its end (after the command's write)."""
 
     def read() -> Any:
-        from ondeck.services.workers import jobs_health
+        from ondeck.system.heartbeat import jobs_health
 
         with cli.read() as conn:
             return jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
@@ -134,7 +134,7 @@ def add(
     fields["side"] = write_side(cli.settings, side)
 
     def create(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         return backlog.create_task(conn, now, due_on=due_on, actor=cli.actor, **fields)
 
@@ -168,8 +168,8 @@ def list_(
 
     def local() -> Any:
         from ondeck.core.models import OPEN
-        from ondeck.services import backlog
-        from ondeck.services.workers import health_reader
+        from ondeck.system.heartbeat import health_reader
+        from ondeck.work import backlog
 
         statuses = backlog.parse_statuses(status) if status else OPEN
         now = cli.now()
@@ -209,8 +209,9 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     history_of = {"subject": f"task:{task_id}", "limit": EVENTS_SHOWN}
 
     def local() -> Any:
-        from ondeck.services import backlog, events
-        from ondeck.services.workers import health_reader
+        from ondeck.system import events
+        from ondeck.system.heartbeat import health_reader
+        from ondeck.work import backlog
 
         now, zone = cli.now(), cli.settings.zone
         with cli.read() as conn:
@@ -301,7 +302,7 @@ def edit(
         changes["side"] = side_to_write(cli.settings.sides, side)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         return backlog.edit_task(conn, now, task_id, actor=cli.actor, **changes)
 
@@ -334,7 +335,7 @@ def claim(
     view = read_view(cli.settings, side)
 
     def take(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         if task_id is None:
             return backlog.claim_next(
@@ -372,7 +373,7 @@ def renew(
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         return backlog.renew_lease(
             conn, now, task_id, token=token, duration=lease_for, actor=cli.actor
@@ -417,7 +418,7 @@ def done(
             raise InvalidInput("--owner, --for and --project go with --next")
 
         def complete(conn: Any, now: datetime) -> Task:
-            from ondeck.services import backlog
+            from ondeck.work import backlog
 
             return backlog.complete_task(
                 conn, now, task_id, token=token, note=note, actor=cli.actor
@@ -432,7 +433,7 @@ def done(
     view = read_view(cli.settings, None)
 
     def local() -> Any:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         now = cli.now()
         with cli.write() as conn:
@@ -479,7 +480,7 @@ def release(
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         return backlog.release_task(conn, now, task_id, token=token, force=force, actor=cli.actor)
 
@@ -497,7 +498,7 @@ def cancel(
     cli = cli_of(ctx)
 
     def change(conn: Any, now: datetime) -> Task:
-        from ondeck.services import backlog
+        from ondeck.work import backlog
 
         return backlog.cancel_task(conn, now, task_id, note=note, actor=cli.actor)
 

@@ -1,4 +1,4 @@
-"""`ondeck token create|list|revoke`: device tokens for the API (services/tokens.py).
+"""`ondeck token create|list|revoke`: device tokens for the API (system/tokens.py).
 
 Run on the server's machine (they change its database). `create` prints the token once, on
 stdout alone (so `$(ondeck token create laptop)` captures it), and what it is on stderr.
@@ -37,7 +37,7 @@ def create(
     """Make a token; it is printed once and stored only as a hash."""
     from ondeck.core.durations import parse_duration
     from ondeck.core.sides import side_to_write
-    from ondeck.services import tokens
+    from ondeck.system import tokens
 
     cli = cli_of(ctx)
     lifetime = None if expires is None else parse_duration(expires, name="--expires")
@@ -65,7 +65,7 @@ def create(
 @app.command("list")
 def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Every token (revoked ones too): name, scope, made, last used, expires. Never the token."""
-    from ondeck.services import tokens
+    from ondeck.system import tokens
 
     cli = cli_of(ctx)
     with cli.read() as conn:
@@ -95,7 +95,7 @@ def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @app.command("revoke")
 def revoke(ctx: typer.Context, name: NameArg, as_json: JsonOpt = False) -> None:
     """Revoke a token: refused from the next request on."""
-    from ondeck.services import tokens
+    from ondeck.system import tokens
 
     cli = cli_of(ctx)
     with cli.write() as conn:

@@ -22,9 +22,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from ondeck.core.config import Settings
 from ondeck.core.errors import OndeckError
 from ondeck.entrypoints.web import auth
+from ondeck.host.settings import Settings
 
 
 def install(app: FastAPI, settings: Settings) -> None:

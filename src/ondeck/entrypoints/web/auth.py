@@ -4,7 +4,7 @@ Login (only when `ONDECK_TOKEN` is set): the login form takes the token, compare
 constant time; success sets `ondeck_session`, an itsdangerous-signed, timestamped value
 (HttpOnly, SameSite=Strict, Secure over HTTPS) that every page except the login page and
 static files requires. The cookie carries a random session id whose hash the store keeps
-(services/dashboard_sessions.py); logging out deletes it there, so a copy of the cookie
+(system/dashboard_logins.py); logging out deletes it there, so a copy of the cookie
 opens nothing afterwards, and clears the browser's cookies. The API keeps its own bearer
 check (api/app.py); the calendar feed takes `?token=` because calendar apps cannot log in.
 
@@ -42,9 +42,9 @@ from starlette.responses import Response
 from ondeck.core import logs
 from ondeck.core.access import ADMIN, Identity
 from ondeck.core.errors import Unavailable
-from ondeck.core.hook_config import check_token
 from ondeck.core.throttle import FailureWindow
-from ondeck.entrypoints.store import Call, call_of
+from ondeck.entrypoints.gateway import Call, call_of
+from ondeck.host.quick_settings import check_token
 
 log = logs.logger("ondeck.auth")
 
@@ -100,8 +100,8 @@ class Guard:
         return hmac.compare_digest(given.encode(), self.token.encode())
 
     def refusal(self, call: Call, presented: str) -> str:
-        """Why `presented` is refused (services/tokens.refusal): call it off the event loop."""
-        from ondeck.services import tokens
+        """Why `presented` is refused (system/tokens.refusal): call it off the event loop."""
+        from ondeck.system import tokens
 
         with call.read() as conn:
             return tokens.refusal(conn, call.now(), presented)
@@ -112,7 +112,7 @@ class Guard:
         minute): call it off the event loop."""
         if self.token_matches(presented):
             return ADMIN
-        from ondeck.services import tokens
+        from ondeck.system import tokens
 
         with call.read() as conn:
             found = tokens.verify(conn, call.now(), presented)
@@ -175,7 +175,7 @@ class Guard:
         session_id = self.session_id(request)
         live = False
         if session_id is not None:
-            from ondeck.services import dashboard_sessions
+            from ondeck.system import dashboard_logins as dashboard_sessions
 
             call = call_of(request)
             with call.read() as conn:
@@ -231,7 +231,7 @@ def throttle_key(request: Request) -> str | None:
     server = request.scope.get("server")
     if request.client is None or server is None:
         return address  # a Unix socket or a test client: no peer to look up
-    from ondeck.entrypoints.peer import is_loopback_address, peer_uid
+    from ondeck.entrypoints.server.peer import is_loopback_address, peer_uid
 
     if not is_loopback_address(address):
         return address
@@ -297,7 +297,7 @@ def start_session(request: Request, response: Response) -> None:
     """A new session on the server, and its cookie."""
     from datetime import timedelta
 
-    from ondeck.services import dashboard_sessions
+    from ondeck.system import dashboard_logins as dashboard_sessions
 
     session_id = secrets.token_urlsafe(32)
     call = call_of(request)
@@ -319,7 +319,7 @@ def end_session(request: Request, response: Response) -> None:
     drop the browser's cookies."""
     session_id = guard_of(request).session_id(request)
     if session_id is not None:
-        from ondeck.services import dashboard_sessions
+        from ondeck.system import dashboard_logins as dashboard_sessions
 
         with call_of(request).write() as conn:
             dashboard_sessions.end(conn, session_id)

@@ -1,6 +1,6 @@
 """Memory: search as you type (htmx; a plain GET form without JavaScript), the notes of a
 side with pin, supersede, mark wrong, expire, and adding one. Each action calls one
-`services.notes` or `services.recall` service; a refusal is the service's own sentence.
+`memory.notes` or `memory.recall` service; a refusal is the service's own sentence.
 
 The dashboard is a person's: it reads any side (one at a time, chosen in the page, the
 first configured by default) and the inbox of unclassified items, which no session sees.
@@ -28,7 +28,7 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import notes
+from ondeck.memory import notes
 
 ACTOR = "dashboard"
 INBOX = "(inbox)"
@@ -53,8 +53,8 @@ def _scope(request: Request, side: str, project: str) -> tuple[Scope, str]:
 
 
 def _results(request: Request, q: str, scope: Scope, include_all: bool) -> dict[str, Any]:
-    from ondeck.services.recall import recall
-    from ondeck.services.sessions import lost_before
+    from ondeck.memory.recall import recall
+    from ondeck.sessions.records import lost_before
 
     store = store_of(request)
     if not q.strip():

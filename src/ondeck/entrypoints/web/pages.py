@@ -7,15 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
+from ondeck.backups.runs import list_backups
 from ondeck.core.urls import shown
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
-from ondeck.entrypoints.store import Call
+from ondeck.entrypoints.gateway import Call
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
-from ondeck.services import events, spool, workers
-from ondeck.services.backup_runs import list_backups
-from ondeck.services.calendar_feed import build_calendar
+from ondeck.sessions import spool
+from ondeck.system import events
+from ondeck.system import heartbeat as workers
+from ondeck.work.calendar_feed import build_calendar
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
 public = APIRouter(include_in_schema=False)

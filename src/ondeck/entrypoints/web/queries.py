@@ -16,8 +16,8 @@ from ondeck.core.models import Schedule, Task, TaskStatus
 from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.core.validation import check_project
 from ondeck.db.tables import SCHEDULES_LIVE, schedules, tasks
-from ondeck.services.schedules import SCHEDULE_ORDER, schedule_from_row
-from ondeck.services.task_statements import TASK_ORDER, task_from_row
+from ondeck.work.schedules import SCHEDULE_ORDER, schedule_from_row
+from ondeck.work.task_statements import TASK_ORDER, task_from_row
 
 T = TypeVar("T")
 
@@ -124,7 +124,7 @@ def page_schedules(
 def enabled_schedules(conn: Connection, view: SideView = EVERY_SIDE) -> list[Schedule]:
     """Every enabled live schedule of the side `view` sees, for the calendar feed (no
     page: a calendar wants all)."""
-    from ondeck.services.schedules import side_filter
+    from ondeck.work.schedules import side_filter
 
     query = side_filter(select(schedules).where(SCHEDULES_LIVE).order_by(schedules.c.id), view)
     return [schedule_from_row(r) for r in conn.execute(query)]

@@ -24,10 +24,10 @@ from ondeck.core.errors import OndeckError
 from ondeck.core.humanize import relative, span
 from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
-from ondeck.entrypoints.store import Call, call_of
+from ondeck.entrypoints.gateway import Call, call_of
 from ondeck.entrypoints.web import auth
-from ondeck.services import workers
-from ondeck.services.lease_state import Lease, lease_of
+from ondeck.system import heartbeat as workers
+from ondeck.work.lease_state import Lease, lease_of
 
 # A path id: a number the database can hold (a larger one would fail in the driver).
 Id = Annotated[int, Path(ge=1, le=BIGINT_MAX)]

@@ -1,5 +1,5 @@
 """Schedules: the table, add and edit (the rule checked as you type), now, pause/resume,
-delete (confirmed). Each action calls one `ondeck.services.schedules` service.
+delete (confirmed). Each action calls one `ondeck.work.schedules` service.
 
 "now" only pulls `next_due` to today at the latest; the jobs tick creates the item. What a
 row says about it is `schedules.due_state` over the stored state and the jobs heartbeat
@@ -37,9 +37,11 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import events, schedules, workers
-from ondeck.services.schedules import due_state
-from ondeck.services.workers import JobsHealth
+from ondeck.system import events
+from ondeck.system import heartbeat as workers
+from ondeck.system.heartbeat import JobsHealth
+from ondeck.work import schedules
+from ondeck.work.schedules import due_state
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50

@@ -1,6 +1,6 @@
 """Sessions: the records of agent sessions (the inbox of unclassified ones first), a session's
 page (timeline, classification and disagreements, tasks touched, commits, files, last word),
-and moving a session to its side and project. Each calls one `services.sessions` service."""
+and moving a session to its side and project. Each calls one `sessions.records` service."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import sessions
+from ondeck.sessions import records as sessions
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -95,7 +95,7 @@ def sessions_page(
 
 
 def _session_page(request: Request, ref: str, *, error: FormError | None = None) -> Response:
-    from ondeck.services.notes import handoff_of
+    from ondeck.memory.notes import handoff_of
 
     store = store_of(request)
     with store.read() as conn, refused():

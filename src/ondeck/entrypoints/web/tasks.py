@@ -1,5 +1,5 @@
 """Backlog: list with filters, add, and per task done, cancel, release (forced, confirmed)
-and edit; the task page shows its events. Each action calls one `ondeck.services.backlog` service.
+and edit; the task page shows its events. Each action calls one `ondeck.work.backlog` service.
 
 Forms take every field as text and leave the checking to the services, so a bad value
 comes back as the service's own sentence in a flash (status 4xx), never a 500.
@@ -30,7 +30,8 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.services import backlog, events
+from ondeck.system import events
+from ondeck.work import backlog
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50

@@ -1,0 +1,1 @@
+"""Backups: runs, the copies and their files, runs whose process died, restore."""

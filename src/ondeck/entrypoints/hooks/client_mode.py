@@ -1,0 +1,345 @@
+"""Where a hook's record goes in client mode (`ONDECK_SERVER_URL`): the server at that URL,
+else the spool. See entrypoints/hooks/verbs.py for the other mode.
+
+The server may run on another machine, so it must not read this machine's paths: the hook
+reads git and the marker file itself and makes the whole record (sessions/hook_events.py),
+as it does when it stores in the database itself, and sends the finished record (`POST
+/api/v1/sessions/records`, with `ONDECK_TOKEN`, the device token). No database, no driver,
+no SQLAlchemy or pydantic is imported on the way (tests/cli/test_hook_client.py).
+
+When the server does not take a record (unreachable, too slow, a token it refuses), the
+record goes to the spool and the hook says why; the next hook that reaches the server sends
+what waits there first, in order, once. A refused token is spooled too: it will not be
+accepted later without a person, but a person fixing the token should find the sessions of
+the meantime waiting, not lost (the context says so at every session start meanwhile, and
+a spool older than ten minutes is a warning of its own).
+
+All requests of one hook share one budget (`SERVER_TIMEOUT_S`): once the server failed to
+answer, the hook does not ask it again, so a hook that finds no server ends within it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ondeck.core import clock
+from ondeck.entrypoints.hooks.delivery import (
+    DRAIN_BUDGET_S,
+    RECORDS_PATH,
+    SERVER_TIMEOUT_S,
+    as_sent,
+    debug,
+    encoded,
+    packed,
+    spool_waits,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
+if TYPE_CHECKING:
+    import threading
+    from datetime import datetime
+    from typing import Any
+
+    from ondeck.host.quick_settings import HookConfig
+
+
+class TooLarge(Exception):
+    """The server refused a body as too large (413): sent again in smaller pieces."""
+
+
+class Refused(Exception):
+    """The server answered, but will not take what was sent (token, or an error of its own)."""
+
+
+class Unanswered(Exception):
+    """The server did not answer: not reachable, too slow, or not an HTTP answer."""
+
+
+class Remote:
+    """The server of client mode; the same face as hook_delivery.Local (`store`,
+    `spooled_line`, `close`), so the hooks treat both alike."""
+
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
+        self.url = str(config.server_url)
+        self.problem = ""  # why the server did not take a record (or a request) last
+        self._failed: Exception | None = None  # the server did not answer: not asked again
+        self._spool_problem = ""
+        self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
+        self._until = time.monotonic() + SERVER_TIMEOUT_S
+        self._drained = False
+        # Issue 22 item 11: the store this machine's events are captured for, learned from
+        # the first server met (kept in the owner-only run directory, host/channel.py), and
+        # the store the server said it serves in its last answer.
+        self.known_store: str | None = config.server_store_id
+        self.server_store: str | None = None
+
+    # --- requests --------------------------------------------------------------------------
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, *, store: str | None = None
+    ) -> bytes:
+        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise. With
+        `store`, the server refuses (409) unless it serves that store."""
+        if self._failed is not None:
+            raise self._failed
+        from ondeck.entrypoints.client.http import HttpError, request
+
+        headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
+        if store is not None:
+            headers["X-Ondeck-Store-Expected"] = store
+        left = self._until - time.monotonic()
+        try:
+            if left <= 0:
+                raise HttpError(f"no answer within {SERVER_TIMEOUT_S:g} s")
+            status, answered, answer = request(
+                self.url,
+                method,
+                path,
+                body=None if body is None else body,
+                headers=headers,
+                timeout=left,
+            )
+        except HttpError as exc:
+            self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
+            raise self._failed from None
+        self.server_store = answered.get("x-ondeck-store") or self.server_store
+        if status == 200:
+            return answer
+        said = _message_of(answer)
+        if status == 413:
+            raise TooLarge(f"the server {self.url} refused a body as too large: 413 {said}")
+        if status == 409 and store is not None and b"store_mismatch" in answer[:2000]:
+            raise Refused(self._other_store(store))
+        # Not remembered as a failure: a token that may only read still gets the context.
+        if status in (401, 403):
+            who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
+            raise Refused(
+                f"the server {self.url} refused {who}: {status} {said}; on the server, "
+                "`ondeck token create NAME` makes a device token for ONDECK_TOKEN here"
+            )
+        raise Refused(f"the server {self.url} answered {status}: {said}")
+
+    def _other_store(self, expected: str) -> str:
+        now = f" (id {self.server_store})" if self.server_store else ""
+        return (
+            f"the server {self.url} now serves another database{now} than the one this "
+            f"machine's events were captured for (id {expected}), so they wait here; if the "
+            f"move was meant, remove {self.config.known_store_file} to send new events there"
+        )
+
+    def post_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Sent with the store they were captured for (all the same one, or none yet): a
+        server serving another refuses them all."""
+        stores = {r.get("store") for r in records} - {None}
+        assert len(stores) <= 1, "records of two stores in one request"
+        return self._postencoded([encoded(r) for r in records], next(iter(stores), None))
+
+    def _postencoded(self, encoded: list[bytes], store: str | None) -> list[dict[str, Any]]:
+        # This machine's clock as the records leave: the server tells a clock far from its
+        # own, and orders what it stores by its own (session_store.clock_offset). BODY_ROOM
+        # leaves room for it.
+        sent_at = json.dumps(clock.now().isoformat()).encode()
+        body = b'{"records":[' + b",".join(encoded) + b'],"sent_at":' + sent_at + b"}"
+        answer = self.request("POST", RECORDS_PATH, body, store=store)
+        self._learn()
+        try:
+            results = json.loads(answer)["results"]
+        except (ValueError, KeyError, TypeError):
+            results = None
+        if not isinstance(results, list) or len(results) != len(encoded):
+            raise Refused(f"the server {self.url} answered for other records")
+        return results
+
+    # --- records ---------------------------------------------------------------------------
+
+    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """Send `record`, then what waits in the spool for a bounded time: its outcome, or
+        None when it was spooled (`self.problem` says why)."""
+        from ondeck.sessions.hook_events import parse_record
+
+        del now  # the record carries its own time; the server's clock is the server's
+        if self.known_store is not None:
+            record = {**record, "store": self.known_store}
+        parse_record(record)  # what the server would refuse is a bug: say so here
+        try:
+            result = self.post_records([as_sent(record)])[0]
+        except (Refused, Unanswered, TooLarge) as exc:
+            self.problem = str(exc)
+        else:
+            if result.get("outcome") == "rejected":
+                from ondeck.sessions import spool
+
+                reason = f"refused by the server: {result.get('reason')}"
+                spool.reject(self.config.spool_dir, record, reason)
+                raise ValueError(
+                    f"the server rejected the record ({result.get('reason')}); it is set "
+                    f"aside in {self.config.spool_dir}/rejected.jsonl"
+                )
+            debug(f"{record['kind']} stored through {self.url}")
+            if not self._drained and spool_waits(self.config.spool_dir):
+                self._drained = True  # one budget per hook (the spool module only then)
+                try:
+                    self._drain()
+                except Exception as exc:  # its own event is stored: the spool waits
+                    debug(f"spool: not sent ({exc})")
+            return dict(result)
+        from ondeck.sessions import spool
+
+        spool.append(self.config.spool_dir, record)
+        debug(f"{record['kind']} kept in the spool: {self.problem}")
+        return None
+
+    def _drain(self) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
+        server's body limit; the rest waits for the next hook."""
+        from ondeck.sessions import spool
+        from ondeck.sessions.hook_events import parse_record
+
+        def apply(batch: list[dict[str, Any]]) -> list[str | None]:
+            answers: list[str | None] = []
+            # Requests of one store each (in order), under the server's body limit.
+            for group in _parts(batch):
+                store = group[0].get("store")
+                for part in packed([encoded(as_sent(r)) for r in group]):
+                    try:
+                        answers += self._send_part(part, store)
+                    except (Refused, Unanswered) as exc:
+                        self._spool_problem = str(exc)
+                        if not answers:
+                            raise spool.Unreachable(str(exc)) from exc
+                        return answers
+            return answers
+
+        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        debug(
+            f"spool: {drained.applied} sent to {self.url}, {drained.rejected} set aside, "
+            f"{drained.left} left {self._spool_problem}".rstrip()
+        )
+
+    def _send_part(self, part: list[bytes], store: str | None) -> list[str | None]:
+        """One request's records: their answers; refused as too large, sent again in halves
+        (a single record the server will not take is set aside, with the reason)."""
+        try:
+            results = self._postencoded(part, store)
+        except TooLarge as exc:
+            if len(part) == 1:
+                return [str(exc)]
+            half = len(part) // 2
+            return self._send_part(part[:half], store) + self._send_part(part[half:], store)
+        return [r.get("reason") if r.get("outcome") == "rejected" else None for r in results]
+
+    def _learn(self) -> None:
+        """The first server met names the store this machine's events are captured for."""
+        if self.known_store is None and self.server_store is not None:
+            self.config.learned_server_store_id(self.server_store)
+            self.known_store = self.server_store
+
+    def waiting(self) -> int:
+        from ondeck.sessions import spool
+
+        return spool.status(self.config.spool_dir).waiting
+
+    def spooled_line(self, what: str) -> str:
+        return (
+            f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
+            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and sent "
+            "by the next hook that reaches the server."
+        )
+
+    def close(self) -> None:
+        """Nothing held open (each request has its own connection)."""
+
+    # --- the context -----------------------------------------------------------------------
+
+    def context(self, project: str | None, brief: dict[str, Any]) -> str:
+        """The session context as the server gives it (Markdown, with the brief); Refused or
+        Unanswered when there is none.
+
+        The working directory is not sent: the server is not to read this machine's paths,
+        so the brief says its git drift was not read (host/git.drift would need the
+        handoff's HEAD, which only the server knows, and this machine's repository)."""
+        path = _context_path(project, brief)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == path:
+            _, thread, box = pending
+            thread.join()
+            if isinstance(box.get("failed"), Exception):
+                raise box["failed"]
+            answer = box["answer"]
+        else:
+            answer = self.request("GET", path)
+        return bytes(answer).decode("utf-8", "replace")
+
+    def context_soon(self, project: str | None, brief: dict[str, Any]) -> None:
+        """Start asking for the context (on a thread): `context` with the same question
+        takes its answer."""
+        import threading
+
+        path = _context_path(project, brief)
+        box: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                box["answer"] = self.request("GET", path)
+            except (Refused, Unanswered) as exc:
+                box["failed"] = exc
+
+        thread = threading.Thread(target=ask, name="ondeck-context", daemon=True)
+        thread.start()
+        self._pending = (path, thread, box)
+
+    def unavailable(self, exc: BaseException) -> str:
+        """The context when the server gave none: which server, and why."""
+        return (
+            "# On deck: unavailable\n\n"
+            f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
+            "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
+        )
+
+
+def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch in runs of one store each, in order (`packed` then sizes the requests)."""
+    parts: list[list[dict[str, Any]]] = []
+    for record in batch:
+        store = record.get("store")
+        if parts and parts[-1][0].get("store") == store:
+            parts[-1].append(record)
+        else:
+            parts.append([record])
+    return parts
+
+
+def _context_path(project: str | None, brief: dict[str, Any]) -> str:
+    from ondeck.entrypoints.client.http import query_string
+
+    asked: dict[str, str] = {"format": "markdown", "brief": "true"}  # Format.markdown
+    if project:
+        asked["project"] = project
+    for key in ("side", "source", "session"):
+        if brief.get(key):
+            asked[key] = str(brief[key])
+    if brief.get("unclassified"):
+        asked["unclassified"] = "true"
+    return f"/api/v1/context?{query_string(asked)}"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].lower() + text[1:] if text else "the server gave no context"
+
+
+def _message_of(answer: bytes) -> str:
+    """The one line of an ondeck error answer (`{"error": {"message": …}}`), else its start."""
+    text = answer[:2000].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(data.get("detail"), str):
+            text = data["detail"]
+    return " ".join(text.split())[:300] or "no reason given"

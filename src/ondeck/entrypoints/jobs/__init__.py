@@ -1,0 +1,1 @@
+"""The jobs loop (`ondeck jobs`, or beside the server): ticks, wake-ups, backups in threads."""

@@ -1,0 +1,450 @@
+"""The MCP server (`ondeck mcp`, stdio): the same services, as tools an agent can call.
+
+Each tool parses its arguments, calls one service in one transaction and returns a typed
+result (pydantic models, so clients get structured content). A refused input or a lost lease
+becomes a tool error with the service's one-line message, never a crash of the server.
+
+A tool call is one `Call` on the store (entrypoints/gateway.py): one instant, and a read
+transaction for the tools that change nothing (on SQLite they never wait for a writer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+
+from ondeck import __version__
+from ondeck.context.render import Format, render, to_json
+from ondeck.core.errors import InvalidInput, OndeckError
+from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
+from ondeck.core.sides import EVERY_SIDE, SideView, side_to_write
+from ondeck.core.validation import parse_date
+from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
+from ondeck.entrypoints.gateway import Call, Store
+from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
+from ondeck.host.settings import Settings
+from ondeck.system import heartbeat as workers
+from ondeck.work import backlog, schedules
+from ondeck.work.lease_state import task_json
+
+T = TypeVar("T")
+
+
+SideArg = Annotated[
+    str | None,
+    Field(description="This session's side (the default); another side is refused."),
+]
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskOut]
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class PulledNow(BaseModel):
+    schedule: ScheduleOut
+    note: str = Field(description="What happens next.")
+
+
+class ContextOut(BaseModel):
+    markdown: str = Field(description="The context as compact Markdown for an agent.")
+    data: dict[str, Any] = Field(description="The same context as structured JSON.")
+
+
+INSTRUCTIONS = (
+    "ondeck keeps the backlog and recurring schedules of a one-person operation. Call "
+    "get_context at the start of work to see today's reminders, due and running tasks and "
+    "warnings. Claim a task before working on it and complete it with the lease token the "
+    "claim returned; renew long work before the lease ends."
+)
+
+
+def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) -> MCPServer:
+    """The stdio server, its memory scoped to the side of `cwd` (default: where it runs)."""
+    from ondeck.entrypoints.place import here
+
+    fixed = Asker(place=here(settings, cwd))
+    server = MCPServer("ondeck", instructions=instructions(), version=__version__)
+    add_tools(server, Store(settings=settings, engine=engine), lambda: fixed)
+    return server
+
+
+def instructions() -> str:
+    from ondeck.entrypoints.mcp.memory_tools import INSTRUCTIONS as MEMORY
+
+    return INSTRUCTIONS + MEMORY
+
+
+def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
+    """Every tool on `server`; `asker` says who calls and from where, at each call."""
+    from ondeck.entrypoints.mcp.memory_tools import add_memory_tools
+
+    settings = store.settings
+    zone = settings.zone
+
+    def call(fn: Callable[[Call], T]) -> T:
+        """Run a tool's body as one call on the store; refusals become tool errors."""
+        try:
+            return fn(store.call())
+        except OndeckError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+
+    def task_out(
+        at: Call, task: Task, jobs: Callable[[], workers.JobsHealth] | None = None
+    ) -> TaskOut:
+        found = jobs or jobs_of(at)
+        return TaskOut(**task_json(task, at.now(), zone, settings.lease_grace, found))
+
+    def jobs_of(at: Call) -> Callable[[], workers.JobsHealth]:
+        """The jobs heartbeat for a lease past its end (read once per call, if ever)."""
+        found: list[workers.JobsHealth] = []
+
+        def read() -> workers.JobsHealth:
+            if not found:
+                with at.read() as conn:
+                    tick = settings.tick_seconds
+                    found.append(workers.jobs_health(conn, at.now(), tick_seconds=tick))
+            return found[0]
+
+        return read
+
+    def schedule_out(at: Call, schedule: Schedule) -> ScheduleOut:
+        return ScheduleOut(**schedule.to_json(at.now(), zone))
+
+    def actor(ctx: Context | None) -> str:
+        return asker().actor or f"mcp:{_client_name(ctx)}"
+
+    def view() -> SideView:
+        """The side the caller's place is in: its tasks and schedules only; none at all
+        for a place of no side (sides are hard partitions, core/sides.py)."""
+        if not settings.sides:
+            return EVERY_SIDE
+        place = asker().place
+        if place.unclassified or not place.side:
+            return SideView(sides_on=True)
+        return SideView(sides_on=True, side=place.side)
+
+    def side_of_new(named: str | None) -> str | None:
+        """A new task's or schedule's side: the place's. Naming another is refused (a
+        session writes to its own side only); a place of no side puts it in the inbox."""
+        if not settings.sides:
+            return side_to_write(settings.sides, named)
+        place = asker().place
+        own = None if place.unclassified else place.side
+        if named is not None and named != own:
+            where = f"side {own}" if own else "no side (its items wait in the inbox)"
+            raise InvalidInput(
+                f"side {named[:64]!r} is not this session's: it is in {where}; a person "
+                "makes items of another side (ondeck task add --side, or the dashboard)"
+            )
+        return own
+
+    @server.tool(annotations=READ_ONLY)
+    def get_context(
+        project: Annotated[
+            str | None, Field(description="Only this project (and unscoped).")
+        ] = None,
+        budget: Annotated[int, Field(ge=1, le=500)] = 20,
+    ) -> ContextOut:
+        """What is on deck today: reminders, running and due tasks, backlog top, warnings."""
+
+        def run(at: Call) -> ContextOut:
+            from ondeck.core.validation import check_project
+            from ondeck.memory.brief import BriefRequest
+
+            # The brief of this directory's side and (unless another is named) project.
+            place = asker().place
+            brief = BriefRequest(
+                sides_on=bool(settings.sides),
+                side=place.side,
+                project=check_project(project) or place.project,
+                unclassified=place.unclassified,
+                cwd=place.cwd,
+            )
+            ctx = at.context(check_project(project), budget, brief=brief, view=view())
+            return ContextOut(markdown=render(ctx, zone, Format.markdown), data=to_json(ctx, zone))
+
+        return call(run)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_tasks(
+        status: Annotated[
+            str | None, Field(description=f"{', '.join(TaskStatus)}; comma-separated")
+        ] = None,
+        project: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+    ) -> TaskList:
+        """Tasks ordered by due date, priority and id."""
+
+        def run(at: Call) -> TaskList:
+            with at.read() as conn:
+                found = backlog.list_tasks(
+                    conn,
+                    statuses=backlog.parse_statuses(status),
+                    project=project,
+                    limit=limit,
+                    view=view(),
+                )
+            jobs = jobs_of(at)
+            return TaskList(tasks=[task_out(at, t, jobs) for t in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_task(
+        title: str,
+        body: str = "",
+        due_on: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
+        priority: Annotated[int, Field(ge=0, le=9, description="0 most urgent")] = 2,
+        project: str | None = None,
+        side: SideArg = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Add a task to the backlog, in this session's side."""
+
+        def run(at: Call) -> TaskOut:
+            due = parse_date(due_on, "due_on") if due_on else None
+            own = side_of_new(side)
+            with at.write() as conn:
+                task = backlog.create_task(
+                    conn,
+                    at.now(),
+                    title=title,
+                    body=body,
+                    priority=priority,
+                    due_on=due,
+                    project=project,
+                    side=own,
+                    actor=actor(ctx),
+                )
+            return task_out(at, task)
+
+        return call(run)
+
+    @server.tool()
+    def claim_task(
+        task_id: Annotated[
+            int | None, Field(description="Omit to take the next READY task.")
+        ] = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[
+            str | None, Field(description="With no task_id: only this project.")
+        ] = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Claim a task: RUNNING, held by you, with a lease token to present later."""
+
+        def run(at: Call) -> TaskOut:
+            holder = owner or actor(ctx)
+            with at.write() as conn:
+                if task_id is None:
+                    task = backlog.claim_next(
+                        conn,
+                        at.now(),
+                        owner=holder,
+                        duration=duration,
+                        project=project,
+                        actor=actor(ctx),
+                        view=view(),
+                    )
+                else:
+                    task = backlog.claim_task(
+                        conn,
+                        at.now(),
+                        task_id,
+                        owner=holder,
+                        duration=duration,
+                        actor=actor(ctx),
+                        view=view(),
+                    )
+            return task_out(at, task)
+
+        return call(run)
+
+    @server.tool()
+    def renew_lease(
+        task_id: int,
+        token: int,
+        duration: Annotated[
+            str, Field(description="Lease length from now: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Extend the lease you hold (present the token the claim returned)."""
+
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
+                task = backlog.renew_lease(
+                    conn,
+                    at.now(),
+                    task_id,
+                    token=token,
+                    duration=duration,
+                    actor=actor(ctx),
+                    view=view(),
+                )
+            return task_out(at, task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_task(
+        task_id: int,
+        token: Annotated[
+            int | None, Field(description="Required when the task is RUNNING.")
+        ] = None,
+        note: str | None = None,
+        ctx: Context | None = None,
+    ) -> TaskOut:
+        """Mark a task done."""
+
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
+                task = backlog.complete_task(
+                    conn, at.now(), task_id, token=token, note=note, actor=actor(ctx), view=view()
+                )
+            return task_out(at, task)
+
+        return call(run)
+
+    @server.tool()
+    def complete_and_claim_next(
+        task_id: int,
+        token: int,
+        note: str | None = None,
+        owner: Annotated[str | None, Field(description="Default mcp:<client name>.")] = None,
+        duration: Annotated[
+            str, Field(description="Lease length: 15m, 1h, 2d (at most 7d).")
+        ] = "1h",
+        project: Annotated[str | None, Field(description="Only this project.")] = None,
+        ctx: Context | None = None,
+    ) -> DoneAndNext:
+        """Mark the task you hold done and claim the next READY one (next is null if none)."""
+
+        def run(at: Call) -> DoneAndNext:
+            with at.write() as conn:
+                done, taken = backlog.complete_and_claim_next(
+                    conn,
+                    at.now(),
+                    task_id,
+                    token=token,
+                    note=note,
+                    owner=owner or actor(ctx),
+                    duration=duration,
+                    project=project,
+                    actor=actor(ctx),
+                    view=view(),
+                )
+            return DoneAndNext(
+                done=task_out(at, done), next=None if taken is None else task_out(at, taken)
+            )
+
+        return call(run)
+
+    @server.tool()
+    def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
+        """Give a claimed task back (READY) without finishing it."""
+
+        def run(at: Call) -> TaskOut:
+            with at.write() as conn:
+                task = backlog.release_task(
+                    conn, at.now(), task_id, token=token, actor=actor(ctx), view=view()
+                )
+            return task_out(at, task)
+
+        return call(run)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_schedules() -> ScheduleList:
+        """The recurring schedules, with their rules in words and next due dates."""
+
+        def run(at: Call) -> ScheduleList:
+            with at.read() as conn:
+                found = schedules.list_schedules(conn, view=view())
+            return ScheduleList(schedules=[schedule_out(at, s) for s in found])
+
+        return call(run)
+
+    @server.tool()
+    def add_schedule(
+        title: str,
+        rule: Annotated[
+            str, Field(description="daily | weekly:MON,THU | monthly:1,15,last | every:3")
+        ],
+        kind: ScheduleKind = ScheduleKind.TASK,
+        body: str = "",
+        start_on: Annotated[str | None, Field(description="YYYY-MM-DD (default today)")] = None,
+        project: str | None = None,
+        priority: Annotated[int, Field(ge=0, le=9)] = 2,
+        side: SideArg = None,
+        ctx: Context | None = None,
+    ) -> ScheduleOut:
+        """Add a recurring schedule in this session's side; an invalid rule is refused with
+        the reason."""
+
+        def run(at: Call) -> ScheduleOut:
+            start = parse_date(start_on, "start_on") if start_on else None
+            own = side_of_new(side)
+            with at.write() as conn:
+                schedule = schedules.create_schedule(
+                    conn,
+                    at.now(),
+                    zone,
+                    title=title,
+                    rule=rule,
+                    kind=kind,
+                    body=body,
+                    start_on=start,
+                    project=project,
+                    priority=priority,
+                    side=own,
+                    actor=actor(ctx),
+                )
+            return schedule_out(at, schedule)
+
+        return call(run)
+
+    @server.tool()
+    def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
+        """Make a schedule due today at the latest; the jobs loop fires it at its next tick.
+        The note says what will come of it (nothing, if today already fired; nothing yet,
+        if the jobs loop is not running)."""
+
+        def run(at: Call) -> PulledNow:
+            with at.write() as conn:
+                schedule = schedules.pull_now(
+                    conn, at.now(), zone, schedule_id, actor=actor(ctx), view=view()
+                )
+                jobs = workers.jobs_health(conn, at.now(), tick_seconds=settings.tick_seconds)
+            note = schedules.pulled_state(schedule, at.today(), jobs, zone)
+            return PulledNow(schedule=schedule_out(at, schedule), note=note)
+
+        return call(run)
+
+    add_memory_tools(server, store, asker)
+
+
+def _client_name(ctx: Context | None) -> str:
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        name = params.client_info.name if params is not None else None
+    except Exception:  # in-process and stateless connections may carry no client info
+        name = None
+    return (name or "client")[:100]
+
+
+def serve_stdio(settings: Settings) -> None:
+    from ondeck.db import open_database
+
+    build_server(settings, open_database(settings.url)).run("stdio")

@@ -1,0 +1,805 @@
+"""Hook records: what a Claude Code hook event becomes before anything is stored.
+
+A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
+with the facts the hook saw (working directory, git) and the classification its rules gave.
+The same record is applied to the database directly, sent to a running server, or appended
+to the spool when neither can be reached, and applied later: so it carries its own time
+(`at`, when the hook ran) and a fingerprint of what the hook received, which makes applying
+it twice change nothing.
+
+Privacy at the door: every text passes the scrubber (`core.scrubber`) before it is put in a
+record, and a record of a session that does not capture carries no text, place, file or
+commit at all: not even the spool sees them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from ondeck.core.column_limits import COLUMN_LIMITS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ondeck.host.git import Repo
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.classify import Classification
+
+VERSION = 1
+AGENT = "claude-code"
+KINDS = ("start", "stop", "compact", "end", "changes")
+HOOK_KINDS = {  # `ondeck hook VERB` → record kind
+    "session-start": "start",
+    "stop": "stop",
+    "post-compact": "compact",
+    "session-end": "end",
+}
+LAST_WORD_MAX = 4_000
+SUMMARY_MAX = 8_000
+SUBJECT_MAX = 300
+PATH_MAX = 1_000
+PLACE_MAX = 4_000
+EXTERNAL_ID_MAX = COLUMN_LIMITS["sessions.external_id"]
+# Claude Code's short words, each as long as its column holds (PostgreSQL refuses longer).
+WORD_LIMITS = {
+    "source": COLUMN_LIMITS["sessions.start_source"],
+    "reason": COLUMN_LIMITS["sessions.end_reason"],
+    "trigger": COLUMN_LIMITS["session_compactions.trigger"],
+}
+WORD_MAX = max(WORD_LIMITS.values())
+# What the hook mended in its input (entrypoints/hooks/payload.INPUT_NOTE): kept in the record.
+INPUT = "ondeck_input"
+INPUT_NOTES_MAX, INPUT_NOTE_MAX = 5, 200
+# The texts a hook keeps (capped at 4,000 and 8,000) are first cut to this window: the
+# scrubber then reads a bounded text (a secret starting before the cap would have to be
+# longer than the window to be cut), and the server path never sends megabytes.
+TEXT_WINDOW = 65_536
+TEXT_FIELDS = {"stop": "last_assistant_message", "compact": "compact_summary"}
+TRIMMED = "ondeck_trimmed"  # the payload's note of the lengths before the window
+SCRUBBED = "ondeck_scrubbed"  # its note of what the capturing machine's scrubber removed
+
+
+def hook_output(markdown: str) -> dict[str, Any]:
+    """The JSON Claude Code's SessionStart hook accepts on stdout: the context (here, not in
+    context/render.py, whose imports would cost the hook on its server path)."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}}
+
+
+def session_id_of(payload: dict[str, Any]) -> str | None:
+    """The payload's session id, if it is one ondeck can key a record by."""
+    value = payload.get("session_id")
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if not value or len(value) > EXTERNAL_ID_MAX or not value.isprintable():
+        return None
+    return value
+
+
+def fingerprint(kind: str, payload: dict[str, Any], size: int | None = None) -> str:
+    """What ondeck keeps of what the hook received, as a short hash: the same event twice has
+    the same one.
+
+    The hash is of the payload as the scrubber leaves it (every string, keys too): a hash of
+    the raw payload would be a function of what the scrubber removed, and a `<private>`
+    span or a short secret can be found again from it by trying candidates. What is hashed
+    here is only what may be stored anyway.
+
+    The transcript's size is part of it: two turns that end with the same words ("Done.")
+    are two events, while one event delivered twice (a hook installed in two settings
+    files, a spool drained again after a crash) is one.
+    """
+    if size is None:
+        size = transcript_size(payload)
+    text = json.dumps(_kept(payload), sort_keys=True, ensure_ascii=False, default=str)
+    return _sha(f"{kind}\n{size}\n{text}".encode("utf-8", "surrogatepass"))
+
+
+def _kept(value: Any) -> Any:
+    if isinstance(value, str):
+        return _scrub(value).text
+    if isinstance(value, dict):
+        return {_kept(str(key)): _kept(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_kept(item) for item in value]
+    return value
+
+
+_SCRUBBED_BEFORE: dict[str, Any] = {}
+
+
+def _scrub(text: str) -> Any:
+    """`scrub(text)`, once per text in a process: the fingerprint and the record's text read
+    the same long message, which costs a hook a millisecond a scan."""
+    from ondeck.core.scrubber import scrub
+
+    found = _SCRUBBED_BEFORE.get(text)
+    if found is None:
+        if len(_SCRUBBED_BEFORE) > 64:  # a server process sees many: keep the last few
+            _SCRUBBED_BEFORE.clear()
+        found = _SCRUBBED_BEFORE[text] = scrub(text)
+    return found
+
+
+def trim(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with its long texts cut to TEXT_WINDOW (and their lengths noted), then
+    scrubbed (and what was removed counted): what both paths make a record of, so an event
+    has one fingerprint whichever path it took, and what the hook sends to its server
+    (entrypoints/hooks/delivery.Server) is scrubbed on the machine that captured it. Scrubbing
+    a scrubbed text removes nothing more, so the server's trim of a payload the hook trimmed
+    gives the same payload."""
+    long = {
+        name: len(value)
+        for name in TEXT_FIELDS.values()
+        if isinstance(value := payload.get(name), str) and len(value) > TEXT_WINDOW
+    }
+    if long:
+        cut = {name: payload[name][:TEXT_WINDOW] for name in long}
+        payload = {**payload, **cut, TRIMMED: {**_counts_of(payload.get(TRIMMED)), **long}}
+    return _scrub_texts(payload)
+
+
+def _counts_of(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _scrub_texts(payload: dict[str, Any]) -> dict[str, Any]:
+    texts = [n for n in TEXT_FIELDS.values() if isinstance(payload.get(n), str) and payload[n]]
+    if not texts:  # session-start and session-end: no text, no scrubber to import
+        return payload
+    from ondeck.core.scrubber import scrub
+
+    changed: dict[str, Any] = {}
+    noted = _counts_of(payload.get(SCRUBBED))
+    for name in texts:
+        clean = scrub(clean_text(payload[name]))
+        if clean.text == payload[name] and not clean.redactions:
+            continue
+        changed[name] = clean.text
+        before = _counts_of(noted.get(name))
+        kinds = _counts_of(before.get("kinds"))
+        for kind, count in clean.kinds.items():
+            kinds[kind] = int(kinds.get(kind, 0) or 0) + count
+        redactions = before.get("redactions", 0)
+        total = (redactions if isinstance(redactions, int) else 0) + clean.redactions
+        noted[name] = {"redactions": total, "kinds": kinds}
+    if not changed:
+        return payload
+    return {**payload, **changed, SCRUBBED: noted}
+
+
+def clean_text(value: str) -> str:
+    """Text as the stores take it: no NUL (PostgreSQL refuses it), no lone surrogates (not
+    UTF-8: a JSON payload may hold `\\ud800`)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def transcript_size(payload: dict[str, Any]) -> int:
+    """The size of the session's transcript now (-1: none), part of an event's identity."""
+    import os
+
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path:
+        try:
+            return os.stat(path).st_size
+        except (OSError, ValueError):
+            return -1
+    return -1
+
+
+def _word(value: Any, limit: int = WORD_MAX) -> str | None:
+    if not isinstance(value, str):
+        return None
+    value = value.strip()[:limit]
+    return value if value and value.isprintable() else None
+
+
+def scrubbed(text: str, limit: int, chars: int | None = None) -> dict[str, Any]:
+    """A text as a record keeps it: scrubbed whole (so a secret cut in two by the cap is still
+    found), then capped; with its length before the cap (`chars`, when the payload's window
+    cut it already) and what the scrubber removed."""
+    clean = _scrub(clean_text(text))
+    kept = clean.text
+    return {
+        "value": kept[:limit],
+        "chars": chars if chars is not None else len(kept),
+        "redactions": clean.redactions,
+        "kinds": dict(clean.kinds),
+    }
+
+
+def observe(cwd: Any, config: HookConfig) -> tuple[dict[str, Any], Classification]:
+    """The facts of a working directory (marker file, git) and their classification under
+    the config's rules."""
+    import os
+
+    from ondeck.host.git import Deadline, read_repo
+    from ondeck.sessions.classify import Facts, Rules, classify, read_marker, strip_credentials
+
+    # Only an absolute path is a place: a relative one would be read from wherever this
+    # process runs (and say something of another directory).
+    usable = isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd
+    place = clean_text(cwd) if usable else None
+    # Classified where it really is: a symlink does not move a directory to another side.
+    real = os.path.realpath(place) if place else None
+    repo = read_repo(place, Deadline(), remotes=bool(config.remotes))
+    gone = None
+    if place and real and not os.path.isdir(real):
+        gone = f"the working directory {place} does not exist (removed?)"
+    facts = Facts(
+        cwd=place,
+        real_cwd=real if real != place else None,
+        marker=read_marker(real),
+        git_root=repo.root,
+        worktree_of=repo.worktree_of,
+        git_note=gone or repo.note,
+        branch=repo.branch,
+        head=repo.head,
+        remotes={name: strip_credentials(url) for name, url in repo.remotes.items()},
+    )
+    shown = {"cwd": place, "git_root": repo.root, "branch": repo.branch, "head": repo.head}
+    shown.update(worktree_of=repo.worktree_of, git_note=gone or repo.note)
+    return shown, classify(facts, Rules.of(config))
+
+
+def brief_fields(
+    payload: dict[str, Any], classification: dict[str, Any], *, sides_on: bool, unclassified: bool
+) -> dict[str, Any]:
+    """What the brief needs to know of a starting session (the fields of
+    memory/brief.BriefRequest), read from the hook's payload as received: its side and
+    project as classified, how it started, its id, its directory (absolute, no NUL)."""
+    session = payload.get("session_id")
+    source = payload.get("source")
+    cwd = payload.get("cwd")
+    return {
+        "sides_on": sides_on,
+        "side": (classification.get("side") or {}).get("value"),
+        "project": (classification.get("project") or {}).get("value"),
+        "unclassified": unclassified,
+        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
+        "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
+    }
+
+
+def repo_of(facts: Any, cwd: Any) -> Repo | None:
+    """The repository of `cwd` as a record's facts hold it (read moments ago by `observe`),
+    for the brief's drift not to read it again; None when the facts are not of `cwd` (a
+    session that does not capture keeps none)."""
+    from ondeck.host.git import Repo
+
+    if not isinstance(facts, dict) or not cwd or facts.get("cwd") != cwd:
+        return None
+    return Repo(root=facts.get("git_root"), branch=facts.get("branch"), head=facts.get("head"))
+
+
+def make_record(
+    kind: str,
+    payload: dict[str, Any],
+    config: HookConfig,
+    at: datetime,
+    *,
+    size: int | None = None,
+    last: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The record of a hook event as the hook saw it (None: no usable session id). `last`:
+    at an end, the transcript's last assistant message (sessions/transcript.py)."""
+    if session_id_of(payload) is None:
+        return None
+    payload = trim(payload)
+    facts, classification = observe(payload.get("cwd"), config)
+    record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
+    if kind == "end" and record["capture"] and last is not None:
+        add_last_message(record, last)
+    return record
+
+
+def add_last_message(end: dict[str, Any], last: Any) -> None:
+    """The end carries the transcript's last answer (scrubbed, capped) and its time: what a
+    Stop that Claude Code cancelled should have brought. Malformed input adds nothing."""
+    if not isinstance(last, dict) or not isinstance(last.get("text"), str):
+        return
+    text = last["text"][:TEXT_WINDOW]
+    if not text.strip():
+        return
+    try:
+        said_at = instant(last.get("at")) if last.get("at") is not None else None
+    except ValueError:
+        said_at = None
+    end_at = datetime.fromisoformat(end["at"])
+    # The answer came before the end that read it; a timestamp after it is not to be trusted.
+    if said_at is None or said_at > end_at:
+        said_at = end_at
+    end["text"] = scrubbed(
+        text, LAST_WORD_MAX, len(last["text"]) if len(last["text"]) > TEXT_WINDOW else None
+    )
+    end["text_at"] = said_at.isoformat()
+
+
+def new_record(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    at: datetime,
+    facts: dict[str, Any],
+    classification: Classification,
+    size: int | None = None,
+) -> dict[str, Any]:
+    """The record of a hook event (`kind` in start, stop, compact, end)."""
+    session = session_id_of(payload)
+    if session is None:
+        raise ValueError("no usable session_id in the hook's input")
+    capture = bool(classification.capture.value)
+    record: dict[str, Any] = {
+        "v": VERSION,
+        "kind": kind,
+        "agent": AGENT,
+        "session": session,
+        "at": at.astimezone(UTC).isoformat(),
+        "fingerprint": fingerprint(kind, payload, size),
+        "capture": capture,
+        "classification": classification.to_json(private=not capture),
+        "facts": _facts(facts) if capture else {},
+    }
+    if kind == "start":
+        record["source"] = _word(payload.get("source"), WORD_LIMITS["source"])
+    elif kind == "end":
+        record["reason"] = _word(payload.get("reason"), WORD_LIMITS["reason"])
+    elif kind == "compact":
+        record["trigger"] = _word(payload.get("trigger"), WORD_LIMITS["trigger"])
+    mended = _input_notes(payload.get(INPUT))
+    if mended:
+        record["input"] = mended
+    text_field = TEXT_FIELDS.get(kind)
+    if text_field is not None and capture:
+        value = payload.get(text_field)
+        if isinstance(value, str):
+            limit = LAST_WORD_MAX if kind == "stop" else SUMMARY_MAX
+            trimmed = payload.get(TRIMMED)
+            chars = trimmed.get(text_field) if isinstance(trimmed, dict) else None
+            text = scrubbed(value, limit, chars if isinstance(chars, int) else None)
+            record["text"] = _with_earlier(text, _counts_of(payload.get(SCRUBBED)).get(text_field))
+    return record
+
+
+def _with_earlier(text: dict[str, Any], earlier: Any) -> dict[str, Any]:
+    """A record's text counting what was removed before it was made (at capture: trim)."""
+    if not isinstance(earlier, dict):
+        return text
+    count = earlier.get("redactions")
+    kinds = dict(text["kinds"])
+    for kind, n in (
+        (earlier.get("kinds") or {}).items() if isinstance(earlier.get("kinds"), dict) else ()
+    ):
+        if isinstance(kind, str) and isinstance(n, int) and n > 0:
+            kinds[kind] = kinds.get(kind, 0) + n
+    more = count if isinstance(count, int) and count > 0 else 0
+    return {**text, "redactions": text["redactions"] + more, "kinds": kinds}
+
+
+def rescrubbed(record: dict[str, Any]) -> dict[str, Any]:
+    """A checked record (parse_record) scrubbed again where it is stored: the server trusts
+    no hook to have scrubbed what it sends (issue 21 item 2). What this removes is counted
+    with what the hook said it removed."""
+    from ondeck.core.scrubber import scrub
+
+    out = dict(record)
+    text = record.get("text")
+    if text is not None:
+        clean = scrub(text["value"])
+        if clean.redactions or clean.text != text["value"]:
+            kinds = dict(text["kinds"])
+            for kind, n in clean.kinds.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+            out["text"] = {
+                **text,
+                "value": clean.text,
+                "redactions": text["redactions"] + clean.redactions,
+                "kinds": kinds,
+            }
+    if record.get("kind") == "changes":
+        extra = 0
+        kinds = dict(record.get("kinds") or {})
+
+        def again(line: str) -> str:
+            nonlocal extra
+            clean = scrub(line)
+            extra += clean.redactions
+            for kind, n in clean.kinds.items():
+                kinds[kind] = kinds.get(kind, 0) + n
+            return clean.text.replace("\n", " ")
+
+        if record.get("commits") is not None:
+            out["commits"] = [[sha, again(subject)] for sha, subject in record["commits"]]
+        if record.get("files") is not None:
+            out["files"] = [again(path) for path in record["files"]]
+        out["redactions"] = int(record.get("redactions") or 0) + extra
+        out["kinds"] = kinds
+    return out
+
+
+def changes_record(
+    end: dict[str, Any],
+    *,
+    at: datetime,
+    commits: list[tuple[str, str]] | None,
+    commits_total: int,
+    files: list[str] | None,
+    files_total: int,
+    files_private: int,
+    note: str | None,
+) -> dict[str, Any]:
+    """What the session did in git, read at its end: a record of its own, after the end's,
+    so that the end is stored first even if reading git runs out of time."""
+    from ondeck.core.scrubber import scrub
+
+    redactions = 0
+    kinds: dict[str, int] = {}
+
+    def clean_lines(lines: list[str], limit: int) -> list[str]:
+        nonlocal redactions
+        flat = [clean_text(line).replace("\n", " ") for line in lines]
+        # One scrub for all lines, as long as it keeps them apart (a `<private>` span opened
+        # on one line and closed on another would not): else one scrub per line.
+        results = [scrub("\n".join(flat))]
+        if results[0].text.count("\n") != max(len(flat) - 1, 0):
+            results = [scrub(line) for line in flat]
+            texts = [r.text.replace("\n", " ") for r in results]
+        else:
+            texts = results[0].text.split("\n") if flat else []
+        for result in results:
+            redactions += result.redactions
+            for name, count in result.kinds.items():
+                kinds[name] = kinds.get(name, 0) + count
+        return [text[:limit] for text in texts]
+
+    shown_commits = None
+    if commits is not None:
+        subjects = clean_lines([subject for _, subject in commits], SUBJECT_MAX)
+        shown_commits = [
+            [sha[:64], subject] for (sha, _), subject in zip(commits, subjects, strict=False)
+        ]
+    shown_files = None if files is None else clean_lines(files, PATH_MAX)
+    return {
+        "v": VERSION,
+        "kind": "changes",
+        "agent": end["agent"],
+        "session": end["session"],
+        "at": at.astimezone(UTC).isoformat(),
+        "fingerprint": _sha(f"{end['fingerprint']}:changes"),
+        "capture": True,
+        "classification": end["classification"],
+        "facts": end["facts"],
+        "commits": shown_commits,
+        "commits_total": commits_total,
+        "files": shown_files,
+        "files_total": files_total,
+        "files_private": files_private,
+        "note": note,
+        "redactions": redactions,
+        "kinds": kinds,
+    }
+
+
+def digest(text: str) -> str:
+    """A short hash of `text` (32 hex digits), as record fingerprints are made."""
+    return _sha(text)
+
+
+def _sha(data: str | bytes) -> str:
+    """SHA-256, 32 hex digits. Python's own (3.11): `hashlib` loads OpenSSL first, a share
+    of a hook's whole process (as host/channel's key of a known store id)."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
+
+    return str(sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:32])
+
+
+def changes_of(
+    end: dict[str, Any], start: dict[str, Any] | None, config: HookConfig, at: datetime
+) -> dict[str, Any] | None:
+    """What git says the session did, from its start's HEAD (`start`: the session as the
+    store knows it, None when unknown) to the end's: the end's second record."""
+    import os
+
+    from ondeck.core.scrubber import is_private_path
+    from ondeck.host.git import FILES_MAX, Deadline, changed_paths, session_commits
+
+    if not end["capture"]:
+        return None
+    facts = end["facts"]
+    note = None
+    commits = files = None
+    commits_total = files_total = private = 0
+    cwd = facts.get("cwd")
+    if start is None:
+        note = "not read: the session's start is not known here (the database was unreachable)"
+    elif not start.get("capture", True):
+        return None
+    elif isinstance(cwd, str) and not os.path.isdir(cwd):
+        note = (
+            f"not read: the session's directory {cwd} no longer exists (removed before the "
+            "session ended), so git could not be asked what it did"
+        )
+    elif not facts.get("head") and facts.get("git_note"):
+        note = f"not read: {facts['git_note']}"
+    elif not start.get("start_head") or not facts.get("head"):
+        note = "not read: no git HEAD at the session's start or end"
+    elif start.get("git_root") not in _same_place(facts.get("git_root")):
+        note = "not read: the session ended in another repository than it started in"
+    else:
+        root, deadline = facts["git_root"], Deadline()
+        log = session_commits(
+            root, start["start_head"], facts["head"], deadline, since=_started(start)
+        )
+        listing = changed_paths(root, start["start_head"], deadline)
+        note = "; ".join(n for n in (log.note, listing.note) if n) or None
+        if log.items is not None:
+            commits = [(str(sha), str(subject)) for sha, subject in log.items]
+            commits_total = log.total
+        if listing.items is not None:
+            paths = [str(p) for p in listing.items]
+            public = [p for p in paths if not is_private_path(p, config.private_globs)]
+            private = len(paths) - len(public)
+            files, files_total = public[:FILES_MAX], len(public)
+    return changes_record(
+        end,
+        at=at,
+        commits=commits,
+        commits_total=commits_total,
+        files=files,
+        files_total=files_total,
+        files_private=private,
+        note=note,
+    )
+
+
+def _same_place(root: str | None) -> tuple[str | None, ...]:
+    """A git root as the hook reads it, and as the store keeps it (scrubbed: a folder may be
+    named like a token), for telling whether a session ended where it started."""
+    return (root,) if root is None else (root, _scrub(root).text)
+
+
+def _started(start: dict[str, Any]) -> float | None:
+    """When the session began (a Unix time), as the store's row or a start record says."""
+    value = start.get("started_at") or start.get("at")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if isinstance(value, datetime):  # the stores keep UTC: a naive one is UTC
+        return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
+# Facts a record may carry besides the place: the main checkout of a worktree, and why git
+# gave less than it should have (it did not answer). Older records have neither.
+_MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300))
+
+
+def _facts(facts: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, limit in (("cwd", PLACE_MAX), ("git_root", PLACE_MAX), ("branch", 255), ("head", 64)):
+        value = facts.get(key)
+        out[key] = clean_text(value)[:limit] if isinstance(value, str) and value else None
+    for key, limit in _MORE_FACTS:
+        value = facts.get(key)
+        if isinstance(value, str) and value:
+            out[key] = clean_text(value)[:limit]
+    return out
+
+
+# --- checking a record that comes back (spool, API) ---------------------------------------
+
+
+def parse_record(data: Any) -> dict[str, Any]:
+    """A record read from the spool or received over HTTP, checked field by field: the
+    record as the store applies it, or ValueError naming what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
+    if data.get("v") != VERSION:
+        raise ValueError(f"record version {str(data.get('v'))[:10]!r} is not {VERSION}")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"record kind {str(kind)[:20]!r} is not one of {', '.join(KINDS)}")
+    if data.get("agent") != AGENT:
+        raise ValueError(f"record agent {str(data.get('agent'))[:40]!r} is not {AGENT}")
+    session = session_id_of({"session_id": data.get("session")})
+    if session is None:
+        raise ValueError("record session must be a session id (1 to 200 printable characters)")
+    at = instant(data.get("at"))
+    fp = data.get("fingerprint")
+    if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
+        raise ValueError("record fingerprint must be 8 to 64 letters and digits")
+    capture = data.get("capture")
+    if not isinstance(capture, bool):
+        raise ValueError("record capture must be true or false")
+    from ondeck.sessions.classify import from_json as classification_from_json
+
+    classification = classification_from_json(data.get("classification"))
+    if classification["capture"]["value"] is not capture and kind != "changes":
+        raise ValueError("record capture and its classification's capture differ")
+    record: dict[str, Any] = {
+        "v": VERSION,
+        "kind": kind,
+        "agent": AGENT,
+        "session": session,
+        "at": at,
+        "fingerprint": fp,
+        "capture": capture,
+        "classification": classification,
+        "facts": _checked_facts(data.get("facts"), capture),
+    }
+    store = data.get("store")  # the store it was captured for (client mode; None: the first met)
+    if store is not None and not (
+        isinstance(store, str) and 16 <= len(store) <= 32 and store.isascii() and store.isalnum()
+    ):
+        raise ValueError("record store must be a store id (16 to 32 letters and digits)")
+    if store is not None:
+        record["store"] = store
+    for key, limit in WORD_LIMITS.items():
+        value = data.get(key)
+        if value is not None and (_word(value, limit) != value):
+            raise ValueError(f"record {key} must be a short word (at most {limit} characters)")
+        record[key] = value
+    if data.get("input") is not None:
+        notes = _input_notes(data.get("input"))
+        if not notes or notes != data.get("input"):
+            raise ValueError(
+                f"record input must be at most {INPUT_NOTES_MAX} notes of at most "
+                f"{INPUT_NOTE_MAX} characters"
+            )
+        record["input"] = notes
+    text = data.get("text")
+    if text is not None:
+        if kind not in ("stop", "compact", "end") or not capture:
+            raise ValueError(
+                "only a stop, a compaction or an end of a captured session carries text"
+            )
+        record["text"] = _checked_text(text, SUMMARY_MAX if kind == "compact" else LAST_WORD_MAX)
+    else:
+        record["text"] = None
+    # An end's text is the transcript's last answer: when it was said (else the end's time).
+    said = data.get("text_at")
+    record["text_at"] = instant(said) if kind == "end" and said is not None else None
+    if kind == "changes":
+        if not capture:
+            raise ValueError("a session that does not capture has no changes record")
+        record.update(_checked_changes(data))
+    return record
+
+
+def _input_notes(value: Any) -> list[str] | None:
+    """What the hook mended in its input, as a record keeps it (None: nothing)."""
+    if not isinstance(value, list) or not value:
+        return None
+    notes = [clean_text(v)[:INPUT_NOTE_MAX] for v in value[:INPUT_NOTES_MAX] if isinstance(v, str)]
+    return notes or None
+
+
+def instant(value: Any) -> datetime:
+    if not isinstance(value, str) or len(value) > 40:
+        raise ValueError("record at must be an ISO-8601 instant with its offset")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("record at must be an ISO-8601 instant with its offset") from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValueError("record at must carry its offset (an instant, not a wall-clock time)")
+    if not 2000 <= parsed.year <= 9000:
+        raise ValueError("record at is out of range")
+    return parsed.astimezone(UTC)
+
+
+def _line(value: Any, name: str, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > limit or "\x00" in value:
+        raise ValueError(f"record {name} must be text of at most {limit} characters")
+    _encodable(value, name)
+    return value or None
+
+
+def _encodable(value: str, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"record {name} is not valid text") from None
+
+
+def _checked_facts(value: Any, capture: bool) -> dict[str, Any]:
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ValueError("record facts must be an object")
+    out = {
+        "cwd": _line(value.get("cwd"), "facts.cwd", PLACE_MAX),
+        "git_root": _line(value.get("git_root"), "facts.git_root", PLACE_MAX),
+        "branch": _line(value.get("branch"), "facts.branch", 255),
+        "head": _line(value.get("head"), "facts.head", 64),
+    }
+    for key, limit in _MORE_FACTS:
+        more = _line(value.get(key), f"facts.{key}", limit)
+        if more is not None:
+            out[key] = more
+    if not capture and any(out.values()):
+        raise ValueError("a session that does not capture keeps no place (facts)")
+    return out
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
+        raise ValueError(f"record {name} must be a count")
+    return value
+
+
+def _kinds(value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > 50:
+        raise ValueError("record redaction kinds must be an object of counts")
+    out = {}
+    for key, count in value.items():
+        if not isinstance(key, str) or not key.isprintable() or len(key) > 40:
+            raise ValueError("record redaction kinds must be named by short words")
+        out[key] = _count(count, "redaction count")
+    return out
+
+
+def _checked_text(value: Any, limit: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("record text must be an object")
+    text = value.get("value")
+    if not isinstance(text, str) or len(text) > limit or "\x00" in text:
+        raise ValueError(f"record text must be at most {limit} characters, without NUL")
+    _encodable(text, "text")
+    return {
+        "value": text,
+        "chars": _count(value.get("chars", len(text)), "text chars"),
+        "redactions": _count(value.get("redactions", 0), "text redactions"),
+        "kinds": _kinds(value.get("kinds")),
+    }
+
+
+def _checked_changes(data: dict[str, Any]) -> dict[str, Any]:
+    commits = data.get("commits")
+    if commits is not None:
+        if not isinstance(commits, list) or len(commits) > 50:
+            raise ValueError("record commits must be a list of at most 50")
+        for item in commits:
+            if (
+                not isinstance(item, list)
+                or len(item) != 2
+                or _line(item[0], "commit sha", 64) is None
+                or not isinstance(item[1], str)
+            ):
+                raise ValueError("record commits must be [sha, subject] pairs")
+            _line(item[1], "commit subject", SUBJECT_MAX)
+    files = data.get("files")
+    if files is not None:
+        if not isinstance(files, list) or len(files) > 200:
+            raise ValueError("record files must be a list of at most 200")
+        for item in files:
+            if _line(item, "file path", PATH_MAX) is None:
+                raise ValueError("record files must be paths")
+    return {
+        "commits": commits,
+        "commits_total": _count(data.get("commits_total", 0), "commits_total"),
+        "files": files,
+        "files_total": _count(data.get("files_total", 0), "files_total"),
+        "files_private": _count(data.get("files_private", 0), "files_private"),
+        "note": _line(data.get("note"), "note", 1000),
+        "redactions": _count(data.get("redactions", 0), "redactions"),
+        "kinds": _kinds(data.get("kinds")),
+    }

@@ -1,0 +1,230 @@
+"""Hook records and hook events applied by SQLAlchemy callers: the server's routes for the
+hooks, the hooks' own SQLAlchemy path, and the jobs tick's spool drain.
+
+`session_store.apply` makes a record's change (the same SQL on the bare driver the hooks
+use); this adds what needs SQLAlchemy: releasing the leases of a session that ended, and,
+for the server's warm path, making the records of events as a hook received them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from ondeck.core import logs
+from ondeck.core.clock import aware
+from ondeck.core.errors import InvalidInput
+from ondeck.db.bare import SqlaDb
+from ondeck.db.engine import writing
+from ondeck.db.refusals import is_content
+from ondeck.sessions import rows as session_store
+from ondeck.sessions.hook_events import parse_record, rescrubbed
+
+log = logs.logger("ondeck.sessions")
+
+
+def apply_record(
+    conn: Connection,
+    now: datetime,
+    record: dict[str, Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Apply a checked hook record in the caller's transaction; at a session's end, release
+    the leases it held (the reaper covers sessions that never end). Returns the outcome.
+    `grace`: ONDECK_SESSION_GRACE, `sides`: the store's sides (session_store.apply)."""
+    from ondeck.work.backlog import release_held_by
+
+    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
+    if applied.get("warning") and not applied["duplicate"]:
+        log.warning("session %s: %s", record["session"][:60], applied["warning"])
+    released: list[int] = []
+    if applied["ended"]:
+        released = release_held_by(
+            conn,
+            now,
+            owner=f"{session_store.OWNER_PREFIX}{record['session'][:190]}",
+            actor=f"hook:{record['session'][:60]}",
+            reason=record.get("reason"),
+        )
+    return session_store.outcome(applied, record, released)
+
+
+def apply_records(
+    engine: Engine,
+    now: datetime,
+    raw: Sequence[Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+    sent_at: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Records from the API or the spool, each checked and applied in its own transaction
+    (one refused record does not undo the others). A malformed one is answered `rejected`
+    with the reason; a database that goes away raises `Unavailable`. `sent_at`: the
+    sender's clock as it sent them; one far from `now` is a skewed clock: the records are
+    moved onto this clock, and each answer carries a `warning` naming both instants."""
+    offset = session_store.clock_offset(sent_at, now)
+    if offset is not None and sent_at is not None:
+        log.warning("%s", session_store.skew_warning(sent_at, now))
+    results: list[dict[str, Any]] = []
+    for item in raw:
+        try:
+            record = rescrubbed(parse_record(item))
+        except ValueError as exc:
+            fp = item.get("fingerprint") if isinstance(item, dict) else None
+            results.append(
+                {
+                    "fingerprint": fp if isinstance(fp, str) else None,
+                    "outcome": "rejected",
+                    "reason": str(exc),
+                }
+            )
+            continue
+        if offset is not None and sent_at is not None:
+            record = session_store.on_store_clock(record, offset, sent_at, now)
+        result = apply_alone(engine, now, record, grace=grace, sides=sides)
+        if offset is not None and sent_at is not None:
+            said = [result.get("warning"), session_store.skew_warning(sent_at, now)]
+            result["warning"] = "; ".join(w for w in said if w)
+        results.append(result)
+    return results
+
+
+def apply_alone(
+    engine: Engine,
+    now: datetime,
+    record: dict[str, Any],
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """A checked record applied in a transaction of its own. One the store refuses for its
+    own content (a value too long for its column, a CHECK it breaks) is answered `rejected`
+    with the store's reason, so it is set aside instead of blocking every record behind it;
+    a store that takes nothing now raises (`Unavailable`, or the driver's error)."""
+    try:
+        with writing(engine) as conn:
+            return apply_record(conn, now, record, grace=grace, sides=sides)
+    except DBAPIError as exc:
+        if exc.orig is None or not is_content(exc.orig):
+            raise
+        reason = " ".join(str(exc.orig).split())[:300]
+        log.warning("hook record of session %s refused: %s", record["session"][:60], reason)
+        return {
+            "fingerprint": record["fingerprint"],
+            "outcome": "rejected",
+            "reason": f"refused by the database: {reason}",
+        }
+
+
+def record_hook_events(
+    engine: Engine,
+    now: datetime,
+    events: Sequence[Any],
+    rules: Any,
+    *,
+    grace: timedelta | None = None,
+    sides: Collection[str] | None = None,
+    later: Callable[[Callable[[], None]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
+    made into records here, by the hook's own classification `rules`, and applied: the warm
+    server's half of a hook (entrypoints/hooks/verbs.py). A session's end is followed by what git
+    says it did, read after the answer when `later` schedules it (the hook does not wait
+    for git). Each event is answered (`rejected` with the reason when malformed); an
+    applied one with its classification and the `facts` its record holds (cwd, git)."""
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.hook_events import HOOK_KINDS, instant, make_record
+
+    try:
+        config = HookConfig.from_rules(rules)
+    except ValueError as exc:
+        raise InvalidInput(f"rules: {exc}") from None
+    results: list[dict[str, Any]] = []
+    for event in events:
+        try:
+            if not isinstance(event, dict) or event.get("hook") not in HOOK_KINDS:
+                raise ValueError(f"hook must be one of {', '.join(HOOK_KINDS)}")
+            payload, size = event.get("payload"), event.get("transcript_size")
+            if not isinstance(payload, dict):
+                raise ValueError("payload must be the hook's JSON object")
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+                raise ValueError("transcript_size must be a whole number")
+            kind, at = HOOK_KINDS[event["hook"]], instant(event.get("at"))
+            declined = _not_my_place(payload.get("cwd"))
+            if declined is not None:
+                results.append({"fingerprint": None, "outcome": "declined", "reason": declined})
+                continue
+            made = make_record(kind, payload, config, at, size=size, last=event.get("last_message"))
+            if made is None:
+                raise ValueError("no usable session_id in the payload")
+            record = parse_record(made)
+        except ValueError as exc:
+            results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
+            continue
+        with writing(engine) as conn:
+            result = apply_record(conn, now, record, grace=grace, sides=sides)
+        if kind == "end":
+            follow = _read_changes(engine, now, made, result["session"], config, at, grace, sides)
+            if later is None:
+                follow()
+            else:
+                later(follow)
+        c = record["classification"]
+        result["facts"] = made["facts"]  # for the caller's brief; not part of the answer
+        result["classification"] = {
+            "side": {"value": c["side"]["value"]},
+            "project": {"value": c["project"]["value"]},
+            "unclassified": c["unclassified"],
+            "reason": c["reason"],
+        }
+        results.append(result)
+    return results
+
+
+def _read_changes(
+    engine: Engine,
+    now: datetime,
+    end: dict[str, Any],
+    start: dict[str, Any],
+    config: Any,
+    at: datetime,
+    grace: timedelta | None,
+    sides: Collection[str] | None,
+) -> Callable[[], None]:
+    from ondeck.sessions.hook_events import changes_of
+
+    def follow() -> None:
+        try:
+            changes = changes_of(end, start, config, at)
+            if changes is not None:
+                with writing(engine) as conn:
+                    apply_record(conn, now, parse_record(changes), grace=grace, sides=sides)
+        except Exception:  # after the answer: nobody else to tell
+            log.exception("reading git at the end of session %s failed", end["session"])
+
+    return follow
+
+
+def _not_my_place(cwd: Any) -> str | None:
+    """Why this server should not read the session's place itself (the hook then does), or
+    None. A server running as another user (a system service) may not be able to read the
+    directory, and git refuses repositories of other users: its facts, and so the session's
+    classification, would differ from the hook's own."""
+    import os
+
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        return None  # no place: nothing to read, the same on both sides
+    try:
+        owner = os.stat(cwd).st_uid
+    except (OSError, ValueError):
+        return None
+    if owner != os.getuid():
+        return "the server runs as another user than the owner of the session's directory"
+    return None
