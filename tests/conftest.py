@@ -104,6 +104,27 @@ def drop_pg_database(admin_url: str, url: str) -> None:
     admin.dispose()
 
 
+def empty_database(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest, file: str = "empty.db"
+) -> str:
+    """The URL of a database with no schema at all on `dialect`'s store (not the migrated
+    template: the migration tests build it themselves), dropped after the test."""
+    if dialect == "postgresql":
+        admin = request.getfixturevalue("pg_admin_url")
+        url = new_pg_database(admin, "template0")
+        request.addfinalizer(lambda: drop_pg_database(admin, url))
+        return url
+    path = tmp_path / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database (no schema at all): once on SQLite, once on PostgreSQL."""
+    return empty_database(request.param, tmp_path, request)
+
+
 # --- SQLite -----------------------------------------------------------------------------
 
 

@@ -19,36 +19,21 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from ondeck.core.validation import DATE_MAX, DATE_MIN
-from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.api.models import DAY_PATTERN
-from ondeck.host.settings import Settings, load_settings
+from ondeck.host.settings import Settings
 from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
+from support.walks import openapi_document, resolve
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 API = "/api/v1"
 SAMPLES: dict[str, Any] = {"title": "x", "rule": "weekly:MON", "owner": "api:x", "token": 1}
 
 
-def _document(tmp: Any) -> dict[str, Any]:
-    settings = load_settings(database_url=f"sqlite:///{tmp}/doc.db", tz="UTC", data_dir=tmp)
-    engine = make_engine(settings.url)
-    try:
-        return create_app(settings, engine).openapi()
-    finally:
-        engine.dispose()
-
-
-def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema:
-        return doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
-    return schema
-
-
 def _variants(doc: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
-    schema = _resolve(doc, schema)
-    return [_resolve(doc, s) for s in schema.get("anyOf", [schema])]
+    schema = resolve(doc, schema)
+    return [resolve(doc, s) for s in schema.get("anyOf", [schema])]
 
 
 def _is_date(doc: dict[str, Any], schema: dict[str, Any]) -> bool:
@@ -78,7 +63,7 @@ def _found() -> list[tuple[str, str, str, str, dict[str, Any]]]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        return list(_inputs(_document(tmp)))
+        return list(_inputs(openapi_document(tmp)))
 
 
 INPUTS = _found()

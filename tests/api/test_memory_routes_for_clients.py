@@ -1,4 +1,4 @@
-"""The memory routes a client-mode `ondeck` needs (issue 16), on both stores: a note with
+"""The memory routes a client-mode `ondeck` needs, on both stores: a note with
 its history, supersede by a session, a note moved to another side, memory exported (JSONL
 or Markdown) and imported all or nothing, one bad line naming its number."""
 

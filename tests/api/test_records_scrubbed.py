@@ -1,4 +1,4 @@
-"""The server scrubs every record it receives (issue 21 item 2): a hook is not trusted to
+"""The server scrubs every record it receives: a hook is not trusted to
 have scrubbed what it sends, so `POST /api/v1/sessions/records` stores no `<private>` span
 and no secret whatever the record says it already removed."""
 

@@ -1,7 +1,6 @@
-"""The side partition over the API, the calendar feed and the dashboard (issue 21, item
-4), on both stores: tasks and schedules are made in a side (required while sides are
-configured), listed one side at a time, and a device token limited to a side sees and
-writes that side only."""
+"""The side partition over the API, the calendar feed and the dashboard, on both stores:
+tasks and schedules are made in a side (required while sides are configured), listed one
+side at a time, and a device token limited to a side sees and writes that side only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every API body field that takes a text stores it scrubbed (issue 21 item 7).
+"""Every API body field that takes a text stores it scrubbed.
 
 The fields are found by walking the app's own OpenAPI document (a string field of a write's
 JSON body that is not a date, a lease length, a rule or a fixed choice), so a field added
@@ -18,10 +18,10 @@ import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from ondeck.db.engine import make_engine
 from ondeck.entrypoints.api.app import create_app
-from ondeck.host.settings import Settings, load_settings
+from ondeck.host.settings import Settings
 from support.scrub_walk import assert_scrubbed, markers, text_for, token
+from support.walks import openapi_document, resolve
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 API = "/api/v1"
@@ -31,23 +31,8 @@ NOT_TEXT = {"rule", "for"}
 NAMES = {"project", "side", "to_side", "session"}
 
 
-def _document(tmp: Any) -> dict[str, Any]:
-    settings = load_settings(database_url=f"sqlite:///{tmp}/doc.db", tz="UTC", data_dir=tmp)
-    engine = make_engine(settings.url)
-    try:
-        return create_app(settings, engine).openapi()
-    finally:
-        engine.dispose()
-
-
-def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema:
-        return doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
-    return schema
-
-
 def _is_text(doc: dict[str, Any], schema: dict[str, Any]) -> bool:
-    variants = [_resolve(doc, s) for s in _resolve(doc, schema).get("anyOf", [schema])]
+    variants = [resolve(doc, s) for s in resolve(doc, schema).get("anyOf", [schema])]
     strings = [s for s in variants if s.get("type") == "string"]
     return bool(strings) and not any("format" in s or "enum" in s for s in strings)
 
@@ -56,7 +41,7 @@ def _fields() -> list[tuple[str, str, str, dict[str, Any]]]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        doc = _document(tmp)
+        doc = openapi_document(tmp)
     found = []
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
@@ -66,7 +51,7 @@ def _fields() -> list[tuple[str, str, str, dict[str, Any]]]:
             body = content.get("application/json", {}).get("schema")
             if body is None:
                 continue
-            body = _resolve(doc, _resolve(doc, body).get("anyOf", [body])[0])
+            body = resolve(doc, resolve(doc, body).get("anyOf", [body])[0])
             for name, prop in body.get("properties", {}).items():
                 if name not in NOT_TEXT and _is_text(doc, prop):
                     found.append((method, path, name, body))

@@ -1,13 +1,19 @@
-"""What the command tests share: `ondeck …` run in-process against a test database."""
+"""What the command tests share: `ondeck …` run in-process against a test database, and
+the database made unreachable for the hooks and back."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import time_machine
+from sqlalchemy.engine import make_url
 
 from ondeck.entrypoints.cli import run
+from support.proxy import Proxy
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -23,3 +29,34 @@ def ondeck(db_url: str, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-
         return code, out, err
 
     return call
+
+
+@pytest.fixture
+def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
+    """(URL the hooks use, cut, restore): the same database made unreachable and back.
+    PostgreSQL through a proxy that refuses connections; SQLite by another process holding
+    its write lock (the hooks give up after the 5 s busy timeout)."""
+    url = make_url(db_url)
+    if url.get_backend_name() == "postgresql":
+        proxy = Proxy(url.host or "127.0.0.1", url.port or 5432).start()
+        through = url.set(host="127.0.0.1", port=proxy.port)
+        try:
+            yield through.render_as_string(hide_password=False), proxy.cut, proxy.restore
+        finally:
+            proxy.stop()
+        return
+    holder: list[sqlite3.Connection] = []
+
+    def cut() -> None:
+        conn = sqlite3.connect(url.database, isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        holder.append(conn)
+
+    def restore() -> None:
+        while holder:
+            holder.pop().close()
+
+    try:
+        yield db_url, cut, restore
+    finally:
+        restore()

@@ -135,7 +135,7 @@ def test_restore_names_the_backup_time_what_it_replaced_and_the_safety_copy(
 def test_a_restored_scheduled_backup_is_not_reported_as_failed(
     env: dict[str, str],
 ) -> None:
-    """The issue's repro: restore the jobs loop's own backup; the context must not say
+    """Restore the jobs loop's own backup; the context must not say
     `backup_failed`, the run is `ok`, and that day's fire is there."""
     _ok(env, "jobs", "--once")
     [schedule] = _json(env, "schedule", "list")
@@ -157,7 +157,7 @@ def test_a_restored_scheduled_backup_is_not_reported_as_failed(
     assert restored == fire
 
 
-# --- PostgreSQL with a password (issue 22 item 17) -----------------------------------------
+# --- PostgreSQL with a password ----------------------------------------------------------
 
 _SECRET = "p@ss:w/rd-비번"
 
@@ -210,14 +210,15 @@ def test_backup_and_restore_of_a_postgresql_database_whose_role_needs_a_password
     assert "p@ss" not in calls and "p%40ss" not in calls and "***" not in calls
 
 
-# --- back up, change, export, restore, import (issue 22 items 9 and 10) ---------------------
+# --- back up, change, export, restore, import ----------------------------------------
 
 
 def test_an_import_after_a_restore_brings_what_changed_and_a_cut_export_is_refused(
     env: dict[str, str], db_url: str, tmp_path: Path
 ) -> None:
-    """The issue's sequence with the real CLI: the brief after the import shows the
-    replacement, not the superseded note, nor the wrong one, nor the older handoff."""
+    """Back up, change, export, restore, import with the real CLI: the brief after the
+    import shows the replacement, not the superseded note, nor the wrong one, nor the older
+    handoff."""
     from ondeck.db.engine import make_engine
     from support.memory import make_session
 

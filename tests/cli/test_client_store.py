@@ -1,4 +1,4 @@
-"""Issue 22 item 11: in client mode, events go only to the store they were captured for. A
+"""In client mode, events go only to the store they were captured for. A
 real `ondeck serve` restarted on another database with the same token gets none of them:
 they wait in the spool, the hook says why, and they go once the server serves their store
 again."""
@@ -14,37 +14,8 @@ from sqlalchemy import select
 from cli.test_hook_client import ADMIN, SESSION, Client, Server
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import sessions
-from support.hooks import ONDECK
 
 pytestmark = pytest.mark.slow
-
-
-class LoggedServer(Server):
-    """The same server, its output kept (a restart that fails says why)."""
-
-    def start(self) -> None:
-        import subprocess
-
-        with open(self.env["HOME"] + "/serve.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [ONDECK, "serve", "--no-jobs"], env=self.env, stdout=log, stderr=log
-            )
-        import time
-        import urllib.error
-        import urllib.request
-
-        for _ in range(1200):  # a loaded machine is slow to start a server
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
-                return
-            except urllib.error.HTTPError:
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise AssertionError(Path(self.env["HOME"], "serve.log").read_text()) from None
-                time.sleep(0.1)
-        self.stop()
-        raise AssertionError("the server did not answer")
 
 
 def _sessions(url: str) -> list[tuple[str, str]]:
@@ -60,7 +31,7 @@ def _sessions(url: str) -> list[tuple[str, str]]:
 def test_a_server_restarted_on_another_database_gets_none_of_the_spool(
     db_url: str, tmp_path: Path
 ) -> None:
-    server = LoggedServer(tmp_path / "server-home")
+    server = Server(tmp_path / "server-home")
     server.env["ONDECK_DATABASE_URL"] = server.db_url = db_url
     other = f"sqlite:///{tmp_path / 'other.db'}"
     # The admin token, which both databases' server takes: only the store tells them apart.

@@ -208,10 +208,8 @@ def test_session_start_asks_a_running_server_of_the_same_database(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     """Warm server, fast hook; a server on another database is never trusted."""
-    import time
-    import urllib.request
-
     from support.pg import free_port
+    from support.served import serving
 
     with engine.begin() as conn:
         backlog.create_task(conn, clock.now(), title="from the server", actor="cli")
@@ -222,20 +220,13 @@ def test_session_start_asks_a_running_server_of_the_same_database(
         "ONDECK_TZ": "UTC",
         "ONDECK_PORT": str(port),
     }
-    server = subprocess.Popen([ONDECK, "serve", "--no-jobs"], env=env, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving(env, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         same = _hook(
             "session-start", SESSION_START, db_url, ONDECK_PORT=str(port), ONDECK_DEBUG="1"
         )
         assert (
             "context from " in same.stderr and f"/run/server-{port}.sock" in same.stderr
-        )  # issue 21
+        )  # the owner's socket, never the TCP port
         assert (
             "from the server" in json.loads(same.stdout)["hookSpecificOutput"]["additionalContext"]
         )
@@ -245,6 +236,3 @@ def test_session_start_asks_a_running_server_of_the_same_database(
         )
         assert "context from the database" in other.stderr
         assert "from the server" not in other.stdout
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -8,7 +8,6 @@ one line naming what was wrong, and nothing written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from ondeck.db.tables import events, notes, schedules, tasks
 from ondeck.entrypoints.cli import run
 from ondeck.entrypoints.cli.app import app
 from support.bad_inputs import BAD_DATES, BAD_DURATIONS, EDGE_DATES, edge_refusal
+from support.walks import cli_commands
 
 # Values for the arguments and options a command needs before it reads the one under test.
 SAMPLES = {
@@ -34,18 +34,9 @@ SAMPLES = {
 EXTRA = {("task", "done"): ["--next", "--token", "1", "--owner", "cli:x"]}
 
 
-def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple]:
-    subcommands = getattr(command, "commands", None)
-    if subcommands:
-        for name, sub in subcommands.items():
-            yield from _commands(sub, (*path, name))
-    else:
-        yield path, command
-
-
 def _options(kind: str) -> list[tuple[tuple[str, ...], Any, Any]]:
     found = []
-    for path, command in _commands(typer.main.get_command(app)):
+    for path, command in cli_commands(typer.main.get_command(app)):
         for param in command.params:
             help_text = getattr(param, "help", None) or ""
             is_date = "YYYY-MM-DD" in help_text

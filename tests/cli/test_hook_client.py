@@ -1,4 +1,4 @@
-"""The session hooks in client mode (issue 16): two machines as two home directories on one
+"""The session hooks in client mode: two machines as two home directories on one
 host. The server: a real `ondeck serve` with its own SQLite database and admin token. The
 client: only `ONDECK_SERVER_URL` and a device token, running real `ondeck hook …` processes
 with Claude Code's payloads in a git repository of its own."""
@@ -6,13 +6,10 @@ with Claude Code's payloads in a git repository of its own."""
 from __future__ import annotations
 
 import json
-import os
 import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +19,12 @@ from sqlalchemy import func, select
 
 from ondeck.db.engine import make_engine
 from ondeck.db.tables import events
-from support.hooks import ONDECK, commit_file, new_repo, payload
-from support.pg import free_port
+from support.hooks import commit_file, new_repo, payload
+from support.machines import ADMIN_TOKEN, HomeServer, home_env
 
 pytestmark = pytest.mark.slow
 
-ADMIN = "admin-token-of-the-server-0123456789"
+ADMIN = ADMIN_TOKEN
 SESSION = "7d0c9a4e-1b2c-4d3e-8f90-abcdef012345"
 # What a hook process imported, reported on its way out (the real entry point ends the
 # process with os._exit): client mode touches no database and no driver.
@@ -53,67 +50,8 @@ HEAVY += ("subprocess", "encodings.idna", "ondeck.context.render")  # git: posix
 HEAVY += ("binascii", "unicodedata", "fnmatch")
 
 
-def _machine(home: Path) -> dict[str, str]:
-    """A clean environment for one machine: no ONDECK_* of the test run, its own home."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ONDECK_")}
-    home.mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        ONDECK_TZ="UTC",
-    )
-    return env
-
-
-class Server:
-    """`ondeck serve` on a free port, in the server machine's home."""
-
-    def __init__(self, home: Path, db_url: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**_machine(home), "ONDECK_TOKEN": ADMIN, "ONDECK_PORT": str(self.port)}
-        self.db_url = db_url or f"sqlite:///{home}/.local/share/ondeck/ondeck.db"
-        if db_url is not None:
-            self.env["ONDECK_DATABASE_URL"] = db_url
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [ONDECK, "serve", "--no-jobs"],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
-                return
-            except urllib.error.HTTPError:
-                return  # it answers (the health page may want a token)
-            except OSError:
-                assert self.proc.poll() is None, "the server did not start"
-                time.sleep(0.1)
-        self.stop()
-        raise AssertionError("the server did not answer")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-
-    def ondeck(self, *args: str) -> str:
-        done = subprocess.run(
-            [ONDECK, *args], env=self.env, capture_output=True, text=True, timeout=60, check=True
-        )
-        return done.stdout.strip()
-
-    def get(self, path: str) -> Any:
-        asked = urllib.request.Request(
-            f"{self.url}{path}", headers={"Authorization": f"Bearer {ADMIN}"}
-        )
-        with urllib.request.urlopen(asked, timeout=10) as answer:
-            return json.loads(answer.read())
+class Server(HomeServer):
+    """The server machine, and what its database holds."""
 
     def count(self, kind: str) -> int:
         engine = make_engine(self.db_url)
@@ -131,7 +69,7 @@ class Client:
     """The laptop: its own home, a git repository, ONDECK_SERVER_URL and a device token."""
 
     def __init__(self, home: Path, server: Server, token: str) -> None:
-        self.env = {**_machine(home), "ONDECK_SERVER_URL": server.url, "ONDECK_TOKEN": token}
+        self.env = home_env(home, server_url=server.url, token=token)
         self.repo = new_repo(home / "site", commits=2)
         self.transcript = home / "transcript.jsonl"
         self.spool = home / ".local" / "share" / "ondeck" / "spool"
@@ -321,23 +259,10 @@ def test_a_client_mode_hook_over_https_verifies_the_certificate(tmp_path: Path) 
 
     cert, key = _self_signed(tmp_path)
     server = Server(tmp_path / "server-home")
-    server.proc = subprocess.Popen(
-        [ONDECK, "serve", "--no-jobs", "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)],
-        env=server.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server.url = f"https://127.0.0.1:{server.port}"
+    context = ssl.create_default_context(cafile=str(cert))
+    server.start("--ssl-certfile", str(cert), "--ssl-keyfile", str(key), context=context)
     try:
-        server.url = f"https://127.0.0.1:{server.port}"
-        context = ssl.create_default_context(cafile=str(cert))
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{server.url}/api/v1/health", timeout=1, context=context)
-                break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                time.sleep(0.1)
         client = Client(tmp_path / "laptop-home", server, ADMIN)
         out, _, _ = client.hook("session-start", "start")
         assert "CERTIFICATE_VERIFY_FAILED" in _context(out)
@@ -362,7 +287,7 @@ def test_a_body_over_the_limit_is_refused_with_a_clean_413(store_server: Server)
 def test_a_spool_larger_than_a_request_body_all_leaves_once_the_server_is_back(
     store_server: Server, tmp_path: Path
 ) -> None:
-    """Issue 22, item 2: 110 Stop events with 4,000-character Korean last words (some 1.4 MB
+    """110 Stop events with 4,000-character Korean last words (some 1.4 MB
     in all, over the server's 1 MiB body) and the session's end, spooled while the server was
     down, all leave once it is back; the brief then shows the session ended. On each store."""
     server = store_server

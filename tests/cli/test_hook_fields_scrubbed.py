@@ -1,4 +1,4 @@
-"""Every text a hook brings is stored scrubbed, on both of its ways in (issue 21 item 7).
+"""Every text a hook brings is stored scrubbed, on both of its ways in.
 
 - The real hooks (`ondeck hook …`, subprocesses, the bare driver's path) of a session in a
   real git repository whose folder (the project taken from the path), branch, commit
@@ -22,8 +22,7 @@ from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings
 from ondeck.sessions.classify import Facts, Rules, classify
 from ondeck.sessions.hook_events import new_record
-from support.hooks import commit_file, git, new_repo, payload, run_hook
-from support.pg import free_port
+from support.hooks import commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.scrub_walk import leaks, markers, password, text_for, token
 
 PRIVATE = "door code 4711"
@@ -44,12 +43,7 @@ def test_a_session_s_every_text_is_stored_scrubbed_on_the_hooks_own_path(
     commit_file(repo, "README.md", "x\n", "start")
     transcript = tmp_path / f"t-{token('hook transcript')}.jsonl"
     transcript.write_text("")
-    env = {
-        "ONDECK_DATABASE_URL": db_url,
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(free_port()),  # nothing listens: the hook stores it itself
-    }
+    env = serverless_env(db_url, tmp_path / "data")
     labels = ["hook folder", "hook branch", "hook transcript", "hook commit", "hook file"]
 
     def hook(verb: str, kind: str, **fields: Any) -> None:

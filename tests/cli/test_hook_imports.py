@@ -194,8 +194,7 @@ PROBE_THIN = PROBE.replace('{{name.split(".")[0] for name in sys.modules}}', "se
 def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_path: Path) -> None:
     """The warm path costs a hook almost nothing: no database driver, no scrubber, no git,
     not even typing or pathlib; the server does the rest."""
-    import time
-    import urllib.request
+    from support.served import serving
 
     port = free_port()
     env = {
@@ -205,15 +204,7 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
         "ONDECK_PORT": str(port),
         "ONDECK_DEBUG": "1",
     }
-    ondeck = str(Path(sys.executable).with_name("ondeck"))
-    server = subprocess.Popen([ondeck, "serve", "--no-jobs"], env=env, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving(env, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         for verb in ("session-start", "stop", "post-compact", "session-end"):
             event = {"session_id": "s", "cwd": str(tmp_path)}
             text = {"stop": "last_assistant_message", "post-compact": "compact_summary"}
@@ -229,16 +220,13 @@ def test_with_a_server_the_hooks_only_send_what_they_received(db_url: str, tmp_p
                 check=False,
             )
             assert result.returncode == 0, result.stderr
-            sock = tmp_path / "data" / "run" / f"server-{port}.sock"  # issue 21: never the TCP port
+            sock = tmp_path / "data" / "run" / f"server-{port}.sock"  # never the TCP port
             assert f"stored through {sock}" in result.stderr, result.stderr
             loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
-            # Issue 21: a text is scrubbed where it is captured, before it is sent, so the
+            # A text is scrubbed where it is captured, before it is sent, so the
             # hooks that carry one (stop, post-compact) load the scrubber; nothing else.
             expected = '["ondeck.core.scrubber"]' if verb in ("stop", "post-compact") else "[]"
             assert loaded == [f"LOADED {expected}"], result.stderr
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 # --- the fast path's wall (entrypoints/hooks/fast_path.py) ---------------------------------

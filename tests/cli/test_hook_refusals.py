@@ -1,4 +1,4 @@
-"""Issue 22, items 3 to 7, through real `ondeck hook …` processes on both stores: a store that
+"""Refused writes, through real `ondeck hook …` processes on both stores: a store that
 refuses every write (read-only) keeps every event in the spool with its reason; a record the
 store refuses for its own content is set aside without blocking the rest (hooks and the jobs
 tick); a huge spool never keeps a hook from storing its own event, in bounded time and
@@ -24,8 +24,7 @@ from ondeck.core import clock
 from ondeck.db.engine import make_engine, reading
 from ondeck.db.tables import events
 from ondeck.sessions import records as svc
-from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook
-from support.pg import free_port
+from support.hooks import ONDECK, SESSION_ID, new_repo, payload, run_hook, serverless_env
 from support.procs import at_time, run_ondeck
 
 DOWN = "postgresql+psycopg://x@127.0.0.1:1/none"  # nothing listens: every hook spools
@@ -38,12 +37,7 @@ class Hooks:
         self.spool = self.data / "spool"
         self.transcript = tmp_path / "transcript.jsonl"
         self.transcript.write_text("")
-        self.env = {
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_DATA_DIR": str(self.data),
-            "ONDECK_TZ": "UTC",
-            "ONDECK_PORT": str(free_port()),  # no server: the hooks use the database
-        }
+        self.env = serverless_env(db_url, self.data)
 
     def data_of(self, name: str, **changes: Any) -> dict[str, Any]:
         with self.transcript.open("a") as handle:  # a new turn each time
@@ -88,7 +82,7 @@ def _session(engine: Engine, external: str = SESSION_ID) -> Any:
         return svc.find_session(conn, external)
 
 
-# --- item 3: a store that refuses every write --------------------------------------------
+# --- a store that refuses every write ----------------------------------------------------
 
 
 @pytest.fixture
@@ -166,7 +160,7 @@ def test_a_read_only_store_keeps_every_event_in_the_spool_with_its_reason(
     assert s.status == "ended" and s.last_word == "읽기 전용이었다 (read-only)"
 
 
-# --- item 4: a record the store refuses for its own content --------------------------------
+# --- a record the store refuses for its own content ----------------------------------------
 
 
 def _narrow_trigger(engine: Engine) -> None:
@@ -236,7 +230,7 @@ def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
     assert _session(engine, "silent-one").status == "lost"
 
 
-# --- item 5: a drain with no end ------------------------------------------------------------
+# --- a drain with no end --------------------------------------------------------------------
 
 # Runs a hook as Claude Code would, kills it after KILL_AFTER seconds if it has not ended,
 # and reports its peak memory (the child's maximum resident set).
@@ -256,7 +250,7 @@ peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"killed": killed, "peak_kb": peak, "code": child.returncode,
                   "stderr": err.decode()[-2000:]}))
 """
-KILL_AFTER = 5.0  # as Claude Code was seen to (issue 22, item 5)
+KILL_AFTER = 5.0  # as Claude Code was seen to
 SPOOLED = 15_000
 
 
@@ -303,7 +297,7 @@ def test_a_huge_spool_never_keeps_a_hook_from_storing_its_own_event(
     assert report["peak_kb"] < 100 * 1024, report
 
 
-# --- item 6: a torn spool line --------------------------------------------------------------
+# --- a torn spool line ----------------------------------------------------------------------
 
 
 def test_a_torn_spool_line_takes_no_event_with_it(
@@ -331,7 +325,7 @@ def test_a_torn_spool_line_takes_no_event_with_it(
     assert s.compactions == 1 and s.last_word == "after it"
 
 
-# --- item 7: input that is not clean text ---------------------------------------------------
+# --- input that is not clean text -----------------------------------------------------------
 
 
 def _raw_hook(hooks: Hooks, verb: str, raw: bytes) -> subprocess.CompletedProcess[bytes]:

@@ -281,15 +281,12 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
     """With sides configured and a server of the same database running, the hook asks the
     server: the brief it gets is its side's and project's, not "no side is known"."""
     import os
-    import signal
-    import subprocess
-    import time
-    import urllib.request
     from zoneinfo import ZoneInfo
 
     from ondeck.memory import notes as notes_svc
-    from support.hooks import ONDECK, payload, run_hook
+    from support.hooks import payload, run_hook
     from support.pg import free_port
+    from support.served import serving
 
     work = tmp_path / "work"
     repo = new_repo(work / "api")
@@ -312,27 +309,11 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
         "ONDECK_SIDES": json.dumps(sides),
         "ONDECK_DEBUG": "1",
     }
-    server = subprocess.Popen(
-        [ONDECK, "serve", "--port", str(port), "--no-jobs"],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server never answered"
-                time.sleep(0.2)
+    url = f"http://127.0.0.1:{port}"
+    with serving({**os.environ, **env}, "--port", str(port), "--no-jobs", url=url):
         done = run_hook(
             "session-start", payload("start", session_id="srv-0001", cwd=str(repo)), env
         )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
     assert done.returncode == 0 and ".sock\n" in done.stderr, (
         done.stderr
     )  # the server, by its socket
@@ -344,7 +325,7 @@ def test_the_hook_gets_the_same_brief_from_a_running_server(
 def test_an_export_from_a_directory_holds_that_directorys_side_only(
     ondeck: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 21 item 4: every side only with --all-sides; from a directory of no side, the
+    """Every side only with --all-sides; from a directory of no side, the
     export says how to choose."""
     work, own = tmp_path / "work", tmp_path / "own"
     api, blog = new_repo(work / "api"), new_repo(own / "blog")

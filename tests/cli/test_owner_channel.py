@@ -1,4 +1,4 @@
-"""Nothing leaves before the server is known to be ours (issue 21 item 2): on the server's
+"""Nothing leaves before the server is known to be ours: on the server's
 own machine the hooks reach `ondeck serve` only through its owner-only Unix socket, never
 through the TCP port, where any user of the machine may listen while ondeck is down.
 
@@ -176,6 +176,18 @@ class Serve:
         return self.proc.wait(timeout=30)
 
 
+def _serve_once(env: dict[str, str], port: int) -> subprocess.CompletedProcess[str]:
+    """A server that is expected to refuse to start: what it said."""
+    return subprocess.run(
+        [ONDECK, "serve", "--no-jobs", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
 def _socket_of(tmp_path: Path, port: int) -> Path:
     return tmp_path / "data" / "run" / f"server-{port}.sock"
 
@@ -212,27 +224,13 @@ def test_a_socket_directory_not_the_owners_alone_is_refused_by_both_sides(
     sock = _socket_of(tmp_path, port)
     sock.parent.mkdir(parents=True)
     sock.parent.chmod(0o755)
-    refused = subprocess.run(
-        [ONDECK, "serve", "--no-jobs", "--port", str(port)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    refused = _serve_once(env, port)
     assert refused.returncode != 0 and "mode 755" in refused.stderr
     assert "Traceback" not in refused.stderr
     if os.getuid() == 0:  # a directory someone else owns (only root can make one here)
         sock.parent.chmod(0o700)
         os.chown(sock.parent, 65534, 65534)
-        refused = subprocess.run(
-            [ONDECK, "serve", "--no-jobs", "--port", str(port)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        refused = _serve_once(env, port)
         assert refused.returncode != 0 and "belongs to user id 65534" in refused.stderr
         os.chown(sock.parent, os.getuid(), os.getgid())
     # A server started in a good directory, then the directory opened to others: the hook
@@ -260,14 +258,7 @@ def test_a_live_socket_is_refused_and_a_stale_one_replaced(db_url: str, tmp_path
     live = socket.socket(socket.AF_UNIX)
     live.bind(str(sock))
     live.listen()
-    refused = subprocess.run(
-        [ONDECK, "serve", "--no-jobs", "--port", str(port)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    refused = _serve_once(env, port)
     assert refused.returncode != 0 and f"listens on {sock}" in refused.stderr
     assert sock.exists()  # not taken from the one listening there
     live.close()  # a server killed with -9 leaves its socket behind

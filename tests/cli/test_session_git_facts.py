@@ -1,89 +1,36 @@
-"""A session's commits and files, and git facts that do not mislead (issue 22 items 8, 15),
-with real hook processes, real git and a real server stopped between a start and an end."""
+"""A session's commits and files, and git facts that do not mislead, with real
+hook processes, real git and a real server stopped between a start and an end."""
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 
 from ondeck.sessions import records as svc
-from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
-from support.pg import free_port
-from support.proxy import Proxy
-
-ADMIN = "admin-token-of-the-server-0123456789"
-
-
-def machine(home: Path, **settings: str) -> dict[str, str]:
-    """One machine's environment: its own home, nothing of the test run's ONDECK_*."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ONDECK_")}
-    home.mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        ONDECK_TZ="UTC",
-        **{f"ONDECK_{k.upper()}": v for k, v in settings.items()},
-    )
-    return env
+from support.hooks import (
+    ONDECK,
+    SESSION_ID,
+    commit_file,
+    git,
+    new_repo,
+    payload,
+    run_hook,
+    serverless_env,
+)
+from support.machines import HomeServer, home_env
 
 
-class Served:
-    """`ondeck serve --no-jobs` on a free port, in a home of its own, stopped and started."""
-
-    def __init__(self, home: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = machine(home, token=ADMIN, port=str(self.port))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [ONDECK, "serve", "--no-jobs"],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
-                return
-            except urllib.error.HTTPError:
-                return
-            except OSError:
-                assert self.proc.poll() is None, "the server did not start"
-                time.sleep(0.1)
-        raise AssertionError("the server did not answer")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-
-    def ondeck(self, *args: str) -> str:
-        done = subprocess.run(
-            [ONDECK, *args], env=self.env, capture_output=True, text=True, timeout=60, check=True
-        )
-        return done.stdout.strip()
-
+class Served(HomeServer):
     def session(self, ref: str = SESSION_ID) -> dict[str, Any]:
-        asked = urllib.request.Request(
-            f"{self.url}/api/v1/sessions/{ref}", headers={"Authorization": f"Bearer {ADMIN}"}
-        )
-        with urllib.request.urlopen(asked, timeout=10) as answer:
-            found: dict[str, Any] = json.loads(answer.read())
+        found: dict[str, Any] = self.get(f"/api/v1/sessions/{ref}")
         return found
 
 
@@ -107,7 +54,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
-# --- item 8: an end spooled after its start was stored -------------------------------------
+# --- an end spooled after its start was stored ---------------------------------------------
 
 
 @pytest.mark.slow
@@ -116,7 +63,7 @@ def test_client_mode_server_down_at_the_end_still_records_the_commits_and_files(
 ) -> None:
     token = served.ondeck("token", "create", "laptop")
     laptop = tmp_path / "laptop"
-    env = machine(laptop, server_url=served.url, token=token)
+    env = home_env(laptop, server_url=served.url, token=token)
     repo = new_repo(laptop / "site", commits=2)
     hook("session-start", "start", repo, env)
     commit_file(repo, "deploy.py", "retry = 3\n", "배포 재시도 (retry deploys)")
@@ -134,43 +81,8 @@ def test_client_mode_server_down_at_the_end_still_records_the_commits_and_files(
     assert not list((laptop / ".local" / "share" / "ondeck" / "session-starts").iterdir())
 
 
-@pytest.fixture
-def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
-    """(URL the hooks use, cut, restore): the database made unreachable and back (as in
-    tests/cli/test_session_hooks.py: a proxy for PostgreSQL, a writer's lock for SQLite)."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "postgresql":
-        proxy = Proxy(url.host or "127.0.0.1", url.port or 5432).start()
-        through = url.set(host="127.0.0.1", port=proxy.port)
-        try:
-            yield through.render_as_string(hide_password=False), proxy.cut, proxy.restore
-        finally:
-            proxy.stop()
-        return
-    holder: list[sqlite3.Connection] = []
-
-    def cut() -> None:
-        conn = sqlite3.connect(url.database, isolation_level=None)
-        conn.execute("BEGIN EXCLUSIVE")
-        holder.append(conn)
-
-    def restore() -> None:
-        while holder:
-            holder.pop().close()
-
-    try:
-        yield db_url, cut, restore
-    finally:
-        restore()
-
-
 def local_env(tmp_path: Path, url: str) -> dict[str, str]:
-    return {
-        "ONDECK_DATABASE_URL": url,
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(free_port()),  # no server: the hooks store themselves
-    }
+    return serverless_env(url, tmp_path / "data")
 
 
 def the_session(engine: Engine) -> Any:
@@ -198,7 +110,7 @@ def test_local_mode_database_away_at_the_end_still_records_the_commits_and_files
     assert s.files == {"paths": ["jobs.py"], "total": 1, "private": 0}
 
 
-# --- item 15: git facts that mislead -------------------------------------------------------
+# --- git facts that mislead ----------------------------------------------------------------
 
 
 def old_commit(repo: Path, name: str, message: str, days_ago: int) -> None:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
-from sqlalchemy.engine import make_url
 
 from ondeck.core import clock
 from ondeck.core.errors import NotFound
@@ -21,9 +18,8 @@ from ondeck.db.engine import reading
 from ondeck.db.tables import events, hook_receipts, session_compactions, sessions
 from ondeck.sessions import records as svc
 from ondeck.work import backlog, backlog_leases
-from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook, serverless_env
 from support.pg import free_port
-from support.proxy import Proxy
 
 
 class Session:
@@ -34,13 +30,7 @@ class Session:
         self.data = tmp_path / "data"
         self.transcript = tmp_path / "transcript.jsonl"
         self.transcript.write_text("")
-        self.env = {
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_DATA_DIR": str(self.data),
-            "ONDECK_TZ": "UTC",
-            # A port nothing listens on: these hooks store through the database.
-            "ONDECK_PORT": str(free_port()),
-        }
+        self.env = serverless_env(db_url, self.data)
 
     def hook(self, verb: str, name: str, **changes: Any) -> Any:
         # Claude Code writes the turn to the transcript before it runs the turn's hooks.
@@ -177,37 +167,6 @@ def test_the_hooks_never_fail_a_session_on_garbage(tmp_path: Path, db_url: str, 
         assert "Traceback" not in done.stderr
 
 
-@pytest.fixture
-def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
-    """(URL the hooks use, cut, restore): the same database made unreachable and back.
-    PostgreSQL through a proxy that refuses connections; SQLite by another process holding
-    its write lock (the hooks give up after the 5 s busy timeout)."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "postgresql":
-        proxy = Proxy(url.host or "127.0.0.1", url.port or 5432).start()
-        through = url.set(host="127.0.0.1", port=proxy.port)
-        try:
-            yield through.render_as_string(hide_password=False), proxy.cut, proxy.restore
-        finally:
-            proxy.stop()
-        return
-    holder: list[sqlite3.Connection] = []
-
-    def cut() -> None:
-        conn = sqlite3.connect(url.database, isolation_level=None)
-        conn.execute("BEGIN EXCLUSIVE")
-        holder.append(conn)
-
-    def restore() -> None:
-        while holder:
-            holder.pop().close()
-
-    try:
-        yield db_url, cut, restore
-    finally:
-        restore()
-
-
 @pytest.mark.slow
 def test_database_unreachable_then_back_nothing_lost_or_doubled(
     engine: Engine, tmp_path: Path, repo: Path, outage: tuple[str, Any, Any]
@@ -228,7 +187,7 @@ def test_database_unreachable_then_back_nothing_lost_or_doubled(
     with engine.connect() as conn:
         s = svc.find_session(conn, SESSION_ID)
     assert s.last_word == "said once it was back" and s.compactions == 1
-    # The hook stored its own event first, then the spool (issue 22, item 5): the older
+    # The hook stored its own event first, then the spool: the older
     # last word arrived after the newer one, which stays.
     assert session_kinds(engine) == [
         "session.started",
@@ -261,13 +220,11 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
 ) -> None:
     """The warm path: records go to the running server (the spool drained through it first);
     a server of another database is never sent anything."""
-    import subprocess
     import time
-    import urllib.request
 
     from ondeck.sessions import spool
-    from support.hooks import ONDECK
     from support.hooks import record as make_record
+    from support.served import serving
 
     session = Session(tmp_path, db_url, repo)
     port = free_port()
@@ -277,19 +234,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
         session.data / "spool",
         {**waiting, "session": "spooled-before", "at": waiting["at"].isoformat()},
     )
-    server = subprocess.Popen(
-        [ONDECK, "serve", "--no-jobs"],
-        env={**os.environ, **session.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving({**os.environ, **session.env}, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         for verb, name in (("session-start", "start"), ("stop", "stop"), ("session-end", "end")):
             done = run_hook(
                 verb,
@@ -297,7 +242,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
                 session.env,
             )
             assert done.returncode == 0
-            assert f"/run/server-{port}.sock" in done.stderr, done.stderr  # issue 21: the socket
+            assert f"/run/server-{port}.sock" in done.stderr, done.stderr  # the socket
         assert session.spooled() == []
         with engine.connect() as conn:
             assert svc.find_session(conn, "spooled-before").start_source == "startup"
@@ -311,7 +256,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
             time.sleep(0.1)
         assert s.commits == {"items": [], "total": 0}
         other = {**session.env, "ONDECK_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
-        # Issue 21: a hook asks no server before it knows its own database's id (it learns
+        # A hook asks no server before it knows its own database's id (it learns
         # it where it stores), and then finds the server serves another database.
         done = run_hook("stop", payload("stop", cwd=str(repo), session_id="elsewhere"), other)
         assert "id of this database is not known here yet" in done.stderr
@@ -321,9 +266,6 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
         assert "stored in the database" in done.stderr
         with engine.connect() as conn, pytest.raises(NotFound):
             svc.find_session(conn, "elsewhere")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_settings_that_cannot_be_used_are_said_not_a_traceback(

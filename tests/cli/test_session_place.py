@@ -1,4 +1,4 @@
-"""The place of a session, as real hook processes see it (issue 21 item 5): a file in a
+"""The place of a session, as real hook processes see it: a file in a
 repository cannot move it to another side, and a directory reached through a symlink is
 classified where it really is. Both stores."""
 

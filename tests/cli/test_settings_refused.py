@@ -1,6 +1,6 @@
-"""Settings that would lie later stop every command at once (issue 12, items 1 and 11).
+"""Settings that would lie later stop every command at once.
 
-Real `ondeck` processes in a scratch HOME, as in the issue's repros: a database that keeps
+Real `ondeck` processes in a scratch HOME: a database that keeps
 nothing, or a path relative to whatever folder a command (or the session hook, which runs
 in each project's folder) happens to run in, is exit 2 with one line naming the setting, and
 nothing is created anywhere. The URLs that do keep data, PostgreSQL's included, keep working
@@ -29,7 +29,7 @@ ONDECK = str(Path(sys.executable).with_name("ondeck"))
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> dict[str, Path]:
-    """The issue's set-up: HOME, a data dir, and two project folders to run commands in."""
+    """A user's set-up: HOME, a data dir, and two project folders to run commands in."""
     places = {
         "home": tmp_path / "home",
         "data": tmp_path / "data",
@@ -135,7 +135,7 @@ def test_a_home_relative_sqlite_path_is_the_same_file_from_every_folder(
     assert _files(scratch["site"], scratch["shop"]) == []
 
 
-# --- durations past their bound (item 11) ---------------------------------------------------
+# --- durations past their bound ------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The side partition on the CLI and in the session hook (issue 21, item 4): a work session
+"""The side partition on the CLI and in the session hook: a work session
 with no project, `ondeck context` and `ondeck task …` in a work directory see the work side's
 tasks and reminders only; a task made there is of the work side; a task with no side (the
 inbox) is shown to no session."""

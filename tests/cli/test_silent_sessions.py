@@ -1,4 +1,4 @@
-"""Open forever without a jobs loop (issue 22, item 13), as it was run: hooks only, no
+"""Open forever without a jobs loop: hooks only, no
 `ondeck serve`, real `ondeck` processes with their clock moved by libfaketime. A session
 silent for 3 days is lost in the next session's brief and in `session list`, before any
 tick; the tick then records it once. Both stores."""

@@ -1,4 +1,4 @@
-"""The terminal shows stored text, never obeys it (issue 21, item 9).
+"""The terminal shows stored text, never obeys it.
 
 Whatever a title, a note, a session's last word or a commit subject holds (an OSC 52 write to
 the clipboard, a window title, a screen clear, a one-byte C1 CSI, a carriage return that hides

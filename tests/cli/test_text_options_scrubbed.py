@@ -1,4 +1,4 @@
-"""Every CLI option and argument that writes a text stores it scrubbed (issue 21 item 7).
+"""Every CLI option and argument that writes a text stores it scrubbed.
 
 The commands that write are walked in the Typer application: every parameter of theirs is
 either a text given a secret here (and the database is then read back, every table and
@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import typer.main
 from sqlalchemy import Engine
@@ -20,6 +19,7 @@ from sqlalchemy import Engine
 from ondeck.entrypoints.cli import run
 from ondeck.entrypoints.cli.app import app
 from support.scrub_walk import assert_scrubbed, markers, text_for, token
+from support.walks import cli_commands
 
 # Parameters that take no free text: ids, numbers, flags, dates, lengths, fixed choices, and
 # `rule` (a rule the parser accepts, or a refusal).
@@ -241,17 +241,8 @@ def _inputs() -> dict[tuple[tuple[str, ...], str], Argv]:
 INPUTS = _inputs()
 
 
-def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    subcommands = getattr(command, "commands", None)
-    if subcommands:
-        for name, sub in subcommands.items():
-            yield from _commands(sub, (*path, name))
-    else:
-        yield path, command
-
-
 def test_the_walk_covers_every_text_parameter_of_every_write() -> None:
-    commands = dict(_commands(typer.main.get_command(app)))
+    commands = dict(cli_commands(typer.main.get_command(app)))
     assert set(commands) >= WRITES
     texts = {
         (path, param.name)

@@ -46,7 +46,7 @@ def test_create_prints_the_token_once_and_stores_its_hash(ondeck: Any, engine: E
         "last_used_at": None,
         "expires_at": "2026-09-13T09:00:00+00:00",
         "revoked_at": None,
-        "side": None,  # every side (issue 21: `token create --side` limits it to one)
+        "side": None,  # every side (`token create --side` limits it to one)
     }
 
 

@@ -1,4 +1,4 @@
-"""A client whose clock is 13 hours behind the server's (issue 22, item 14), as it was run:
+"""A client whose clock is 13 hours behind the server's:
 a real server, the client's hooks under libfaketime. Its live session stays open, is never
 lost nor reopened, and the hook is told, with both instants. Both stores."""
 

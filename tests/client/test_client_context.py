@@ -1,4 +1,4 @@
-"""Client mode (issue 16): `ondeck` on a machine with only ONDECK_SERVER_URL and a device
+"""Client mode: `ondeck` on a machine with only ONDECK_SERVER_URL and a device
 token asks the server, prints what a database here would print, and touches no database."""
 
 from __future__ import annotations

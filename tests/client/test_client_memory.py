@@ -1,4 +1,4 @@
-"""Client mode (issue 16) for the session and memory commands: `ondeck note …`, `handoff`,
+"""Client mode for the session and memory commands: `ondeck note …`, `handoff`,
 `recall`, `session list|show|move`, `export`/`import` on a machine with only
 ONDECK_SERVER_URL and a device token print the same `--json` as the same command on the
 server's machine; sides never mix; a read token reads but cannot write; the client imports

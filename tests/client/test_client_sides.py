@@ -1,4 +1,4 @@
-"""Sides the server does not know (issue 22, item 12): a client whose sides are `work` while
+"""Sides the server does not know: a client whose sides are `work` while
 the server's are `job, home`, and a client with no sides at all. Their sessions wait in the
 server's inbox (and their handoffs with them), and both machines are told: the hook in the
 session's context and messages, the server in its context's inbox warning. Real server

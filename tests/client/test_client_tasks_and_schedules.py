@@ -1,4 +1,4 @@
-"""Client mode (issue 16): `ondeck task …`, `ondeck schedule …` and `ondeck rule check` on a
+"""Client mode: `ondeck task …`, `ondeck schedule …` and `ondeck rule check` on a
 machine with only ONDECK_SERVER_URL and a device token print what the same commands print
 on the server's machine, exit with the same codes, and import no database library."""
 

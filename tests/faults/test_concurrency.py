@@ -10,7 +10,7 @@ replay's final state must be the table's, every success a worker saw must be in 
 (and nothing else), every refusal must be of a lease that had really ended, and the counts
 must add up.
 
-Sizes: ONDECK_FAULT_HAMMER_SECONDS (default 15, the issue's 60 under ONDECK_FAULT_FULL=1)
+Sizes: ONDECK_FAULT_HAMMER_SECONDS (default 15, the full 60 under ONDECK_FAULT_FULL=1)
 and ONDECK_FAULT_HAMMER_TASKS (5000).
 """
 

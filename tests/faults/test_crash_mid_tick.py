@@ -8,7 +8,7 @@ starts up, checks the schema, fires, backs up, or writes its heartbeat). Runs re
 one ends on its own; then the next day. At the end every (schedule, fire date) has exactly
 one fire and, for task schedules, exactly one task; none is missing.
 
-Sizes: ONDECK_FAULT_SCHEDULES (default 500, the issue's 2000 under ONDECK_FAULT_FULL=1)
+Sizes: ONDECK_FAULT_SCHEDULES (default 500, the full 2000 under ONDECK_FAULT_FULL=1)
 and ONDECK_FAULT_KILLS (20).
 """
 

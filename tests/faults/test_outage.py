@@ -12,8 +12,8 @@ seconds with a 503 JSON error (reads on SQLite go on answering: WAL readers do n
 for the writer). Schedules become due meanwhile; once the database is back each fires
 exactly once.
 
-Sizes: ONDECK_FAULT_OUTAGE_SECONDS (default 10, the issue's 30 under ONDECK_FAULT_FULL=1)
-and ONDECK_FAULT_LOCK_SECONDS (default 8, the issue's 10).
+Sizes: ONDECK_FAULT_OUTAGE_SECONDS (default 10, the full 30 under ONDECK_FAULT_FULL=1)
+and ONDECK_FAULT_LOCK_SECONDS (default 8, the full 10).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ clock set by libfaketime to 09:00 of that day (time is moved from outside; the p
 no clock switch). Over the days every (schedule, day it is due) fires exactly once, each
 task schedule's fire has exactly one task, and the daily backup runs once a day.
 
-Sizes: ONDECK_FAULT_DAYS (default 14, the issue's 60 under ONDECK_FAULT_FULL=1) and
+Sizes: ONDECK_FAULT_DAYS (default 14, the full 60 under ONDECK_FAULT_FULL=1) and
 ONDECK_FAULT_TWO_SCHEDULES (700 schedules).
 """
 

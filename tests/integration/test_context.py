@@ -8,10 +8,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert, select
 
-from ondeck.context.build import build_context
 from ondeck.context.render import (
-    DEFAULT_CHARS,
-    fit_markdown,
     hook_output,
     to_json,
     to_markdown,
@@ -20,33 +17,18 @@ from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, backlog_leases, schedules
+from ondeck.work import backlog, backlog_leases
 from ondeck.work.firing import fire_due
+from support.context import MONDAY_9, UTCZ, remind, told
 
-UTCZ = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")
-MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 BEAT = {"name": "jobs@test:1", "started_at": MONDAY_9, "tick_ms": 1.0, "summary": {}}
 
 
-def _ctx(engine: Engine, now: datetime, zone=UTCZ, char_budget=DEFAULT_CHARS, **kwargs):  # type: ignore[no-untyped-def]
-    """The context as entry points get it (entrypoints/gateway.py): built, then fitted."""
-    with engine.connect() as conn:
-        ctx = build_context(conn, now, zone=zone, **kwargs)
-    fit_markdown(ctx, zone, char_budget)
-    return ctx
-
-
-def _remind(engine: Engine, now: datetime, zone=UTCZ, **kwargs) -> int:  # type: ignore[no-untyped-def]
-    with engine.begin() as conn:
-        values = {"title": "Weekly check", "rule": "weekly:MON", "kind": "remind", **kwargs}
-        return schedules.create_schedule(conn, now, zone, actor="cli", **values).id
-
-
-def test_trap_one_a_reminder_that_fired_today_stays_visible(engine: Engine) -> None:
+def test_a_reminder_that_fired_today_stays_visible(engine: Engine) -> None:
     """Before the tick: pending. After: next_due moved on, still listed, with the instant."""
-    schedule_id = _remind(engine, MONDAY_9 - timedelta(hours=1), body="look at the invoices")
-    before = _ctx(engine, MONDAY_9)
+    schedule_id = remind(engine, MONDAY_9 - timedelta(hours=1), body="look at the invoices")
+    before = told(engine, MONDAY_9)
     assert [(r.schedule_id, r.fired_at) for r in before.reminders] == [(schedule_id, None)]
     assert "pending" in to_markdown(before, UTCZ)
 
@@ -57,7 +39,7 @@ def test_trap_one_a_reminder_that_fired_today_stays_visible(engine: Engine) -> N
         ).scalar_one()
     assert next_due == date(2026, 6, 22), "the jobs loop moved next_due into the future"
 
-    after = _ctx(engine, MONDAY_9 + timedelta(hours=2))
+    after = told(engine, MONDAY_9 + timedelta(hours=2))
     [reminder] = after.reminders
     assert reminder.schedule_id == schedule_id
     assert reminder.fired_at == MONDAY_9
@@ -67,14 +49,14 @@ def test_trap_one_a_reminder_that_fired_today_stays_visible(engine: Engine) -> N
     assert "look at the invoices" in markdown
     assert to_json(after, UTCZ)["reminders"][0]["fired_at"] == "2026-06-15T09:00:00+00:00"
 
-    assert _ctx(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
+    assert told(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
 
 
 def test_a_reminder_processed_late_counts_for_the_day_it_was_processed(engine: Engine) -> None:
     """Fire date Sunday, processed Monday 00:10 (jobs was down): Monday's session sees it."""
-    _remind(engine, datetime(2026, 6, 14, 8, 0, tzinfo=UTC), rule="daily")
+    remind(engine, datetime(2026, 6, 14, 8, 0, tzinfo=UTC), rule="daily")
     fire_due(engine, datetime(2026, 6, 15, 0, 10, tzinfo=UTC), UTCZ)
-    ctx = _ctx(engine, datetime(2026, 6, 15, 8, 0, tzinfo=UTC))
+    ctx = told(engine, datetime(2026, 6, 15, 8, 0, tzinfo=UTC))
     assert len(ctx.reminders) == 1
     assert ctx.reminders[0].fired_at is not None
 
@@ -82,27 +64,27 @@ def test_a_reminder_processed_late_counts_for_the_day_it_was_processed(engine: E
 def test_today_is_the_configured_zones_date_at_midnight_in_seoul(engine: Engine) -> None:
     """00:30 KST on Tuesday is 15:30 UTC on Monday: Tuesday's reminders and due tasks."""
     kst_0030_tuesday = datetime(2026, 6, 15, 15, 30, tzinfo=UTC)
-    _remind(engine, kst_0030_tuesday - timedelta(days=3), SEOUL, rule="weekly:TUE", title="Tue")
+    remind(engine, kst_0030_tuesday - timedelta(days=3), SEOUL, rule="weekly:TUE", title="Tue")
     with engine.begin() as conn:
         backlog.create_task(
             conn, MONDAY_9, title="due Tuesday", due_on=date(2026, 6, 16), actor="cli"
         )
-    seoul = _ctx(engine, kst_0030_tuesday, SEOUL)
+    seoul = told(engine, kst_0030_tuesday, SEOUL)
     assert seoul.date == date(2026, 6, 16)
     assert [r.title for r in seoul.reminders] == ["Tue"]
     assert [d.task.title for d in seoul.due] == ["due Tuesday"]
-    utc = _ctx(engine, kst_0030_tuesday, UTCZ)
+    utc = told(engine, kst_0030_tuesday, UTCZ)
     assert utc.date == date(2026, 6, 15)
     assert utc.due == [] and utc.reminders == []
 
 
 def test_it_warns_when_the_jobs_loop_is_not_running(engine: Engine, settings) -> None:  # type: ignore[no-untyped-def]
-    codes = {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    codes = {w.code for w in told(engine, MONDAY_9).warnings}
     assert "jobs_not_running" in codes
     Jobs(engine=engine, settings=settings, steps=[]).tick(MONDAY_9)
-    fresh = _ctx(engine, MONDAY_9 + timedelta(minutes=2))
+    fresh = told(engine, MONDAY_9 + timedelta(minutes=2))
     assert "jobs_not_running" not in {w.code for w in fresh.warnings}
-    late = _ctx(engine, MONDAY_9 + timedelta(minutes=4))
+    late = told(engine, MONDAY_9 + timedelta(minutes=4))
     [warning] = [w for w in late.warnings if w.code == "jobs_not_running"]
     assert "2026-06-15T09:00:00+00:00" in warning.message
 
@@ -113,10 +95,10 @@ def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
         backlog_leases.claim_task(
             conn, MONDAY_9, task.id, owner="claude:s1", duration="1h", actor="cli"
         )
-    live = _ctx(engine, MONDAY_9 + timedelta(minutes=30))
+    live = told(engine, MONDAY_9 + timedelta(minutes=30))
     assert [r.expired for r in live.running] == [False]
     assert "stale_leases" not in {w.code for w in live.warnings}
-    late = _ctx(engine, MONDAY_9 + timedelta(hours=3))
+    late = told(engine, MONDAY_9 + timedelta(hours=3))
     [running] = late.running
     assert running.expired and running.expired_for == timedelta(hours=2)
     assert running.releases_at == MONDAY_9 + timedelta(hours=7)
@@ -126,7 +108,7 @@ def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
     assert "EXPIRED 2 h ago" in markdown and "nothing will release it" in markdown
     with engine.begin() as conn:  # a live jobs loop: its reaper will come
         workers.beat(conn, MONDAY_9 + timedelta(hours=3), **BEAT)
-    markdown = to_markdown(_ctx(engine, MONDAY_9 + timedelta(hours=3)), UTCZ)
+    markdown = to_markdown(told(engine, MONDAY_9 + timedelta(hours=3)), UTCZ)
     assert "the jobs loop releases it at 2026-06-15 16:00 (in 4 h) unless the holder renews" in (
         markdown
     )
@@ -134,7 +116,7 @@ def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
 
 
 def test_it_warns_about_a_failed_backup_and_an_old_one(engine: Engine) -> None:
-    assert "backup_stale" in {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    assert "backup_stale" in {w.code for w in told(engine, MONDAY_9).warnings}
     with engine.begin() as conn:
         conn.execute(
             insert(backups).values(
@@ -143,23 +125,23 @@ def test_it_warns_about_a_failed_backup_and_an_old_one(engine: Engine) -> None:
                 status="ok",
             )
         )
-    assert not {"backup_stale", "backup_failed"} & {w.code for w in _ctx(engine, MONDAY_9).warnings}
+    assert not {"backup_stale", "backup_failed"} & {w.code for w in told(engine, MONDAY_9).warnings}
     with engine.begin() as conn:
         conn.execute(
             insert(backups).values(
                 started_at=MONDAY_9, finished_at=MONDAY_9, status="failed", error="No space left"
             )
         )
-    [warning] = [w for w in _ctx(engine, MONDAY_9).warnings if w.code == "backup_failed"]
+    [warning] = [w for w in told(engine, MONDAY_9).warnings if w.code == "backup_failed"]
     assert "No space left" in warning.message
     three_days = MONDAY_9 + timedelta(days=3)
-    assert "backup_failed" in {w.code for w in _ctx(engine, three_days).warnings}
+    assert "backup_failed" in {w.code for w in told(engine, three_days).warnings}
 
 
 def test_it_warns_when_schedules_are_overdue(engine: Engine) -> None:
-    _remind(engine, MONDAY_9, rule="daily")
+    remind(engine, MONDAY_9, rule="daily")
     later = MONDAY_9 + timedelta(days=2)
-    [warning] = [w for w in _ctx(engine, later).warnings if w.code == "schedules_overdue"]
+    [warning] = [w for w in told(engine, later).warnings if w.code == "schedules_overdue"]
     assert "2026-06-15" in warning.message
 
 
@@ -169,13 +151,13 @@ def test_a_big_backlog_stays_within_the_budget_with_counts(engine: Engine) -> No
             backlog.create_task(
                 conn, MONDAY_9, title=f"due task {i}", due_on=date(2026, 6, 1), actor="cli"
             )
-    ctx = _ctx(engine, MONDAY_9)
+    ctx = told(engine, MONDAY_9)
     assert len(ctx.due) <= 20
     assert ctx.omitted["due"] == 500 - len(ctx.due)
     markdown = to_markdown(ctx, UTCZ)
     assert len(markdown) <= 4000
     assert f"{ctx.omitted['due']} due" in markdown
-    small = _ctx(engine, MONDAY_9, budget=5)
+    small = told(engine, MONDAY_9, budget=5)
     assert len(small.due) == 5 and small.omitted["due"] == 495
 
 
@@ -183,9 +165,9 @@ def test_project_scope_shows_that_project_and_unscoped_items(engine: Engine) -> 
     with engine.begin() as conn:
         for title, project in (("site work", "site"), ("shop work", "shop"), ("general", None)):
             backlog.create_task(conn, MONDAY_9, title=title, project=project, actor="cli")
-    site = _ctx(engine, MONDAY_9, project="site")
+    site = told(engine, MONDAY_9, project="site")
     assert sorted(t.title for t in site.backlog) == ["general", "site work"]
-    everything = _ctx(engine, MONDAY_9)
+    everything = told(engine, MONDAY_9)
     assert len(everything.backlog) == 3
 
 
@@ -193,8 +175,7 @@ def test_reminders_share_the_budget_fired_first_in_order_then_pending(engine: En
     """Fired today by the instant of the fire, each schedule once (its first fire), then the
     ones due and not processed; what does not fit is counted."""
     a, b, c, d = (
-        _remind(engine, MONDAY_9 - timedelta(hours=1), rule="daily", title=title)
-        for title in "ABCD"
+        remind(engine, MONDAY_9 - timedelta(hours=1), rule="daily", title=title) for title in "ABCD"
     )
     at = MONDAY_9.replace(hour=8)
     with engine.begin() as conn:
@@ -215,7 +196,7 @@ def test_reminders_share_the_budget_fired_first_in_order_then_pending(engine: En
                 },
             ],
         )
-    everything = _ctx(engine, MONDAY_9)
+    everything = told(engine, MONDAY_9)
     assert [(r.schedule_id, r.fire_date, r.fired_at) for r in everything.reminders] == [
         (b, date(2026, 6, 15), at),
         (a, date(2026, 6, 14), at.replace(minute=30)),
@@ -223,10 +204,10 @@ def test_reminders_share_the_budget_fired_first_in_order_then_pending(engine: En
         (d, None, None),
     ]
     assert everything.omitted == {}
-    three = _ctx(engine, MONDAY_9, budget=3)
+    three = told(engine, MONDAY_9, budget=3)
     assert [r.schedule_id for r in three.reminders] == [b, a, c]
     assert three.omitted == {"reminders": 1}
-    one = _ctx(engine, MONDAY_9, budget=1)
+    one = told(engine, MONDAY_9, budget=1)
     assert [r.schedule_id for r in one.reminders] == [b]
     assert one.omitted == {"reminders": 3}
 
@@ -255,15 +236,15 @@ def test_left_out_counts_follow_the_project_scope(engine: Engine) -> None:
             backlog_leases.claim_task(
                 conn, MONDAY_9, held.id, owner="claude:s", duration="1h", actor="cli"
             )
-    site = _ctx(engine, MONDAY_9, project="site", budget=3)
+    site = told(engine, MONDAY_9, project="site", budget=3)
     assert len(site.running) == 2 and len(site.due) == 1 and site.backlog == []
     assert site.omitted == {"due": 1, "backlog": 5}
-    everything = _ctx(engine, MONDAY_9, budget=3)
+    everything = told(engine, MONDAY_9, budget=3)
     assert len(everything.running) == 3 and everything.due == []
     assert everything.omitted == {"due": 3, "backlog": 7}
-    exact = _ctx(engine, MONDAY_9, project="site", budget=2 + 2 + 5)
+    exact = told(engine, MONDAY_9, project="site", budget=2 + 2 + 5)
     assert exact.omitted == {}
-    assert _ctx(engine, MONDAY_9, project="site", budget=2 + 2 + 4).omitted == {"backlog": 1}
+    assert told(engine, MONDAY_9, project="site", budget=2 + 2 + 4).omitted == {"backlog": 1}
 
 
 def test_the_character_budget_keeps_what_fits_and_no_more(engine: Engine) -> None:
@@ -272,7 +253,7 @@ def test_the_character_budget_keeps_what_fits_and_no_more(engine: Engine) -> Non
     with engine.begin() as conn:
         for i in range(25):
             backlog.create_task(conn, MONDAY_9, title=f"task {i:02} " + "x" * 90, actor="cli")
-    full = _ctx(engine, MONDAY_9, char_budget=100_000)
+    full = told(engine, MONDAY_9, char_budget=100_000)
     assert len(full.backlog) == 20 and full.omitted == {"backlog": 5}
 
     def size(kept: int) -> int:
@@ -280,7 +261,7 @@ def test_the_character_budget_keeps_what_fits_and_no_more(engine: Engine) -> Non
         return len(to_markdown(ctx, UTCZ))
 
     for limit in (size(8), size(9) - 1):
-        trimmed = _ctx(engine, MONDAY_9, char_budget=limit)
+        trimmed = told(engine, MONDAY_9, char_budget=limit)
         assert trimmed.backlog == full.backlog[:8]
         assert trimmed.omitted == {"backlog": 17}
         assert len(to_markdown(trimmed, UTCZ)) <= limit
@@ -294,7 +275,7 @@ def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
                 conn, MONDAY_9, task.id, owner=f"o{i}", duration="1h", actor="cli"
             )
     [warning] = [
-        w for w in _ctx(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
+        w for w in told(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
     ]
     assert (
         warning.message.startswith("7 lease(s) past their end") and "and 2 more" in warning.message
@@ -302,7 +283,7 @@ def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
 
 
 def test_hook_output_is_what_claude_code_expects(engine: Engine) -> None:
-    markdown = to_markdown(_ctx(engine, MONDAY_9), UTCZ)
+    markdown = to_markdown(told(engine, MONDAY_9), UTCZ)
     assert hook_output(markdown) == {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": markdown}
     }

@@ -4,9 +4,8 @@ of them (instants, dates, JSON, booleans), on both stores."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, insert
 
@@ -19,10 +18,10 @@ from ondeck.memory.brief import BriefRequest
 from ondeck.system import heartbeat as workers
 from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
+from support.context import MONDAY_9, UTCZ
 from support.memory import make_session
 
-UTCZ = ZoneInfo("UTC")
-NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+NOW = MONDAY_9
 SIDES = {"work": ["/w"]}
 REQUEST = BriefRequest(sides_on=True, side="work", project="api", source="startup", session="x")
 
@@ -139,7 +138,7 @@ def _fill_sides(engine: Engine) -> None:
 def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(
     engine: Engine, db_url: str
 ) -> None:
-    """Issue 21, item 4: a session of a side, with a project or none, sees that side's
+    """A session of a side, with a project or none, sees that side's
     tasks and reminders only; one with no side sees none; the same on both drivers."""
     from ondeck.core.sides import SideView
 

@@ -1,9 +1,9 @@
-"""Dates at the edge of the range (issue 12, item 10): what is accepted can be carried by
+"""Dates at the edge of the range: what is accepted can be carried by
 every computation after it, and what cannot is refused as invalid input, never a 500.
 
 Every rule form from a start at DATE_MIN and at DATE_MAX: the schedule is created, shown,
 checked for its next 100 dates, put in the calendar feed, and fired on its first date with
-the clock there. 9999-12-31 (the issue's repro) is refused for every rule form, on create and
+the clock there. 9999-12-31 is refused for every rule form, on create and
 on edit, writing nothing. A schedule stored before the bound existed still gets a clear
 refusal (RuleError is invalid input), not an internal error.
 """
@@ -102,7 +102,7 @@ def test_the_issues_date_is_refused_for_every_rule_on_create_and_edit(
 
 @pytest.mark.parametrize("rule", ["weekly:MON", "monthly:1"])
 @pytest.mark.parametrize("command", ["add", "edit"])
-def test_the_issues_cli_repro_is_exit_2_with_the_range(
+def test_a_start_past_the_range_is_exit_2_naming_the_range(
     db_url: str, rule: str, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(["--db", db_url, "schedule", "add", "kept", "--rule", "daily"]) == 0
@@ -114,7 +114,7 @@ def test_the_issues_cli_repro_is_exit_2_with_the_range(
     assert err.count("\n") == 1 and OUT_OF_RANGE in err and "internal error" not in err
 
 
-def test_the_issues_api_repro_is_422_with_the_range(engine: Engine, settings: Settings) -> None:
+def test_a_start_past_the_range_is_422_naming_the_range(engine: Engine, settings: Settings) -> None:
     body = {"title": "x", "rule": "weekly:MON", "start_on": "9999-12-31"}
     with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as c:
         response = c.post("/api/v1/schedules", json=body)

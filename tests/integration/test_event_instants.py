@@ -1,5 +1,5 @@
 """Instants inside an event's details (`lease_until`) are shown in ONDECK_TZ like every other
-instant (issue 12: `task show` gave them in UTC): on the CLI, in the API, on the dashboard."""
+instant, never in UTC: on the CLI, in the API, on the dashboard."""
 
 from __future__ import annotations
 

@@ -208,7 +208,7 @@ def test_markdown_one_file_per_project_with_what_is_true(engine: Engine) -> None
     assert set(only_work) == {Path("work/api.md")}
 
 
-# --- an export says where it ends and what it holds (issue 22 item 10) -----------------------
+# --- an export says where it ends and what it holds ------------------------------------
 
 
 def _import(engine: Engine, lines: list[str]) -> exchange.Imported:
@@ -283,7 +283,7 @@ def test_an_export_of_version_1_has_no_end_line_and_is_read_with_a_warning(
 def test_a_version_1_export_cut_before_the_current_note_is_refused(
     engine: Engine, empty: Engine
 ) -> None:
-    """The issue's cut: two superseded notes, the last one pointing to no replacement, the
+    """A cut of two superseded notes, the last one pointing to no replacement, the
     current decision silently dropped."""
     fill(engine)
     lines = [json.loads(line) for line in export(engine)[:-1]]
@@ -297,7 +297,7 @@ def test_a_version_1_export_cut_before_the_current_note_is_refused(
     assert _note_count(empty) == 0
 
 
-# --- an import brings the changes of what it already has (issue 22 item 9) -----------------------
+# --- an import brings the changes of what it already has -------------------------------
 
 LATER = NOW + timedelta(hours=2)
 

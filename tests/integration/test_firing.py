@@ -307,7 +307,7 @@ def test_due_dates_include_a_pulled_day_that_is_not_an_occurrence() -> None:
 
 
 def test_a_schedule_gives_its_side_to_the_tasks_it_fires(engine: Engine) -> None:
-    """Issue 21, item 4: what a schedule fires is of its side (or, without one, of none:
+    """What a schedule fires is of its side (or, without one, of none:
     the inbox), so a session of another side never claims it."""
     from ondeck.core.errors import NothingClaimable
     from ondeck.core.sides import SideView

@@ -3,14 +3,11 @@ existing heartbeats are kept and read as "not recorded", and it goes back down c
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, create_engine, insert, inspect, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, insert, inspect, select, text
 
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, read_revision, upgrade
@@ -20,27 +17,12 @@ from ondeck.system import heartbeat as workers
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def bare(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+@pytest.fixture
+def bare(empty_url: str) -> Iterator[Engine]:
     """An empty database (not the migrated template): each test migrates it itself."""
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-        yield engine
-        engine.dispose()
-        return
-    admin_url = request.getfixturevalue("pg_admin_url")
-    name = f"m_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    engine = make_engine(make_url(admin_url).set(database=name).render_as_string(False))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+    engine = make_engine(empty_url)
+    yield engine
+    engine.dispose()
 
 
 def test_0002_keeps_the_heartbeats_of_0001_and_reads_them_as_not_recorded(bare: Engine) -> None:

@@ -156,15 +156,9 @@ def test_the_metadata_creates_the_checks_the_migration_created(
 ) -> None:
     """The same CHECKs, as the database itself reports them, from `create_all` on an empty
     database as from migration 0001 (PostgreSQL normalises the text: both go through it)."""
-    if engine.dialect.name == "postgresql":
-        from conftest import drop_pg_database, new_pg_database
+    from conftest import empty_database
 
-        admin = request.getfixturevalue("pg_admin_url")
-        url = new_pg_database(admin, "template0")
-        request.addfinalizer(lambda: drop_pg_database(admin, url))
-        fresh = make_engine(url)
-    else:
-        fresh = make_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    fresh = make_engine(empty_database(engine.dialect.name, tmp_path, request, "fresh.db"))
     request.addfinalizer(fresh.dispose)
     metadata.create_all(fresh)
     migrated = _checks(engine)

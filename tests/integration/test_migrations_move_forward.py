@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,8 +20,7 @@ from typing import Any
 import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, MetaData, Table, create_engine, insert, null, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, MetaData, Table, insert, null, select, text
 
 from ondeck.db import tables
 from ondeck.db.engine import make_engine
@@ -501,27 +498,6 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database (no schema at all): SQLite or PostgreSQL."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'empty.db'}"
-        return
-    admin_url = request.getfixturevalue("pg_admin_url")
-    name = f"m_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE template0"))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def _reflect(engine: Engine) -> dict[str, Table]:

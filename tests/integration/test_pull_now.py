@@ -1,6 +1,6 @@
-""" "now" keeps the dates a schedule owes and promises only a fire that will come (issue 12,
-items 3 and 8), and dates dropped without a fire are counted where they are dropped and
-shown by `schedule show` (item 12: pause/resume, `missed=skip`).
+""" "now" keeps the dates a schedule owes and promises only a fire that will come, and
+dates dropped without a fire are counted where they are dropped and
+shown by `schedule show` (pause/resume, `missed=skip`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def settings(db_url: str, tmp_path: Any) -> Settings:
-    """The suite's settings in Seoul, as the repros ran."""
+    """The suite's settings in Seoul, a zone far from UTC."""
     return load_settings(
         database_url=db_url,
         tz="Asia/Seoul",
@@ -86,7 +86,7 @@ def _outcome(engine: Engine, schedule_id: int) -> tuple[int, list[tuple[date, in
 def test_now_on_an_overdue_schedule_keeps_the_dates_it_owes(
     engine: Engine, missed: str, tasks_made: int, skipped: int
 ) -> None:
-    """The repro: "now" then a tick gives what the tick alone gives (6 tasks for `all`,
+    """A "now" then a tick gives what the tick alone gives (6 tasks for `all`,
     one with `skipped 5` for `latest`), not one task with `skipped 0`."""
     pulled, alone = _make(engine, missed=missed), _make(engine, missed=missed)
     assert _now(engine, pulled).next_due == date(2026, 6, 15), "it only ever moves earlier"
@@ -141,7 +141,7 @@ def test_now_under_missed_skip_fires_today_and_counts_what_it_dropped(engine: En
 
 
 def test_after_todays_fire_now_changes_nothing_and_says_so(engine: Engine) -> None:
-    """The repro: the fire of today done, "now" promised a fire that never came."""
+    """The fire of today done, "now" promises no fire that will never come."""
     schedule_id = _make(engine)
     firing.fire_due(engine, LATER, SEOUL)
     with engine.begin() as conn:

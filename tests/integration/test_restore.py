@@ -41,15 +41,10 @@ def _all_rows(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _empty_database(engine: Engine, tmp_path: Path, request: pytest.FixtureRequest) -> Engine:
-    if engine.dialect.name == "postgresql":
-        from conftest import drop_pg_database, new_pg_database
+    from conftest import empty_database
 
-        admin = request.getfixturevalue("pg_admin_url")
-        url = new_pg_database(admin, "template0")
-        request.addfinalizer(lambda: drop_pg_database(admin, url))
-        target = make_engine(url)
-    else:
-        target = make_engine(f"sqlite:///{tmp_path / 'empty' / 'restored.db'}")
+    file = "empty/restored.db"
+    target = make_engine(empty_database(engine.dialect.name, tmp_path, request, file))
     request.addfinalizer(target.dispose)
     return target
 

@@ -203,7 +203,7 @@ def test_capture_false_keeps_times_side_and_project_and_no_text(engine: Engine) 
 
 
 def test_marker_and_path_prefix_disagreeing_is_kept_and_shown(engine: Engine) -> None:
-    """Issue 21 item 5: a marker's side never decides; disagreeing, it sends the session
+    """A marker's side never decides; disagreeing, it sends the session
     to the inbox (it was stored under the marker's side)."""
     marker = Marker(path="/home/me/work/blog/.ondeck.toml", side="personal")
     facts = Facts(cwd="/home/me/work/blog", marker=marker)

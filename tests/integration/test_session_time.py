@@ -1,5 +1,5 @@
 """When a session is lost, decided as it is read; events that arrive late, and hooks whose
-clock is far from the server's (issue 22, items 13 and 14). Both stores."""
+clock is far from the server's. Both stores."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store's fingerprint is a random id of the database, kept in it (issue 21 item 2): not a
+"""The store's fingerprint is a random id of the database, kept in it: not a
 hash of the URL (which holds a PostgreSQL password), the same at every open, different for
 two databases, and carried by a backup: a restored database says the id of the one the
 backup was taken from."""

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from conftest import NOW
 from mcp import Client
 from ondeck.db.tables import notes
 from ondeck.memory import notes as notes_svc
-from support.hooks import ONDECK, new_repo
+from support.hooks import new_repo
+from support.mcp_stdio import params
 from support.memory import make_session
 
 MEMORY_TOOLS = {
@@ -32,20 +31,6 @@ MEMORY_TOOLS = {
 }
 
 
-def params(db_url: str, cwd: Path, sides: dict[str, list[str]]) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=ONDECK,
-        args=["mcp"],
-        cwd=str(cwd),
-        env={
-            **os.environ,
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_TZ": "UTC",
-            "ONDECK_SIDES": json.dumps(sides),
-        },
-    )
-
-
 def seed(engine: Engine, repo: Path) -> dict[str, Any]:
     from zoneinfo import ZoneInfo
 
@@ -56,7 +41,7 @@ def seed(engine: Engine, repo: Path) -> dict[str, Any]:
             project="api", sides=sides, zone=ZoneInfo("UTC"), pinned=True, actor="t",
         )  # fmt: skip
         # Heard from just now: the MCP server runs on the real clock, and a session silent
-        # past the grace is lost, not the open session of this directory (issue 22, item 13).
+        # past the grace is lost, not the open session of this directory.
         session = make_session(
             conn, datetime.now(UTC), external_id="agent-session-0001", side="work",
             project="api", status="open", cwd=str(repo),

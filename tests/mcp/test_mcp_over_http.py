@@ -8,15 +8,11 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +28,14 @@ from mcp import Client
 from ondeck.db.tables import events
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings
+from support import served as support_served
 from support.pg import free_port
+from support.served import ONDECK
 
-ONDECK = str(Path(sys.executable).with_name("ondeck"))
 ADMIN = "admin-secret-for-the-test-0123456789"
 
 
-@dataclass
-class Served:
-    url: str  # the server's root, no trailing slash
-    db_url: str
-    env: dict[str, str]
-
+class Served(support_served.Served):
     def token(self, name: str, scope: str, *more: str) -> str:
         done = subprocess.run(
             [ONDECK, "token", "create", name, "--scope", scope, *more],
@@ -74,21 +66,6 @@ class Served:
             engine.dispose()
 
 
-def _wait_for_health(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return  # it answers (401 without the token)
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("the server never answered")
-
-
 @contextmanager
 def _serving(sqlite_template: Path, tmp_path: Path, **extra: str) -> Iterator[Served]:
     """`ondeck serve` on a free port, a SQLite database of its own, `ONDECK_TOKEN` set."""
@@ -96,34 +73,9 @@ def _serving(sqlite_template: Path, tmp_path: Path, **extra: str) -> Iterator[Se
     path.parent.mkdir()
     shutil.copyfile(sqlite_template, path)
     db_url = f"sqlite:///{path}"
-    env = {
-        **os.environ,
-        "ONDECK_DATABASE_URL": db_url,
-        "ONDECK_TOKEN": ADMIN,
-        "ONDECK_TZ": "UTC",
-        "ONDECK_DATA_DIR": str(tmp_path / "server" / "data"),
-        **extra,
-    }
-    env.pop("ONDECK_SERVER_URL", None)
-    port = free_port()
-    proc = subprocess.Popen(
-        [ONDECK, "serve", "--port", str(port), "--no-jobs"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_health(f"{url}/api/v1/health", proc)
-        yield Served(url=url, db_url=db_url, env=env)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+    data = tmp_path / "server" / "data"
+    with support_served.serve_database(db_url, data, Served, ONDECK_TOKEN=ADMIN, **extra) as s:
+        yield s
 
 
 @pytest.fixture
@@ -383,7 +335,7 @@ def test_without_a_token_mcp_answers_loopback_names_only(
 def test_a_token_limited_to_a_side_holds_mcp_to_that_side(
     sqlite_template: Path, tmp_path: Path
 ) -> None:
-    """Issue 21, item 4: `token create --side work` sees and writes the work side only over
+    """`token create --side work` sees and writes the work side only over
     /mcp: naming another side is refused, claim_task {} never takes a personal task."""
     sides = json.dumps({"work": ["/w"], "personal": ["/p"]})
     with _serving(sqlite_template, tmp_path, ONDECK_SIDES=sides) as served:

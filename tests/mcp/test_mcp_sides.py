@@ -1,4 +1,4 @@
-"""The side partition over MCP (issue 21, item 4): `ondeck mcp` started in a work directory
+"""The side partition over MCP: `ondeck mcp` started in a work directory
 sees and writes the work side's tasks and schedules only, on both stores. A personal task
 ("call the divorce lawyer") is never claimed, listed or shown there, and a task with no
 side (the inbox) is shown to no session."""
@@ -7,36 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from mcp import Client
 from ondeck.core import clock
 from ondeck.db.tables import tasks
 from ondeck.work import backlog, schedules
-from support.hooks import ONDECK, new_repo
+from support.hooks import new_repo
+from support.mcp_stdio import params
 
 LAWYER = "call the divorce lawyer"
 UTCZ = ZoneInfo("UTC")
-
-
-def params(db_url: str, cwd: Path, sides: dict[str, list[str]]) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=ONDECK,
-        args=["mcp"],
-        cwd=str(cwd),
-        env={
-            **os.environ,
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_TZ": "UTC",
-            "ONDECK_SIDES": json.dumps(sides),
-        },
-    )
 
 
 def seed(engine: Engine) -> dict[str, int]:

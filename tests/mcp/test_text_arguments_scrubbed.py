@@ -1,4 +1,4 @@
-"""Every MCP tool argument that takes a text stores it scrubbed (issue 21 item 7).
+"""Every MCP tool argument that takes a text stores it scrubbed.
 
 The arguments are found from the tools' own input schemas (a string that is not a date, a
 lease length, a rule or a fixed choice), so an argument added later is walked too; each gets

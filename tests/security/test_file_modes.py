@@ -1,4 +1,4 @@
-"""Only the owner can read what ondeck writes (issue 21 item 6): under the usual umask 022
+"""Only the owner can read what ondeck writes: under the usual umask 022
 every file ondeck makes is 0600 and every directory 0700 (the SQLite database and its -wal
 and -shm, backups and pg_dump files, the pre-restore copy, exports to a file and to a
 Markdown tree, the spool); files found too open at start are tightened, one log line each.

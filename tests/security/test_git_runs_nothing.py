@@ -1,4 +1,4 @@
-"""Reading git runs nothing a repository names (issue 21, item 1).
+"""Reading git runs nothing a repository names.
 
 Each test builds a real repository whose config names a program for one key (a script that
 writes a marker file when run), makes the read that would reach it (the same reads the
@@ -20,8 +20,9 @@ import pytest
 
 from ondeck.host.git import changed_paths, commits_between, drift, read_repo
 from ondeck.host.git_run import Deadline
-from support.hooks import ONDECK, SESSION_ID, commit_file, git, new_repo, payload, run_hook
+from support.hooks import SESSION_ID, commit_file, git, new_repo, payload, run_hook
 from support.pg import free_port
+from support.served import serving
 
 
 def pwn_script(tmp_path: Path) -> tuple[Path, Path]:
@@ -299,8 +300,6 @@ def test_the_hook_path_runs_nothing_and_hands_git_no_secret(
 def test_the_server_path_runs_nothing_and_hands_git_no_secret(
     engine: object, db_url: str, tmp_path: Path
 ) -> None:
-    import urllib.request
-
     root, marker, _ = everything_hostile(tmp_path)
     path, seen = git_spy(tmp_path)
     transcript = tmp_path / "t.jsonl"
@@ -314,19 +313,8 @@ def test_the_server_path_runs_nothing_and_hands_git_no_secret(
         "ONDECK_DEBUG": "1",
         "ONDECK_TZ": "UTC",
     }
-    server = subprocess.Popen(
-        [ONDECK, "serve", "--no-jobs"],
-        env={**os.environ, **common, "PATH": path},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    server_env = {**os.environ, **common, "PATH": path}
+    with serving(server_env, "--no-jobs", url=f"http://127.0.0.1:{port}"):
         transcript.write_text("")
         env = dict(common)
         outs = []
@@ -340,9 +328,6 @@ def test_the_server_path_runs_nothing_and_hands_git_no_secret(
             assert f"stored through {tmp_path}" in done.stderr, done.stderr  # the owner socket
             outs.append(done)
         s = _wait_for_changes(engine)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     assert not marker.exists(), marker.read_text()[:400]
     assert s.files is not None and "c.txt" in s.files["paths"], s  # type: ignore[attr-defined]
     calls = seen.read_text()

@@ -1,4 +1,4 @@
-"""Secrets in what ondeck prints (issue 21, item 10): wherever a URL is shown (a refusal, the
+"""Secrets in what ondeck prints: wherever a URL is shown (a refusal, the
 dry run of `service install`, a session's context, the server's banner, the System page), its
 password and secret options are `***`, whichever way the URL carries them."""
 

@@ -12,7 +12,7 @@ OUT_OF_RANGE = f"out of range: use a date {DATE_RANGE}"
 
 # (value, a fragment the one-line refusal contains)
 BAD_DATES = [
-    ("9999-12-31", OUT_OF_RANGE),  # the issue's: the rule arithmetic ran out of calendar
+    ("9999-12-31", OUT_OF_RANGE),  # the rule arithmetic ran out of calendar
     ("9000-01-01", OUT_OF_RANGE),  # the day after DATE_MAX
     ("1899-12-31", OUT_OF_RANGE),  # the day before DATE_MIN
     ("0001-01-01", OUT_OF_RANGE),
@@ -44,7 +44,7 @@ def edge_refusal(name: str, value: str) -> str | None:
 # Lease lengths: refused with the maximum (7d), never an OverflowError or a 500.
 BAD_DURATIONS = [
     ("8d", "at most 7d"),
-    ("99999999d", "at most 7d"),  # the setting value, as a lease length
+    ("99999999d", "at most 7d"),  # a setting's value, as a lease length
     ("999999999d999999999d", "at most 7d"),  # more days than a timedelta holds
     ("9" * 9 + "d" + "9" * 9 + "h", "at most 7d"),
     ("0m", "more than 0"),

@@ -84,6 +84,19 @@ def later(at: datetime, **delta: float) -> datetime:
     return at + timedelta(**delta)
 
 
+def serverless_env(db_url: str, data: Path) -> dict[str, str]:
+    """The settings of hooks with no server to reach: a port nothing listens on, so they
+    store through the database themselves, in UTC, with `data` as their data folder."""
+    from support.pg import free_port
+
+    return {
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(data),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_PORT": str(free_port()),
+    }
+
+
 def run_hook(
     verb: str, data: dict[str, Any], env: dict[str, str], *, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 
 Sizes: every long duration and large count is a knob read once at import (the test
 fixtures clear `ONDECK_*` from the environment before each test, so it cannot be read
-later). `ONDECK_FAULT_FULL=1` runs the issue's full sizes; `ONDECK_FAULT_<NAME>` sets one.
+later). `ONDECK_FAULT_FULL=1` runs the full sizes; `ONDECK_FAULT_<NAME>` sets one.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def at_time(env: dict[str, str], instant: datetime) -> dict[str, str]:
     """`env` for a process whose clock starts at `instant` (UTC) and then runs normally.
 
     Only for short commands (`jobs --once`, `context`): with libfaketime 0.9.10 and Python
-    3.11, a faked monotonic clock makes timed waits on locks and events hang (libfaketime
-    issue 390), and excluding it makes every `time.sleep` fail with EINVAL (issue 426).
+    3.11, a faked monotonic clock makes timed waits on locks and events hang, and
+    excluding it makes every `time.sleep` fail with EINVAL (both libfaketime bugs).
     A one-tick run uses neither kind of timed wait; the looping `ondeck jobs` does.
     """
     return {

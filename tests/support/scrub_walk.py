@@ -1,4 +1,4 @@
-"""Secrets for the walks of every write path (issue 21 item 7), and the database read back.
+"""Secrets for the walks of every write path, and the database read back.
 
 Each input gets secrets of its own (a GitHub token and a Korean password line), so a leak
 names the input it came from. `leaks` reads every table and every column of the database

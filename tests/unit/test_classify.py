@@ -34,7 +34,7 @@ def test_sides_configured_and_none_applies_is_unclassified() -> None:
 
 
 def test_a_marker_cannot_move_a_session_to_another_side_it_is_unclassified_naming_both() -> None:
-    """Issue 21 item 5 (was: the marker outranked the owner's path prefix)."""
+    """The owner's path prefix outranks the marker, and the session is held for a look."""
     marker = Marker(path="/home/me/work/blog/.ondeck.toml", side="personal", project="blog")
     c = classify(Facts(cwd="/home/me/work/blog", marker=marker), Rules(sides=SIDES))
     assert c.unclassified and c.side.value is None and c.project.value is None

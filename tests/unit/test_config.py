@@ -84,7 +84,7 @@ def test_an_empty_token_means_no_token(monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_settings().token_value is None
 
 
-# --- settings that would lie later are refused at load (issue 12, items 1 and 11) --------
+# --- settings that would lie later are refused at load ---------------------------------
 
 SETTINGS_FIELDS = Settings.model_fields
 

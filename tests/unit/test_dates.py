@@ -1,5 +1,5 @@
 """Dates people type: `YYYY-MM-DD` within DATE_MIN..DATE_MAX, and a date that does not exist
-says why (issue 12: `--due 2026-02-29` said only "not a date")."""
+says why (`--due 2026-02-29` is not a leap day, not merely "not a date")."""
 
 from __future__ import annotations
 

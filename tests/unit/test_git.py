@@ -66,7 +66,7 @@ def test_reads_stop_when_the_budget_is_spent(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "r")
     spent = Deadline(0.0)
     time.sleep(0.01)
-    # Issue 22 item 15 (was: root None, as if not a repository): what the files say, and why.
+    # Not root None, as if not a repository: what the files say, and why.
     found = read_repo(str(repo), spent)
     assert (found.root, found.branch, found.head) == (str(repo), "main", None)
     assert found.note and "git did not answer" in found.note

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from ondeck.core.errors import ConfigError
-from ondeck.host.quick_settings import FIELDS, RULE_FIELDS, HookConfig
+from ondeck.host.quick_settings import (
+    FIELDS,
+    RULE_FIELDS,
+    HookConfig,
+)
 from ondeck.host.quick_settings_read import hook_config_of, load_hook_config, read_quickly
 from ondeck.host.quick_settings_rules import database_url, posix_path
 from ondeck.host.settings import Settings, load_settings

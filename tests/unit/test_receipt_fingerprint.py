@@ -1,5 +1,5 @@
 """A hook receipt's fingerprint is a function of what was kept, never of what the scrubber
-removed (issue 21 item 7): "door code 4711" inside `<private>` was found again from the
+removed: "door code 4711" inside `<private>` was found again from the
 unsalted hash of the raw payload by trying the 10,000 codes."""
 
 from __future__ import annotations

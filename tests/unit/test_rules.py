@@ -558,7 +558,7 @@ def test_rrule_yields_the_same_dates_in_dateutil(rule: Rule, start: date) -> Non
 
 
 def test_a_rule_is_read_one_way() -> None:
-    """Issue 13: `parse` is the only parser, and its RuleError already is the InvalidInput
+    """`parse` is the only parser, and its RuleError already is the InvalidInput
     (code invalid_rule) every entry point shows, so no module converts it or parses again."""
     import re
     from pathlib import Path

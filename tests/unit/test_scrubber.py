@@ -735,8 +735,8 @@ def test_base64_is_judged_by_the_text_it_spells() -> None:
 
 
 def test_hex_of_any_length_is_never_high_entropy() -> None:
-    """Hex is judged by the hex row, by where it stands (issue 21 item 7: hex secrets in
-    prose are secrets), never by its entropy."""
+    """Hex is judged by the hex row, by where it stands (hex secrets in prose
+    are secrets), never by its entropy."""
     rng = random.Random(16)
     for length in (32, 40, 64, 128):
         for digits in ("0123456789abcdef", "0123456789ABCDEF"):

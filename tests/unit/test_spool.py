@@ -185,7 +185,7 @@ def test_empty_spools_wait_for_nothing(tmp_path: Path, text: str) -> None:
 
 
 def test_a_torn_line_takes_no_whole_record_with_it(tmp_path: Path) -> None:
-    """A writer that died mid-line (issue 22, item 6): the next record starts on a line of
+    """A writer that died mid-line: the next record starts on a line of
     its own, and only the fragment is refused."""
     spool.append(tmp_path, rec(0))
     with (tmp_path / spool.EVENTS).open("a") as handle:
@@ -200,7 +200,7 @@ def test_a_torn_line_takes_no_whole_record_with_it(tmp_path: Path) -> None:
 
 
 def test_a_drain_with_a_budget_leaves_the_rest_in_order(tmp_path: Path) -> None:
-    """A hook's drain (issue 22, item 5): no batch starts after the budget; what is left
+    """A hook's drain: no batch starts after the budget; what is left
     waits, in order, before anything newer."""
     import time
 

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings
+from support.browser import launched
 
 # Monday 2026-06-15, 09:00 UTC, as in the other suites.
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -60,3 +61,18 @@ def at() -> Iterator[time_machine.Coordinates]:
 def dash(engine: Engine, settings: Settings, at: time_machine.Coordinates) -> Iterator[Dashboard]:
     with TestClient(create_app(settings, engine)) as client:
         yield Dashboard(client)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Chromium, launched once for a module's tests (each opens its own context)."""
+    yield from launched()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    """A page in a browser context of its own (no cookies shared with another test)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()

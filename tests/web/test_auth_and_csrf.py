@@ -204,7 +204,7 @@ def test_settings_fixture_has_no_token(settings: Settings) -> None:
     assert settings.token_value is None
 
 
-# --- logging out ends the session on the server (issue 21, item 8) ------------------------
+# --- logging out ends the session on the server ------------------------------------------
 
 
 def test_logging_out_ends_the_session_on_the_server(locked: TestClient, engine: Engine) -> None:
@@ -244,7 +244,7 @@ def test_the_store_keeps_no_session_id(locked: TestClient, engine: Engine) -> No
 
 
 def test_a_blank_or_short_token_never_logs_in(engine: Engine, db_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """`ONDECK_TOKEN=" "` used to count: the login and `calendar.ics?token=%20` took a
+    """`ONDECK_TOKEN=" "` counts for nothing: the login and `calendar.ics?token=%20` take no
     space. Such a token is refused where it is read, saying why and how to make one."""
     from ondeck.core.errors import ConfigError
     from ondeck.entrypoints.web.auth import Guard

@@ -1,5 +1,5 @@
-"""A page of another origin cannot write to, or read from, a server without a token (issue 21,
-item 3): real cross-origin requests from Debian's Chromium against a real `ondeck serve`
+"""A page of another origin cannot write to, or read from, a server without a
+token: real cross-origin requests from Debian's Chromium against a real `ondeck serve`
 bound to loopback with no token, on SQLite and on PostgreSQL.
 
 The hostile page is served from another loopback origin (another port of 127.0.0.1): what a
@@ -12,83 +12,28 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, select
 
 from ondeck.db.tables import events, schedules
-from support.pg import free_port
+from support.served import Served, serve_database
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-ONDECK = str(Path(sys.executable).with_name("ondeck"))
-
-
-@dataclass
-class Served:
-    url: str
-    port: int
-    env: dict[str, str]
-
-
-def _serve(db_url: str, tmp_path: Path, **extra: str) -> Iterator[Served]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "ONDECK_DATABASE_URL": db_url,
-        "ONDECK_TZ": "UTC",
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        **extra,
-    }
-    proc = subprocess.Popen(
-        [ONDECK, "serve", "--port", str(port), "--no-jobs"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                with urllib.request.urlopen(f"{url}/api/v1/health", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break  # answered (a server with a token asks for it)
-            except OSError:
-                assert time.monotonic() < deadline, "the server never answered"
-                time.sleep(0.1)
-        yield Served(url=url, port=port, env=env)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-
 
 @pytest.fixture
 def served(db_url: str, tmp_path: Path) -> Iterator[Served]:
-    yield from _serve(db_url, tmp_path)
+    with serve_database(db_url, tmp_path / "data", Served) as server:
+        yield server
 
 
 @pytest.fixture
@@ -137,16 +82,6 @@ def hostile_site() -> Iterator[tuple[str, type[_Page]]]:
     finally:
         site.shutdown()
         site.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    with playwright_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _state(engine: Engine, schedule_id: int) -> tuple[bool, int]:
@@ -270,7 +205,8 @@ def test_a_foreign_host_gets_no_export_and_changes_nothing(
 
 
 def test_a_configured_public_name_is_answered(db_url: str, tmp_path: Path) -> None:
-    for served in _serve(db_url, tmp_path, ONDECK_PUBLIC_HOSTS="deck.example.net, 덱.example"):
+    public = "deck.example.net, 덱.example"
+    with serve_database(db_url, tmp_path / "data", Served, ONDECK_PUBLIC_HOSTS=public) as served:
         status, _ = _raw(served.port, "GET", "/api/v1/health", {"Host": "deck.example.net"})
         assert status == 200
         # A name in Korean is asked for in its ASCII form (what a browser sends as Host).

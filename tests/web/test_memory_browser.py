@@ -4,27 +4,20 @@ search works with JavaScript off (the plain GET form)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy import Engine
 
 from ondeck.core import clock
 from ondeck.memory import notes as notes_svc
 
-# The browser and page fixtures are test_browser's (imported, pytest finds them here).
-from web.test_browser import Server, _serve, browser, page  # noqa: F401
+# The server fixture is test_browser's (imported, pytest finds it here); the browser and
+# the page are web/conftest.py's.
+from web.test_browser import Server, server  # noqa: F401
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-@pytest.fixture
-def server(db_url: str, tmp_path: Path) -> Iterator[Server]:
-    yield from _serve(db_url, tmp_path)
 
 
 def _seed(engine: Engine) -> None:

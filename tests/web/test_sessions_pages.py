@@ -141,7 +141,7 @@ def test_the_system_page_shows_a_stuck_spool_with_its_count(
 def test_a_session_silent_past_the_grace_is_lost_on_the_pages_before_any_tick(
     sided: Dashboard, engine: Engine
 ) -> None:
-    """Item 13 of issue 22: lost is decided as the page reads the session (the grace is
+    """Lost is decided as the page reads the session (the grace is
     12 h; this dashboard's clock is NOW, the session was last heard 3 days before)."""
     old = record("start", later(NOW, days=-3), rules=RULES, facts=Facts(cwd="/w/site"))
     apply(engine, old)

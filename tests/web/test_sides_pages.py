@@ -1,4 +1,4 @@
-"""The dashboard with sides configured (issue 21, item 4): the Backlog and Today pages show
+"""The dashboard with sides configured: the Backlog and Today pages show
 one side at a time (a selector) and the inbox of tasks with no side, a new task's side is a
 required choice, and the owner gives an inbox task its side."""
 

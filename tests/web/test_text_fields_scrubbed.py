@@ -1,4 +1,4 @@
-"""Every dashboard form field that takes a text stores it scrubbed (issue 21 item 7).
+"""Every dashboard form field that takes a text stores it scrubbed.
 
 The forms are found by reading the pages themselves (every text `<input>` and `<textarea>`
 of a form that posts), so a form added later is walked too; each field gets a text with

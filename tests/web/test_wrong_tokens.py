@@ -1,4 +1,4 @@
-"""Wrong tokens and who they lock out (issue 21, item 8), against a real `ondeck serve`:
+"""Wrong tokens and who they lock out, against a real `ondeck serve`:
 uvicorn's own handling of X-Forwarded-For is what is tested, and real users of this machine
 (the test runs as root and makes its guessers other users with setuid).
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from web.test_cross_origin import Served, _serve
+from support.served import ONDECK, Served, serve_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -67,7 +67,8 @@ def locked(db_url: str, tmp_path: Path) -> Iterator[Served]:
     if os.getuid() != 0 or not Path(GUESSER).exists():
         pytest.skip("needs root (to run guessers as other users) and /usr/bin/python3")
     tmp_path.chmod(0o755)  # the guessers need nothing in it; the server's files stay its own
-    yield from _serve(db_url, tmp_path, ONDECK_TOKEN=TOKEN)
+    with serve_database(db_url, tmp_path / "data", Served, ONDECK_TOKEN=TOKEN) as served:
+        yield served
 
 
 def test_another_user_of_this_machine_locks_out_only_itself(locked: Served) -> None:
@@ -108,7 +109,8 @@ def test_x_forwarded_for_from_a_configured_proxy_names_the_client(
     if os.getuid() != 0 or not Path(GUESSER).exists():
         pytest.skip("needs root (to run guessers as other users) and /usr/bin/python3")
     tmp_path.chmod(0o755)
-    for served in _serve(db_url, tmp_path, ONDECK_TOKEN=TOKEN, ONDECK_TRUSTED_PROXIES="127.0.0.1"):
+    proxied = {"ONDECK_TOKEN": TOKEN, "ONDECK_TRUSTED_PROXIES": "127.0.0.1"}
+    with serve_database(db_url, tmp_path / "data", Served, **proxied) as served:
         guesses = _ask(served, "wrong-" + TOKEN[6:], 11, uid=NOBODY, forwarded="203.0.113.9")
         assert guesses[-1][0] == 429 and "203.0.113.9" in guesses[-1][1]
         # Another client behind the same proxy is another address: not refused.
@@ -117,10 +119,8 @@ def test_x_forwarded_for_from_a_configured_proxy_names_the_client(
 
 
 def test_a_short_or_blank_token_is_refused_at_start(tmp_path: Path) -> None:
-    """`ONDECK_TOKEN=" "` used to count as a token (and bind 0.0.0.0): now `serve` refuses
-    it in one line saying why and how to make one."""
-    from web.test_cross_origin import ONDECK
-
+    """`ONDECK_TOKEN=" "` is no token (and binds no 0.0.0.0): `serve` refuses it in one
+    line saying why and how to make one."""
     for given, why in ((" ", "blank"), ("x", "too few"), ("s3cret-토큰-token", "too few")):
         done = subprocess.run(
             [ONDECK, "serve", "--host", "0.0.0.0", "--no-jobs"],

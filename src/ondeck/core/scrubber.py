@@ -87,9 +87,7 @@ def marker(kind: str) -> str:
 # end with `+`, `/`, `-` or `_`, which the run leaves out (so that `https://` stays).
 _MIN_RANDOM = 30
 _WORDS = lazy(r"[A-Z]?[a-z]{4,}|[A-Z]{4,}", re.ASCII)
-_WORD_PART = lazy(
-    r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII
-)
+_WORD_PART = lazy(r"(?:[A-Z][a-z]{2,}|[a-z]{2,})(?:[A-Z][a-z]{2,})*|[A-Z]{2,}[a-z]*", re.ASCII)
 _PART_SEPARATOR = lazy(r"[/_-]")
 _DIGIT = lazy(r"[0-9]")
 _TEXT_CONTROLS = str.maketrans("", "", "\n\r\t")

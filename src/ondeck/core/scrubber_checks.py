@@ -52,6 +52,7 @@ _MASK = frozenset("*•xX.·-_ ")
 # `=` and `:` start no value: `token == x` is caught as `==`, `token::Kind` is a path.
 _PLACEHOLDER_START = ("$", "%", "{", "<", "[", "#{", "@", "=", ":")
 
+
 def lazy(source: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
     """The expression, compiled when first asked for: each hook is a new process, and most
     texts it scrubs (a session start's paths and names) need few of these."""

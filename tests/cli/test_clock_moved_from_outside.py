@@ -1,9 +1,9 @@
-"""The repros of issue 12 (items 6 and 7) as they were run: real `ondeck` processes, the
-clock moved from outside with libfaketime, in Seoul.
+"""What a moved clock must not hide, through real `ondeck` processes, the clock moved from
+outside with libfaketime, in Seoul.
 
-7: `jobs --once` with a clock three days ahead, then `ondeck context` with the real clock:
+`jobs --once` with a clock three days ahead, then `ondeck context` with the real clock:
    the loop is not running and the heartbeat from the future is named, with both instants.
-6: a 15 min lease, one tick, seven hours later: not "released 45 min ago" while RUNNING.
+A 15 min lease, one tick, seven hours later: not "released 45 min ago" while RUNNING.
 """
 
 from __future__ import annotations

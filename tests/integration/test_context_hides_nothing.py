@@ -1,4 +1,4 @@
-"""What the context must not hide (issue 12, item 12): a reminder that fired today whose
+"""What the context must not hide: a reminder that fired today whose
 schedule was removed since, a stored rule that no longer parses, and where to see what was
 left out of each list.
 """
@@ -6,36 +6,24 @@ left out of each list.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import timedelta
 
 import pytest
 import time_machine
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
-from ondeck.context.build import build_context
 from ondeck.context.render import render, to_json, to_markdown
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import Settings
 from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
-
-UTCZ = ZoneInfo("UTC")
-MONDAY_9 = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
-
-
-def _ctx(engine: Engine, now: datetime = MONDAY_9, **kw):  # type: ignore[no-untyped-def]
-    with engine.connect() as conn:
-        return build_context(conn, now, zone=UTCZ, **kw)
+from support.context import MONDAY_9, UTCZ, built, remind
 
 
 def _remind(engine: Engine, title: str = "Stand-up", rule: str = "daily") -> int:
-    with engine.begin() as conn:
-        return schedules.create_schedule(
-            conn, MONDAY_9 - timedelta(hours=2), UTCZ, title=title, rule=rule, kind="remind"
-        ).id
+    return remind(engine, MONDAY_9 - timedelta(hours=2), title=title, rule=rule)
 
 
 def test_a_reminder_that_fired_today_stays_after_its_schedule_is_removed(
@@ -45,7 +33,7 @@ def test_a_reminder_that_fired_today_stays_after_its_schedule_is_removed(
     fire_due(engine, MONDAY_9, UTCZ)
     with engine.begin() as conn:
         schedules.delete_schedule(conn, MONDAY_9 + timedelta(hours=1), schedule_id)
-    ctx = _ctx(engine, MONDAY_9 + timedelta(hours=2))
+    ctx = built(engine, MONDAY_9 + timedelta(hours=2))
     [reminder] = ctx.reminders
     assert reminder.schedule_id == schedule_id and reminder.fired_at == MONDAY_9
     assert reminder.removed_at == MONDAY_9 + timedelta(hours=1)
@@ -64,14 +52,14 @@ def test_a_reminder_that_fired_today_stays_after_its_schedule_is_removed(
         page = client.get("/").text
     assert "주간 회의 notes" in page and "(schedule removed <time" in page
     assert f'href="/schedules/{schedule_id}"' not in page, "no link to a page that is gone"
-    assert _ctx(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
+    assert built(engine, MONDAY_9 + timedelta(days=1)).reminders == [], "the next day it is gone"
 
 
 def test_a_removed_reminder_that_never_fired_is_not_pending(engine: Engine) -> None:
     schedule_id = _remind(engine)
     with engine.begin() as conn:
         schedules.delete_schedule(conn, MONDAY_9, schedule_id)
-    assert _ctx(engine).reminders == []
+    assert built(engine).reminders == []
 
 
 def _break_rule(engine: Engine, schedule_id: int, rule: str) -> None:
@@ -93,7 +81,7 @@ def test_a_stored_rule_that_no_longer_parses_is_a_warning_not_nothing_on_deck(
     _break_rule(engine, made.id, "monthly:31")
     result = fire_due(engine, MONDAY_9, UTCZ)
     assert result.errors == 1 and result.fired == 0, "the tick skips it"
-    ctx = _ctx(engine)
+    ctx = built(engine)
     warnings = {w.code: w.message for w in ctx.warnings}
     message = warnings["unreadable_rules"]
     assert f"schedule {made.id} 'monthly:31'" in message and "will never fire" in message
@@ -115,7 +103,7 @@ def test_unreadable_rules_are_counted_past_the_five_named(engine: Engine) -> Non
             )
     for schedule_id in ids:
         _break_rule(engine, schedule_id, "0 9 * * *")
-    message = {w.code: w.message for w in _ctx(engine).warnings}["unreadable_rules"]
+    message = {w.code: w.message for w in built(engine).warnings}["unreadable_rules"]
     assert message.startswith("7 due schedule(s)") and "and 2 more" in message
 
 
@@ -134,9 +122,9 @@ def test_a_paused_or_future_schedule_with_a_broken_rule_is_not_warned_today(engi
         schedules.pause_schedule(conn, MONDAY_9, paused.id)
     _break_rule(engine, later.id, "monthly:31")
     _break_rule(engine, paused.id, "monthly:31")
-    assert "unreadable_rules" not in {w.code for w in _ctx(engine).warnings}
+    assert "unreadable_rules" not in {w.code for w in built(engine).warnings}
     assert "unreadable_rules" in {
-        w.code for w in _ctx(engine, MONDAY_9 + timedelta(days=3)).warnings
+        w.code for w in built(engine, MONDAY_9 + timedelta(days=3)).warnings
     }
 
 
@@ -151,7 +139,7 @@ def test_each_left_out_list_names_the_command_that_shows_it(engine: Engine) -> N
             backlog.create_task(conn, MONDAY_9, title=f"someday {n}", actor="cli")
             task = backlog.create_task(conn, MONDAY_9, title=f"held {n}", actor="cli")
             backlog_leases.claim_task(conn, MONDAY_9, task.id, owner="x", actor="cli")
-    markdown = to_markdown(_ctx(engine, budget=1), UTCZ)
+    markdown = to_markdown(built(engine, budget=1), UTCZ)
     line = markdown.strip().splitlines()[-1]
     assert line.startswith("Left out to fit the budget:")
     assert "2 reminders (ondeck schedule list --kind remind)" in line

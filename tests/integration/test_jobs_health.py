@@ -1,9 +1,9 @@
 """Whether the jobs loop is alive is judged once (`workers.jobs_health`) and told the same
-everywhere (issue 12, items 7 and 12; issue 13, "the jobs loop is silent").
+everywhere, and a silent loop is never hidden.
 
 A heartbeat from the future is no proof of life: a jobs tick run with a clock three days
-ahead used to hide a dead loop (no `jobs_not_running`, no `backup_stale`) until real time
-caught up, while nothing fired. A heartbeat records the zone, interval and lease grace of
+ahead must not hide a dead loop (no `jobs_not_running`, no `backup_stale`) until real time
+catches up, while nothing fires. A heartbeat records the zone, interval and lease grace of
 the process that wrote it, and "silent" is measured in that process's own interval.
 """
 
@@ -50,7 +50,7 @@ def _codes(engine: Engine, settings: Settings, now: datetime) -> dict[str, str]:
 def test_a_tick_from_a_clock_three_days_ahead_does_not_hide_a_dead_loop(
     engine: Engine, settings: Settings, db_url: str
 ) -> None:
-    """The repro: a whole `jobs --once` tick at +3 d (fire, reap, backup, heartbeat), then
+    """A whole `jobs --once` tick at +3 d (fire, reap, backup, heartbeat), then
     every surface read with the real clock."""
     with engine.begin() as conn:
         schedules.create_schedule(conn, NOW, settings.zone, title="daily report", rule="daily")

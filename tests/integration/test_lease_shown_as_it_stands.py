@@ -1,6 +1,6 @@
-"""A lease is shown as it stands, by one judgement, everywhere (issue 12, item 6).
+"""A lease is shown as it stands, by one judgement, everywhere.
 
-The repro: claim with `--for 15m`, one jobs tick, then seven hours later the context said
+The case it guards: claim with `--for 15m`, one jobs tick, then seven hours later the context said
 "EXPIRED 7 h ago, holder silent; released 45 min ago" while the task was still RUNNING:
 nothing had released it, and with the loop silent nothing would. Each state is checked on
 every surface that shows a lease (tests/support/surfaces.py): context Markdown, JSON and
@@ -96,7 +96,7 @@ def test_past_the_grace_with_a_live_loop_is_due_for_release_at_the_next_tick(
     engine: Engine, settings: Settings, db_url: str
 ) -> None:
     task_id = _claimed(engine)
-    now = NOW + timedelta(minutes=420)  # the repro: 45 min past the grace
+    now = NOW + timedelta(minutes=420)  # 45 min past the grace
     _beat(engine, now - timedelta(seconds=10), settings)
     found = read_all(engine, settings, db_url, now, task_id=task_id)
     _check_everywhere(
@@ -113,7 +113,7 @@ def test_past_the_grace_with_a_live_loop_is_due_for_release_at_the_next_tick(
 def test_past_the_grace_with_a_silent_loop_says_nothing_will_release_it(
     engine: Engine, settings: Settings, db_url: str
 ) -> None:
-    """The repro as it was: one tick right after the claim, then seven hours of silence."""
+    """One tick right after the claim, then seven hours of silence."""
     task_id = _claimed(engine)
     _beat(engine, NOW + timedelta(seconds=5), settings)
     now = NOW + timedelta(minutes=420)
