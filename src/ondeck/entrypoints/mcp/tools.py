@@ -98,13 +98,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
     def actor(ctx: Context | None) -> str:
         return asker().actor or f"mcp:{_client_name(ctx)}"
 
-    def by(ctx: Context | None) -> Callable[[Callable[[Call], T]], T]:
+    def call_by(ctx: Context | None, fn: Callable[[Call], T]) -> T:
         """`call`, its changes recorded as made by this tool's caller."""
-
-        def run(fn: Callable[[Call], T]) -> T:
-            return call(lambda at: fn(at.acting_as(actor(ctx))))
-
-        return run
+        return call(lambda at: fn(at.acting_as(actor(ctx))))
 
     def view() -> SideView:
         """The side the caller's place is in: its tasks and schedules only; none at all
@@ -206,7 +202,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return TaskOut(**task)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def claim_task(
@@ -237,7 +233,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return TaskOut(**task)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def renew_lease(
@@ -257,7 +253,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return TaskOut(**task)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def complete_task(
@@ -277,7 +273,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return TaskOut(**task)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def complete_and_claim_next(
@@ -308,7 +304,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return DoneAndNext(**both)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
@@ -319,7 +315,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 task = task_calls.release_task(conn, at, task_id, token=token, view=view())
             return TaskOut(**task)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool(annotations=READ_ONLY)
     def list_schedules() -> ScheduleList:
@@ -367,7 +363,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                 )
             return ScheduleOut(**schedule)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
@@ -381,7 +377,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             note = pulled.pop("note")
             return PulledNow(schedule=ScheduleOut(**pulled), note=note)
 
-        return by(ctx)(run)
+        return call_by(ctx, run)
 
     add_memory_tools(server, store, asker)
 
