@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from ondeck.core.errors import InvalidInput
-from ondeck.core.models import MissedPolicy, Schedule, ScheduleKind
+from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.core.validation import (
     BIGINT_MAX,
     PRIORITY_DEFAULT,
@@ -32,9 +32,7 @@ from ondeck.entrypoints.api.models import (
     Title,
     errors,
 )
-from ondeck.entrypoints.gateway import Call
-from ondeck.system import heartbeat as workers
-from ondeck.work import schedules
+from ondeck.work import schedule_calls
 
 router = APIRouter(tags=["schedules"])
 
@@ -112,10 +110,6 @@ class SchedulePatch(StrictBody):
     side: SideName | None = Field(None, description="Move it to this side (out of the inbox).")
 
 
-def _out(store: Call, schedule: Schedule) -> dict[str, Any]:
-    return schedule.to_json(store.now(), store.settings.zone)
-
-
 @router.get("/schedules", response_model=list[ScheduleOut], responses=ERRORS)
 def list_schedules(
     store: StoreDep,
@@ -131,26 +125,21 @@ def list_schedules(
 ) -> list[dict[str, Any]]:
     view = store.side_view(side, inbox=unclassified)
     with store.read() as conn:
-        found = schedules.list_schedules(conn, kind=kind, project=project, view=view)
-    return [_out(store, s) for s in found]
+        return schedule_calls.list_schedules(conn, store, view=view, kind=kind, project=project)
 
 
 @router.post("/schedules", response_model=ScheduleOut, status_code=201, responses=ERRORS)
 def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
-    fields = body.model_dump()
-    fields["side"] = store.side_to_write(body.side)
+    side = store.side_to_write(body.side)
+    fields = body.model_dump(exclude={"side"})
     with store.write() as conn:
-        schedule = schedules.create_schedule(
-            conn, store.now(), store.settings.zone, actor=store.actor, **fields
-        )
-    return _out(store, schedule)
+        return schedule_calls.create_schedule(conn, store, side=side, **fields)
 
 
 @router.get("/schedules/{schedule_id}", response_model=ScheduleDetail, responses=ERRORS)
 def show_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.read() as conn:
-        schedules.get_schedule(conn, schedule_id, store.id_view())
-        return schedules.show_schedule(conn, store.now(), store.settings.zone, schedule_id)
+        return schedule_calls.show_schedule(conn, store, schedule_id, view=store.id_view())
 
 
 @router.patch("/schedules/{schedule_id}", response_model=ScheduleOut, responses=ERRORS)
@@ -162,16 +151,9 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
     if "side" in changes:
         changes["side"] = store.side_to_move(changes["side"])
     with store.write() as conn:
-        schedule = schedules.edit_schedule(
-            conn,
-            store.now(),
-            store.settings.zone,
-            schedule_id,
-            actor=store.actor,
-            view=store.id_view(),
-            **changes,
+        return schedule_calls.edit_schedule(
+            conn, store, schedule_id, view=store.id_view(), **changes
         )
-    return _out(store, schedule)
 
 
 @router.delete(
@@ -179,9 +161,7 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
 )
 def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
     with store.write() as conn:
-        schedules.delete_schedule(
-            conn, store.now(), schedule_id, actor=store.actor, view=store.id_view()
-        )
+        schedule_calls.delete_schedule(conn, store, schedule_id, view=store.id_view())
     return Response(status_code=204)
 
 
@@ -197,37 +177,20 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     """Due today at the latest (an overdue schedule keeps the dates it owes); the next jobs
     tick fires it, woken at once when it runs in this server. A schedule whose date today
     was already processed is left as it is: nothing fires twice."""
-    zone = store.settings.zone
     with store.write() as conn:
-        schedule = schedules.pull_now(
-            conn, store.now(), zone, schedule_id, actor=store.actor, view=store.id_view()
-        )
-        jobs = workers.jobs_health(conn, store.now(), tick_seconds=store.settings.tick_seconds)
-    note = schedules.pulled_state(schedule, store.today(), jobs, zone)
-    return {**_out(store, schedule), "note": note}
+        return schedule_calls.pull_now(conn, store, schedule_id, view=store.id_view())
 
 
 @router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)
 def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
-        schedule = schedules.pause_schedule(
-            conn, store.now(), schedule_id, actor=store.actor, view=store.id_view()
-        )
-    return _out(store, schedule)
+        return schedule_calls.pause_schedule(conn, store, schedule_id, view=store.id_view())
 
 
 @router.post("/schedules/{schedule_id}/resume", response_model=ScheduleOut, responses=ERRORS)
 def resume_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
-        schedule = schedules.resume_schedule(
-            conn,
-            store.now(),
-            store.settings.zone,
-            schedule_id,
-            actor=store.actor,
-            view=store.id_view(),
-        )
-    return _out(store, schedule)
+        return schedule_calls.resume_schedule(conn, store, schedule_id, view=store.id_view())
 
 
 @router.get("/schedules/{schedule_id}/fires", response_model=list[FireOut], responses=ERRORS)
@@ -236,7 +199,7 @@ def list_fires(
     schedule_id: ScheduleId,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> list[dict[str, Any]]:
-    zone = store.settings.zone
     with store.read() as conn:
-        schedules.get_schedule(conn, schedule_id, store.id_view())
-        return [f.to_json(zone) for f in schedules.list_fires(conn, schedule_id, limit=limit)]
+        return schedule_calls.list_fires(
+            conn, store, schedule_id, limit=limit, view=store.id_view()
+        )

@@ -19,7 +19,7 @@ from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.sessions import intake as session_hooks
 from ondeck.sessions import records as sessions
-from ondeck.sessions import records_move as sessions_move
+from ondeck.sessions import session_calls
 
 router = APIRouter(tags=["sessions"])
 
@@ -163,25 +163,21 @@ def list_sessions(
     limit: Annotated[int, Query(ge=1, le=sessions.MAX_LIMIT)] = 50,
 ) -> list[dict[str, Any]]:
     with store.read() as conn:
-        found = sessions.list_sessions(
+        return session_calls.list_sessions(
             conn,
+            store,
             status=status,
             side=side,
             project=project,
             before_id=before_id,
             limit=limit,
-            lost_before=sessions.lost_before(store.now(), store.settings),
         )
-    return [s.summary_json(store.settings.zone) for s in found]
 
 
 @router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
 def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
     with store.read() as conn:
-        detail = sessions.session_detail(
-            conn, ref, lost_before=sessions.lost_before(store.now(), store.settings)
-        )
-    return detail.to_json(store.settings.zone)
+        return session_calls.get_session(conn, store, ref)
 
 
 @router.post(
@@ -191,16 +187,7 @@ def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
 )
 def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, Any]:
     with store.write() as conn:
-        moved = sessions_move.move_session(
-            conn,
-            store.now(),
-            ref,
-            side=body.side,
-            project=body.project,
-            sides=store.settings.sides,
-            actor=store.actor,
-        )
-    return moved.summary_json(store.settings.zone)
+        return session_calls.move_session(conn, store, ref, side=body.side, project=body.project)
 
 
 @router.post(

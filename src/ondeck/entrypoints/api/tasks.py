@@ -6,7 +6,6 @@ the services check again (they are the one place for every rule).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -14,7 +13,6 @@ from fastapi import APIRouter, Path, Query
 from pydantic import Field
 
 from ondeck.core.errors import InvalidInput
-from ondeck.core.models import OPEN, Task
 from ondeck.core.validation import (
     BIGINT_MAX,
     NOTE_MAX,
@@ -36,9 +34,7 @@ from ondeck.entrypoints.api.models import (
     errors,
 )
 from ondeck.entrypoints.gateway import Call
-from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, backlog_leases
-from ondeck.work.lease_state import task_json
+from ondeck.work import backlog_leases, task_calls
 
 router = APIRouter(tags=["tasks"])
 
@@ -157,27 +153,6 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-def _out(
-    store: Call, task: Task, now: Any, jobs: Callable[[], Any] | None = None
-) -> dict[str, Any]:
-    settings = store.settings
-    return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(store, now))
-
-
-def _jobs(store: Call, now: Any) -> Callable[[], workers.JobsHealth]:
-    """The jobs heartbeat for a lease past its end (read once per request, if ever)."""
-    found: list[workers.JobsHealth] = []
-
-    def read() -> workers.JobsHealth:
-        if not found:
-            with store.read() as conn:
-                tick = store.settings.tick_seconds
-                found.append(workers.jobs_health(conn, now, tick_seconds=tick))
-        return found[0]
-
-    return read
-
-
 @router.get("/tasks", response_model=list[TaskOut], responses=ERRORS)
 def list_tasks(
     store: StoreDep,
@@ -193,38 +168,30 @@ def list_tasks(
     side: SideQuery = None,
     unclassified: InboxQuery = False,
 ) -> list[dict[str, Any]]:
-    statuses = backlog.parse_statuses(status) if status else OPEN
     view = store.side_view(side, inbox=unclassified)
-    now = store.now()
     with store.read() as conn:
-        found = backlog.list_tasks(
+        return task_calls.list_tasks(
             conn,
-            statuses=statuses,
+            store,
+            view=view,
+            status=status,
             project=project,
             due_before=due_before,
             limit=limit,
-            view=view,
         )
-    jobs = _jobs(store, now)
-    return [_out(store, t, now, jobs) for t in found]
 
 
 @router.post("/tasks", response_model=TaskOut, status_code=201, responses=ERRORS)
 def create_task(store: StoreDep, body: TaskIn) -> dict[str, Any]:
-    fields = body.model_dump()
-    fields["side"] = store.side_to_write(body.side)
-    now = store.now()
+    side = store.side_to_write(body.side)
     with store.write() as conn:
-        task = backlog.create_task(conn, now, actor=store.actor, **fields)
-    return _out(store, task, now)
+        return task_calls.create_task(conn, store, side=side, **body.model_dump(exclude={"side"}))
 
 
 @router.get("/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
 def get_task(store: StoreDep, task_id: TaskId) -> dict[str, Any]:
-    now = store.now()
     with store.read() as conn:
-        task = backlog.get_task(conn, task_id, store.id_view())
-    return _out(store, task, now)
+        return task_calls.get_task(conn, store, task_id, view=store.id_view())
 
 
 @router.patch("/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
@@ -235,77 +202,57 @@ def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, An
             raise InvalidInput(f"{name} cannot be null (only due_on and project can be cleared)")
     if "side" in changes:
         changes["side"] = store.side_to_move(changes["side"])
-    now = store.now()
     with store.write() as conn:
-        task = backlog.edit_task(
-            conn, now, task_id, actor=store.actor, view=store.id_view(), **changes
-        )
-    return _out(store, task, now)
+        return task_calls.edit_task(conn, store, task_id, view=store.id_view(), **changes)
 
 
 @router.post("/tasks/claim-next", response_model=TaskOut, responses=ERRORS)
 def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
     view = store.side_view(body.side)
-    now = store.now()
     with store.write() as conn:
-        task = backlog_leases.claim_next(
+        return task_calls.claim(
             conn,
-            now,
+            store,
+            None,
             owner=body.owner,
             duration=_duration(body),
             project=body.project,
-            actor=store.actor,
             view=view,
         )
-    return _out(store, task, now)
 
 
 @router.post("/tasks/{task_id}/claim", response_model=TaskOut, responses=ERRORS)
 def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any]:
-    now = store.now()
     with store.write() as conn:
-        task = backlog_leases.claim_task(
+        return task_calls.claim(
             conn,
-            now,
+            store,
             task_id,
             owner=body.owner,
             duration=_duration(body),
-            actor=store.actor,
             view=_claim_view(store, body.side),
         )
-    return _out(store, task, now)
 
 
 @router.post("/tasks/{task_id}/renew", response_model=TaskOut, responses=ERRORS)
 def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, Any]:
-    now = store.now()
     with store.write() as conn:
-        task = backlog_leases.renew_lease(
+        return task_calls.renew_lease(
             conn,
-            now,
+            store,
             task_id,
             token=body.token,
             duration=_duration(body),
-            actor=store.actor,
             view=store.id_view(),
         )
-    return _out(store, task, now)
 
 
 @router.post("/tasks/{task_id}/complete", response_model=TaskOut, responses=ERRORS)
 def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[str, Any]:
-    now = store.now()
     with store.write() as conn:
-        task = backlog_leases.complete_task(
-            conn,
-            now,
-            task_id,
-            token=body.token,
-            note=body.note,
-            actor=store.actor,
-            view=store.id_view(),
+        return task_calls.complete_task(
+            conn, store, task_id, token=body.token, note=body.note, view=store.id_view()
         )
-    return _out(store, task, now)
 
 
 @router.post(
@@ -316,49 +263,30 @@ def complete_and_claim_next(
 ) -> dict[str, Any]:
     """Complete the task held with `token`, then claim the next READY one, in one step."""
     view = store.side_view(body.side)
-    now = store.now()
     with store.write() as conn:
-        done, taken = backlog_leases.complete_and_claim_next(
+        return task_calls.complete_and_claim_next(
             conn,
-            now,
+            store,
             task_id,
             token=body.token,
             note=body.note,
             owner=body.owner,
             duration=_duration(body),
             project=body.project,
-            actor=store.actor,
             view=view,
         )
-    return {"done": _out(store, done, now), "next": taken and _out(store, taken, now)}
 
 
 @router.post("/tasks/{task_id}/release", response_model=TaskOut, responses=ERRORS)
 def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str, Any]:
-    now = store.now()
     with store.write() as conn:
-        task = backlog_leases.release_task(
-            conn,
-            now,
-            task_id,
-            token=body.token,
-            force=body.force,
-            actor=store.actor,
-            view=store.id_view(),
+        return task_calls.release_task(
+            conn, store, task_id, token=body.token, force=body.force, view=store.id_view()
         )
-    return _out(store, task, now)
 
 
 @router.post("/tasks/{task_id}/cancel", response_model=TaskOut, responses=ERRORS)
 def cancel_task(store: StoreDep, task_id: TaskId, body: CancelIn | None = None) -> dict[str, Any]:
-    now = store.now()
+    note = body.note if body else None
     with store.write() as conn:
-        task = backlog.cancel_task(
-            conn,
-            now,
-            task_id,
-            note=body.note if body else None,
-            actor=store.actor,
-            view=store.id_view(),
-        )
-    return _out(store, task, now)
+        return task_calls.cancel_task(conn, store, task_id, note=note, view=store.id_view())

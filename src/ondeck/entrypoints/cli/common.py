@@ -29,6 +29,7 @@ from ondeck.host.settings import Settings, load_settings
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
+    from ondeck.core.sides import SideView
     from ondeck.entrypoints.client.api import Remote
     from ondeck.entrypoints.gateway import Call
 
@@ -128,6 +129,13 @@ class Cli:
     def today(self) -> date:
         return clock.today(self.now(), self.settings.zone)
 
+    def id_view(self) -> SideView:
+        """What a step on one item named by id may reach: any side (the owner's machine;
+        the id names the item), as for an API token limited to no side."""
+        from ondeck.core.sides import EVERY_SIDE
+
+        return EVERY_SIDE
+
     def read(self) -> AbstractContextManager[Connection]:
         return self.call.read()
 
@@ -145,6 +153,17 @@ def cli_of(ctx: typer.Context) -> Cli:
     if not isinstance(root.obj, Cli):
         root.obj = Cli()
     return root.obj
+
+
+def written(cli: Cli, change: Callable[[Connection], Any]) -> Callable[[], Any]:
+    """The `local` of a command that changes something: `change`, a call module's function
+    (`work/task_calls.py`, …) returning the route's JSON, in one write transaction here."""
+
+    def local() -> Any:
+        with cli.write() as conn:
+            return change(conn)
+
+    return local
 
 
 def segment(value: str | int) -> str:

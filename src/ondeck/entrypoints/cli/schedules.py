@@ -6,18 +6,14 @@ server in client mode) and renders its human lines from that JSON alone; `--json
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import date, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from datetime import date
+from typing import Annotated, Any
 
 import typer
 
 from ondeck.core.models import MissedPolicy, ScheduleKind
-from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json, print_table, written
 from ondeck.entrypoints.cli.sides import InboxOpt, SideOpt, read_view, view_params, write_side
-
-if TYPE_CHECKING:
-    from ondeck.core.models import Schedule
 
 app = typer.Typer(
     help="Schedules: recurring tasks, reminders and the backup.", no_args_is_help=True
@@ -34,18 +30,6 @@ def _day(text: str | None) -> date | None:
     from ondeck.core.validation import parse_date
 
     return None if text is None else parse_date(text, "start date")
-
-
-def _written(cli: Cli, change: Callable[[Any, datetime], Schedule]) -> Callable[[], Any]:
-    """A write on this machine's database, as the route's JSON."""
-
-    def local() -> Any:
-        now = cli.now()
-        with cli.write() as conn:
-            schedule = change(conn, now)
-        return schedule.to_json(now, cli.settings.zone)
-
-    return local
 
 
 def _show(schedule: dict[str, Any], as_json: bool, line: str) -> None:
@@ -79,16 +63,13 @@ def add(
     fields.update(project=project, priority=priority, missed=missed)
     fields["side"] = write_side(cli.settings, side)
 
-    def create(conn: Any, now: datetime) -> Schedule:
-        from ondeck.work import schedules
+    def create(conn: Any) -> Any:
+        from ondeck.work import schedule_calls
 
-        zone = cli.settings.zone
-        return schedules.create_schedule(
-            conn, now, zone, start_on=start_on, actor=cli.actor, **fields
-        )
+        return schedule_calls.create_schedule(conn, cli, start_on=start_on, **fields)
 
     sent = {**fields, "start_on": start_on and start_on.isoformat()}
-    s = cli.fetch("POST", "/schedules", _written(cli, create), body=sent)
+    s = cli.fetch("POST", "/schedules", written(cli, create), body=sent)
     _show(
         s,
         as_json,
@@ -111,12 +92,10 @@ def list_(
     view = read_view(cli.settings, side, unclassified)
 
     def local() -> Any:
-        from ondeck.work import schedules
+        from ondeck.work import schedule_calls
 
-        now = cli.now()
         with cli.read() as conn:
-            found = schedules.list_schedules(conn, kind=kind, project=project, view=view)
-        return [s.to_json(now, cli.settings.zone) for s in found]
+            return schedule_calls.list_schedules(conn, cli, view=view, kind=kind, project=project)
 
     params = {"kind": kind, "project": project, **view_params(view)}
     found = cli.fetch("GET", "/schedules", local, params=params)
@@ -154,10 +133,10 @@ def show(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> No
     cli = cli_of(ctx)
 
     def local() -> Any:
-        from ondeck.work import schedules
+        from ondeck.work import schedule_calls
 
         with cli.read() as conn:
-            return schedules.show_schedule(conn, cli.now(), cli.settings.zone, schedule_id)
+            return schedule_calls.show_schedule(conn, cli, schedule_id, view=cli.id_view())
 
     detail = cli.fetch("GET", f"/schedules/{schedule_id}", local)
     if as_json:
@@ -227,17 +206,16 @@ def edit(
     if project is not None:
         changes["project"] = project or None
 
-    def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.work import schedules
+    def change(conn: Any) -> Any:
+        from ondeck.work import schedule_calls
 
         starts: dict[str, Any] = {} if start_on is None else {"start_on": start_on}
-        zone = cli.settings.zone
-        return schedules.edit_schedule(
-            conn, now, zone, schedule_id, actor=cli.actor, **changes, **starts
+        return schedule_calls.edit_schedule(
+            conn, cli, schedule_id, view=cli.id_view(), **changes, **starts
         )
 
     sent = {**changes, **({} if start_on is None else {"start_on": start_on.isoformat()})}
-    s = cli.fetch("PATCH", f"/schedules/{schedule_id}", _written(cli, change), body=sent)
+    s = cli.fetch("PATCH", f"/schedules/{schedule_id}", written(cli, change), body=sent)
     _show(s, as_json, f"schedule {s['id']}: next due {s['next_due']}")
 
 
@@ -246,12 +224,12 @@ def pause(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> N
     """Stop firing until resumed."""
     cli = cli_of(ctx)
 
-    def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.work import schedules
+    def change(conn: Any) -> Any:
+        from ondeck.work import schedule_calls
 
-        return schedules.pause_schedule(conn, now, schedule_id, actor=cli.actor)
+        return schedule_calls.pause_schedule(conn, cli, schedule_id, view=cli.id_view())
 
-    s = cli.fetch("POST", f"/schedules/{schedule_id}/pause", _written(cli, change))
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/pause", written(cli, change))
     _show(s, as_json, f"schedule {s['id']} paused")
 
 
@@ -260,13 +238,12 @@ def resume(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> 
     """Fire again from today on (the paused time is not made up)."""
     cli = cli_of(ctx)
 
-    def change(conn: Any, now: datetime) -> Schedule:
-        from ondeck.work import schedules
+    def change(conn: Any) -> Any:
+        from ondeck.work import schedule_calls
 
-        zone = cli.settings.zone
-        return schedules.resume_schedule(conn, now, zone, schedule_id, actor=cli.actor)
+        return schedule_calls.resume_schedule(conn, cli, schedule_id, view=cli.id_view())
 
-    s = cli.fetch("POST", f"/schedules/{schedule_id}/resume", _written(cli, change))
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/resume", written(cli, change))
     _show(s, as_json, f"schedule {s['id']} resumed, next due {s['next_due']}")
 
 
@@ -277,18 +254,12 @@ def now(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> Non
     while the jobs loop is not running."""
     cli = cli_of(ctx)
 
-    def local() -> Any:
-        from ondeck.system import heartbeat as workers
-        from ondeck.work import schedules
+    def pull(conn: Any) -> Any:
+        from ondeck.work import schedule_calls
 
-        now, zone = cli.now(), cli.settings.zone
-        with cli.write() as conn:
-            schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=cli.actor)
-            jobs = workers.jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
-        note = schedules.pulled_state(schedule, cli.today(), jobs, zone)
-        return {**schedule.to_json(now, zone), "note": note}
+        return schedule_calls.pull_now(conn, cli, schedule_id, view=cli.id_view())
 
-    s = cli.fetch("POST", f"/schedules/{schedule_id}/now", local)
+    s = cli.fetch("POST", f"/schedules/{schedule_id}/now", written(cli, pull))
     if as_json:
         print_json(s)
     else:
@@ -304,11 +275,10 @@ def rm(ctx: typer.Context, schedule_id: IdArg, as_json: JsonOpt = False) -> None
         s = cli.remote.json("GET", f"/schedules/{schedule_id}")["schedule"]
         cli.remote.json("DELETE", f"/schedules/{schedule_id}")
     else:
-        from ondeck.work import schedules
+        from ondeck.work import schedule_calls
 
         with cli.write() as conn:
-            removed = schedules.delete_schedule(conn, cli.now(), schedule_id, actor=cli.actor)
-        s = {"id": removed.id, "title": removed.title}
+            s = schedule_calls.delete_schedule(conn, cli, schedule_id, view=cli.id_view())
     if as_json:
         print_json({"deleted": s["id"]})
     else:

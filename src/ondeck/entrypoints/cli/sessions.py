@@ -55,18 +55,12 @@ def list_(
     cli = cli_of(ctx)
 
     def local() -> list[dict[str, Any]]:
-        from ondeck.sessions import records as sessions
+        from ondeck.sessions import session_calls
 
         with cli.read() as conn:
-            found = sessions.list_sessions(
-                conn,
-                status=status,
-                side=side,
-                project=project,
-                limit=limit,
-                lost_before=sessions.lost_before(cli.now(), cli.settings),
+            return session_calls.list_sessions(
+                conn, cli, status=status, side=side, project=project, limit=limit
             )
-        return [s.summary_json(cli.settings.zone) for s in found]
 
     params = {"status": status, "side": side, "project": project, "limit": limit}
     found = cli.fetch("GET", "/sessions", local, params=params)
@@ -92,13 +86,10 @@ def list_(
 
 def _detail(cli: Cli, ref: str) -> dict[str, Any]:
     def local() -> dict[str, Any]:
-        from ondeck.sessions import records as sessions
+        from ondeck.sessions import session_calls
 
         with cli.read() as conn:
-            detail = sessions.session_detail(
-                conn, ref, lost_before=sessions.lost_before(cli.now(), cli.settings)
-            )
-        return detail.to_json(cli.settings.zone)
+            return session_calls.get_session(conn, cli, ref)
 
     found: dict[str, Any] = cli.fetch("GET", f"/sessions/{segment(ref)}", local)
     return found
@@ -204,22 +195,12 @@ def move(
     cli = cli_of(ctx)
 
     def local() -> dict[str, Any]:
-        from ondeck.sessions import records as sessions
-        from ondeck.sessions import records_move as sessions_move
+        from ondeck.sessions import session_calls
 
-        zone = cli.settings.zone
         with cli.write() as conn:
-            before = sessions.find_session(conn, ref)
-            moved = sessions_move.move_session(
-                conn,
-                cli.now(),
-                before.id,
-                side=side,
-                project=project,
-                sides=cli.settings.sides,
-                actor=cli.actor,
-            )
-        return {"before": before.summary_json(zone), "moved": moved.summary_json(zone)}
+            before = session_calls.get_session(conn, cli, ref)
+            moved = session_calls.move_session(conn, cli, before["id"], side=side, project=project)
+        return {"before": before, "moved": moved}
 
     def remote() -> dict[str, Any]:
         # Where it was, for the line a person reads: the record as the server has it now.

@@ -6,18 +6,14 @@ server in client mode) and renders its human lines from that JSON alone; `--json
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ondeck.core.validation import TASKS_LISTED_MAX
-from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, print_table
+from ondeck.entrypoints.cli.common import cli_of, echo, print_json, print_table, written
 from ondeck.entrypoints.cli.sides import InboxOpt, SideOpt, read_view, view_params, write_side
-
-if TYPE_CHECKING:
-    from ondeck.core.models import Task
 
 app = typer.Typer(help="The backlog: tasks and their leases.", no_args_is_help=True)
 
@@ -42,41 +38,8 @@ def _iso(day: date | None) -> str | None:
     return None if day is None else day.isoformat()
 
 
-# --- the JSON, made here as the API's route makes it (the database of this machine) -----
-
-
-def _json(cli: Cli, task: Task, now: datetime, jobs: Any = None) -> dict[str, Any]:
-    from ondeck.work.lease_state import task_json
-
-    settings = cli.settings
-    return task_json(task, now, settings.zone, settings.lease_grace, jobs or _jobs(cli, now))
-
-
-def _jobs(cli: Cli, now: datetime) -> Any:
-    """The jobs heartbeat, read only for a lease past its end (after the command's write)."""
-
-    def read() -> Any:
-        from ondeck.system.heartbeat import jobs_health
-
-        with cli.read() as conn:
-            return jobs_health(conn, now, tick_seconds=cli.settings.tick_seconds)
-
-    return read
-
-
-def _written(cli: Cli, change: Callable[[Any, datetime], Task]) -> Callable[[], Any]:
-    """A write on this machine's database, as the route's JSON."""
-
-    def local() -> Any:
-        now = cli.now()
-        with cli.write() as conn:
-            task = change(conn, now)
-        return _json(cli, task, now)
-
-    return local
-
-
-# --- the human lines, rendered from that JSON alone (both modes) ------------------------
+# The JSON is work/task_calls.py's, made here as the route makes it; the human lines are
+# rendered from that JSON alone (both modes).
 
 
 def _seconds(instant: str | None) -> str | None:
@@ -133,13 +96,13 @@ def add(
     due_on = _day(due)
     fields["side"] = write_side(cli.settings, side)
 
-    def create(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+    def create(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        return backlog.create_task(conn, now, due_on=due_on, actor=cli.actor, **fields)
+        return task_calls.create_task(conn, cli, due_on=due_on, **fields)
 
     task = cli.fetch(
-        "POST", "/tasks", _written(cli, create), body={**fields, "due_on": _iso(due_on)}
+        "POST", "/tasks", written(cli, create), body={**fields, "due_on": _iso(due_on)}
     )
     _show_task(task, as_json, f"added task {task['id']}: {task['title']}")
 
@@ -167,24 +130,18 @@ def list_(
     view = read_view(cli.settings, side, unclassified)
 
     def local() -> Any:
-        from ondeck.core.models import OPEN
-        from ondeck.system.heartbeat import health_reader
-        from ondeck.work import backlog
+        from ondeck.work import task_calls
 
-        statuses = backlog.parse_statuses(status) if status else OPEN
-        now = cli.now()
         with cli.read() as conn:
-            found = backlog.list_tasks(
+            return task_calls.list_tasks(
                 conn,
-                statuses=statuses,
+                cli,
+                view=view,
+                status=status,
                 project=project,
                 due_before=before,
                 limit=limit,
-                view=view,
             )
-            # The jobs heartbeat read once, and only if a lease is past its end.
-            jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
-            return [_json(cli, t, now, jobs) for t in found]
 
     params = {"status": status, "project": project, "due_before": _iso(before), "limit": limit}
     params.update(view_params(view))
@@ -206,20 +163,16 @@ def list_(
 def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     """Show a task and its events, newest first."""
     cli = cli_of(ctx)
-    history_of = {"subject": f"task:{task_id}", "limit": EVENTS_SHOWN}
+    history_of: dict[str, Any] = {"subject": f"task:{task_id}", "limit": EVENTS_SHOWN}
 
     def local() -> Any:
         from ondeck.system import events
-        from ondeck.system.heartbeat import health_reader
-        from ondeck.work import backlog
+        from ondeck.work import task_calls
 
-        now, zone = cli.now(), cli.settings.zone
         with cli.read() as conn:
-            task = backlog.get_task(conn, task_id)
-            history = events.list_events(conn, subject=f"task:{task_id}", limit=EVENTS_SHOWN)
-            jobs = health_reader(conn, now, tick_seconds=cli.settings.tick_seconds)
-            shown = _json(cli, task, now, jobs)
-        return {"task": shown, "events": [e.to_json(zone) for e in history]}
+            shown = task_calls.get_task(conn, cli, task_id, view=cli.id_view())
+            history = events.list_events(conn, **history_of)
+        return {"task": shown, "events": [e.to_json(cli.settings.zone) for e in history]}
 
     if cli.client_mode:
         found = {
@@ -301,13 +254,13 @@ def edit(
 
         changes["side"] = side_to_write(cli.settings.sides, side)
 
-    def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+    def change(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        return backlog.edit_task(conn, now, task_id, actor=cli.actor, **changes)
+        return task_calls.edit_task(conn, cli, task_id, view=cli.id_view(), **changes)
 
     sent = {**changes, **({"due_on": _iso(changes["due_on"])} if "due_on" in changes else {})}
-    task = cli.fetch("PATCH", f"/tasks/{task_id}", _written(cli, change), body=sent)
+    task = cli.fetch("PATCH", f"/tasks/{task_id}", written(cli, change), body=sent)
     _show_task(task, as_json, f"edited task {task['id']}: {', '.join(changes)}")
 
 
@@ -334,21 +287,11 @@ def claim(
         raise InvalidInput("--project picks the next task: give it without a task id")
     view = read_view(cli.settings, side)
 
-    def take(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog_leases
+    def take(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        if task_id is None:
-            return backlog_leases.claim_next(
-                conn,
-                now,
-                owner=owner,
-                duration=lease_for,
-                project=project,
-                actor=cli.actor,
-                view=view,
-            )
-        return backlog_leases.claim_task(
-            conn, now, task_id, owner=owner, duration=lease_for, actor=cli.actor, view=view
+        return task_calls.claim(
+            conn, cli, task_id, owner=owner, duration=lease_for, project=project, view=view
         )
 
     if task_id is None:
@@ -357,7 +300,7 @@ def claim(
         path, sent = f"/tasks/{task_id}/claim", {"owner": owner, "for": lease_for}
     if view.sides_on:
         sent["side"] = view.side
-    task = cli.fetch("POST", path, _written(cli, take), body=sent)
+    task = cli.fetch("POST", path, written(cli, take), body=sent)
     _show_task(task, as_json, f"claimed task {task['id']}: {task['title']}; {_lease_line(task)}")
 
 
@@ -372,15 +315,15 @@ def renew(
     """Extend a lease you hold: it then ends that long from now."""
     cli = cli_of(ctx)
 
-    def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog_leases
+    def change(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        return backlog_leases.renew_lease(
-            conn, now, task_id, token=token, duration=lease_for, actor=cli.actor
+        return task_calls.renew_lease(
+            conn, cli, task_id, token=token, duration=lease_for, view=cli.id_view()
         )
 
     sent = {"token": token, "for": lease_for}
-    task = cli.fetch("POST", f"/tasks/{task_id}/renew", _written(cli, change), body=sent)
+    task = cli.fetch("POST", f"/tasks/{task_id}/renew", written(cli, change), body=sent)
     _show_task(task, as_json, f"renewed task {task['id']}; {_lease_line(task)}")
 
 
@@ -417,43 +360,40 @@ def done(
         if owner is not None or lease_for is not None or project is not None:
             raise InvalidInput("--owner, --for and --project go with --next")
 
-        def complete(conn: Any, now: datetime) -> Task:
-            from ondeck.work import backlog_leases
+        def complete(conn: Any) -> Any:
+            from ondeck.work import task_calls
 
-            return backlog_leases.complete_task(
-                conn, now, task_id, token=token, note=note, actor=cli.actor
+            return task_calls.complete_task(
+                conn, cli, task_id, token=token, note=note, view=cli.id_view()
             )
 
         path, sent = f"/tasks/{task_id}/complete", {"token": token, "note": note}
-        task = cli.fetch("POST", path, _written(cli, complete), body=sent)
+        task = cli.fetch("POST", path, written(cli, complete), body=sent)
         _show_task(task, as_json, f"task {task['id']} done: {task['title']}")
         return
     if token is None or owner is None:
         raise InvalidInput("--next is for the lease holder: give --token and --owner")
     view = read_view(cli.settings, None)
 
-    def local() -> Any:
-        from ondeck.work import backlog_leases
+    def both(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        now = cli.now()
-        with cli.write() as conn:
-            done, taken = backlog_leases.complete_and_claim_next(
-                conn,
-                now,
-                task_id,
-                token=token,
-                note=note,
-                owner=owner,
-                duration=lease_for,
-                project=project,
-                actor=cli.actor,
-                view=view,
-            )
-        return {"done": _json(cli, done, now), "next": taken and _json(cli, taken, now)}
+        return task_calls.complete_and_claim_next(
+            conn,
+            cli,
+            task_id,
+            token=token,
+            note=note,
+            owner=owner,
+            duration=lease_for,
+            project=project,
+            view=view,
+        )
 
     sent = {"token": token, "note": note, "owner": owner, "for": lease_for, "project": project}
     sent.update(view_params(view))
-    found = cli.fetch("POST", f"/tasks/{task_id}/complete-and-claim-next", local, body=sent)
+    path = f"/tasks/{task_id}/complete-and-claim-next"
+    found = cli.fetch("POST", path, written(cli, both), body=sent)
     if as_json:
         print_json(found)
         return
@@ -479,15 +419,15 @@ def release(
     """Give a RUNNING task back to READY: with its token, or --force."""
     cli = cli_of(ctx)
 
-    def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog_leases
+    def change(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        return backlog_leases.release_task(
-            conn, now, task_id, token=token, force=force, actor=cli.actor
+        return task_calls.release_task(
+            conn, cli, task_id, token=token, force=force, view=cli.id_view()
         )
 
     sent = {"token": token, "force": force}
-    task = cli.fetch("POST", f"/tasks/{task_id}/release", _written(cli, change), body=sent)
+    task = cli.fetch("POST", f"/tasks/{task_id}/release", written(cli, change), body=sent)
     how = " (forced)" if force else ""
     _show_task(task, as_json, f"released task {task['id']}{how}: it is READY again")
 
@@ -499,10 +439,10 @@ def cancel(
     """Cancel a READY task (a RUNNING one must be released first)."""
     cli = cli_of(ctx)
 
-    def change(conn: Any, now: datetime) -> Task:
-        from ondeck.work import backlog
+    def change(conn: Any) -> Any:
+        from ondeck.work import task_calls
 
-        return backlog.cancel_task(conn, now, task_id, note=note, actor=cli.actor)
+        return task_calls.cancel_task(conn, cli, task_id, note=note, view=cli.id_view())
 
-    task = cli.fetch("POST", f"/tasks/{task_id}/cancel", _written(cli, change), body={"note": note})
+    task = cli.fetch("POST", f"/tasks/{task_id}/cancel", written(cli, change), body={"note": note})
     _show_task(task, as_json, f"cancelled task {task['id']}: {task['title']}")

@@ -21,16 +21,14 @@ from sqlalchemy import Engine
 from ondeck import __version__
 from ondeck.context.render import Format, render, to_json
 from ondeck.core.errors import InvalidInput, OndeckError
-from ondeck.core.models import Schedule, ScheduleKind, Task, TaskStatus
+from ondeck.core.models import ScheduleKind, TaskStatus
 from ondeck.core.sides import EVERY_SIDE, SideView, side_to_write
 from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
 from ondeck.host.settings import Settings
-from ondeck.system import heartbeat as workers
-from ondeck.work import backlog, backlog_leases, schedules
-from ondeck.work.lease_state import task_json
+from ondeck.work import schedule_calls, task_calls
 
 T = TypeVar("T")
 
@@ -97,30 +95,12 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def task_out(
-        at: Call, task: Task, jobs: Callable[[], workers.JobsHealth] | None = None
-    ) -> TaskOut:
-        found = jobs or jobs_of(at)
-        return TaskOut(**task_json(task, at.now(), zone, settings.lease_grace, found))
-
-    def jobs_of(at: Call) -> Callable[[], workers.JobsHealth]:
-        """The jobs heartbeat for a lease past its end (read once per call, if ever)."""
-        found: list[workers.JobsHealth] = []
-
-        def read() -> workers.JobsHealth:
-            if not found:
-                with at.read() as conn:
-                    tick = settings.tick_seconds
-                    found.append(workers.jobs_health(conn, at.now(), tick_seconds=tick))
-            return found[0]
-
-        return read
-
-    def schedule_out(at: Call, schedule: Schedule) -> ScheduleOut:
-        return ScheduleOut(**schedule.to_json(at.now(), zone))
-
     def actor(ctx: Context | None) -> str:
         return asker().actor or f"mcp:{_client_name(ctx)}"
+
+    def call_by(ctx: Context | None, fn: Callable[[Call], T]) -> T:
+        """`call`, its changes recorded as made by this tool's caller."""
+        return call(lambda at: fn(at.acting_as(actor(ctx))))
 
     def view() -> SideView:
         """The side the caller's place is in: its tasks and schedules only; none at all
@@ -186,15 +166,11 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskList:
             with at.read() as conn:
-                found = backlog.list_tasks(
-                    conn,
-                    statuses=backlog.parse_statuses(status),
-                    project=project,
-                    limit=limit,
-                    view=view(),
+                # Every status unless some are named (the API lists the open ones).
+                found = task_calls.list_tasks(
+                    conn, at, view=view(), status=status or "all", project=project, limit=limit
                 )
-            jobs = jobs_of(at)
-            return TaskList(tasks=[task_out(at, t, jobs) for t in found])
+            return TaskList(tasks=[TaskOut(**t) for t in found])
 
         return call(run)
 
@@ -214,20 +190,19 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             due = parse_date(due_on, "due_on") if due_on else None
             own = side_of_new(side)
             with at.write() as conn:
-                task = backlog.create_task(
+                task = task_calls.create_task(
                     conn,
-                    at.now(),
+                    at,
                     title=title,
                     body=body,
                     priority=priority,
                     due_on=due,
                     project=project,
                     side=own,
-                    actor=actor(ctx),
                 )
-            return task_out(at, task)
+            return TaskOut(**task)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def claim_task(
@@ -246,31 +221,19 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
         """Claim a task: RUNNING, held by you, with a lease token to present later."""
 
         def run(at: Call) -> TaskOut:
-            holder = owner or actor(ctx)
             with at.write() as conn:
-                if task_id is None:
-                    task = backlog_leases.claim_next(
-                        conn,
-                        at.now(),
-                        owner=holder,
-                        duration=duration,
-                        project=project,
-                        actor=actor(ctx),
-                        view=view(),
-                    )
-                else:
-                    task = backlog_leases.claim_task(
-                        conn,
-                        at.now(),
-                        task_id,
-                        owner=holder,
-                        duration=duration,
-                        actor=actor(ctx),
-                        view=view(),
-                    )
-            return task_out(at, task)
+                task = task_calls.claim(
+                    conn,
+                    at,
+                    task_id,
+                    owner=owner or at.actor,
+                    duration=duration,
+                    project=project,
+                    view=view(),
+                )
+            return TaskOut(**task)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def renew_lease(
@@ -285,18 +248,12 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog_leases.renew_lease(
-                    conn,
-                    at.now(),
-                    task_id,
-                    token=token,
-                    duration=duration,
-                    actor=actor(ctx),
-                    view=view(),
+                task = task_calls.renew_lease(
+                    conn, at, task_id, token=token, duration=duration, view=view()
                 )
-            return task_out(at, task)
+            return TaskOut(**task)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def complete_task(
@@ -311,12 +268,12 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog_leases.complete_task(
-                    conn, at.now(), task_id, token=token, note=note, actor=actor(ctx), view=view()
+                task = task_calls.complete_task(
+                    conn, at, task_id, token=token, note=note, view=view()
                 )
-            return task_out(at, task)
+            return TaskOut(**task)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def complete_and_claim_next(
@@ -334,23 +291,20 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> DoneAndNext:
             with at.write() as conn:
-                done, taken = backlog_leases.complete_and_claim_next(
+                both = task_calls.complete_and_claim_next(
                     conn,
-                    at.now(),
+                    at,
                     task_id,
                     token=token,
                     note=note,
-                    owner=owner or actor(ctx),
+                    owner=owner or at.actor,
                     duration=duration,
                     project=project,
-                    actor=actor(ctx),
                     view=view(),
                 )
-            return DoneAndNext(
-                done=task_out(at, done), next=None if taken is None else task_out(at, taken)
-            )
+            return DoneAndNext(**both)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
@@ -358,12 +312,10 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> TaskOut:
             with at.write() as conn:
-                task = backlog_leases.release_task(
-                    conn, at.now(), task_id, token=token, actor=actor(ctx), view=view()
-                )
-            return task_out(at, task)
+                task = task_calls.release_task(conn, at, task_id, token=token, view=view())
+            return TaskOut(**task)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool(annotations=READ_ONLY)
     def list_schedules() -> ScheduleList:
@@ -371,8 +323,8 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> ScheduleList:
             with at.read() as conn:
-                found = schedules.list_schedules(conn, view=view())
-            return ScheduleList(schedules=[schedule_out(at, s) for s in found])
+                found = schedule_calls.list_schedules(conn, at, view=view())
+            return ScheduleList(schedules=[ScheduleOut(**s) for s in found])
 
         return call(run)
 
@@ -397,10 +349,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             start = parse_date(start_on, "start_on") if start_on else None
             own = side_of_new(side)
             with at.write() as conn:
-                schedule = schedules.create_schedule(
+                schedule = schedule_calls.create_schedule(
                     conn,
-                    at.now(),
-                    zone,
+                    at,
                     title=title,
                     rule=rule,
                     kind=kind,
@@ -409,11 +360,10 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
                     project=project,
                     priority=priority,
                     side=own,
-                    actor=actor(ctx),
                 )
-            return schedule_out(at, schedule)
+            return ScheduleOut(**schedule)
 
-        return call(run)
+        return call_by(ctx, run)
 
     @server.tool()
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
@@ -423,14 +373,11 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
         def run(at: Call) -> PulledNow:
             with at.write() as conn:
-                schedule = schedules.pull_now(
-                    conn, at.now(), zone, schedule_id, actor=actor(ctx), view=view()
-                )
-                jobs = workers.jobs_health(conn, at.now(), tick_seconds=settings.tick_seconds)
-            note = schedules.pulled_state(schedule, at.today(), jobs, zone)
-            return PulledNow(schedule=schedule_out(at, schedule), note=note)
+                pulled = schedule_calls.pull_now(conn, at, schedule_id, view=view())
+            note = pulled.pop("note")
+            return PulledNow(schedule=ScheduleOut(**pulled), note=note)
 
-        return call(run)
+        return call_by(ctx, run)
 
     add_memory_tools(server, store, asker)
 
