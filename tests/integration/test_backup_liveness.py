@@ -15,8 +15,7 @@ from ondeck.db.tables import backups
 from ondeck.entrypoints.jobs.backup_threads import BackupThreads
 from ondeck.entrypoints.jobs.loop import Jobs, default_steps
 from ondeck.host.settings import Settings
-from ondeck.system import events
-from ondeck.system import heartbeat as workers
+from ondeck.system import events, heartbeat
 from ondeck.work import schedules
 
 NOW = datetime(2026, 6, 17, 9, 0, tzinfo=UTC)
@@ -36,7 +35,7 @@ def _run(engine: Engine, worker: str | None, started_at: datetime = NOW, **extra
 
 def _beat(engine: Engine, name: str, at: datetime) -> None:
     with engine.begin() as conn:
-        workers.beat(conn, at, name=name, started_at=at, tick_ms=1.0, summary={})
+        heartbeat.beat(conn, at, name=name, started_at=at, tick_ms=1.0, summary={})
 
 
 def _status(engine: Engine, backup_id: int) -> tuple[str, str | None]:
@@ -82,7 +81,7 @@ def test_a_run_whose_jobs_process_stopped_is_abandoned_at_once(
     run = _run(engine, "jobs@other-host:12")
     _beat(engine, "jobs@other-host:12", NOW)
     with engine.begin() as conn:
-        workers.stopped(conn, NOW + timedelta(seconds=5), "jobs@other-host:12")
+        heartbeat.stopped(conn, NOW + timedelta(seconds=5), "jobs@other-host:12")
     assert _mark(engine, settings, NOW + timedelta(seconds=6)) == 1
     assert "stopped at" in (_status(engine, run)[1] or "")
 

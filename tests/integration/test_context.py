@@ -16,7 +16,7 @@ from ondeck.context.render import (
 from ondeck.db.tables import backups, fires
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.jobs.loop import Jobs
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import backlog, backlog_leases
 from ondeck.work.firing import fire_due
 from support.context import MONDAY_9, UTCZ, remind, told
@@ -107,7 +107,7 @@ def test_an_expired_lease_is_flagged_and_warned(engine: Engine) -> None:
     markdown = to_markdown(late, UTCZ)
     assert "EXPIRED 2 h ago" in markdown and "nothing will release it" in markdown
     with engine.begin() as conn:  # a live jobs loop: its reaper will come
-        workers.beat(conn, MONDAY_9 + timedelta(hours=3), **BEAT)
+        heartbeat.beat(conn, MONDAY_9 + timedelta(hours=3), **BEAT)
     markdown = to_markdown(told(engine, MONDAY_9 + timedelta(hours=3)), UTCZ)
     assert "the jobs loop releases it at 2026-06-15 16:00 (in 4 h) unless the holder renews" in (
         markdown

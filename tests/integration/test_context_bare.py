@@ -15,7 +15,7 @@ from ondeck.db.bare import open_bare
 from ondeck.db.tables import backups
 from ondeck.memory import notes as notes_svc
 from ondeck.memory.brief import BriefRequest
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import backlog, backlog_leases, schedules
 from ondeck.work.firing import fire_due
 from support.context import MONDAY_9, UTCZ
@@ -46,7 +46,7 @@ def _fill(engine: Engine) -> None:
         backlog_leases.claim_task(
             conn, earlier, held.id, owner="claude:s-old", duration=3600, actor="claude:s-old"
         )
-        workers.beat(conn, NOW - timedelta(hours=1), name="jobs@t:1", started_at=earlier,
+        heartbeat.beat(conn, NOW - timedelta(hours=1), name="jobs@t:1", started_at=earlier,
                      tick_ms=1.0, summary={"fired": 1}, tz="UTC", tick_seconds=60.0)  # fmt: skip
         conn.execute(
             insert(backups).values(

@@ -1,4 +1,4 @@
-"""Whether the jobs loop is alive is judged once (`workers.jobs_health`) and told the same
+"""Whether the jobs loop is alive is judged once (`heartbeat.jobs_health`) and told the same
 everywhere, and a silent loop is never hidden.
 
 A heartbeat from the future is no proof of life: a jobs tick run with a clock three days
@@ -23,7 +23,7 @@ from ondeck.db.tables import workers as workers_table
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings, load_settings
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import backlog, backlog_leases, schedules
 from support.surfaces import read_all, texts
 
@@ -38,7 +38,7 @@ def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _beat(engine: Engine, at: datetime, name: str = "jobs@test:1", **recorded: Any) -> None:
     with engine.begin() as conn:
-        workers.beat(conn, at, name=name, started_at=at, tick_ms=1.0, summary={}, **recorded)
+        heartbeat.beat(conn, at, name=name, started_at=at, tick_ms=1.0, summary={}, **recorded)
 
 
 def _codes(engine: Engine, settings: Settings, now: datetime) -> dict[str, str]:
@@ -214,7 +214,7 @@ def test_a_zone_is_judged_by_the_dates_it_gives_not_its_name(
 def test_a_loop_whose_ticks_take_long_is_slow_not_dead(engine: Engine, settings: Settings) -> None:
     """Interval 60 s, last tick took 5 min: it beats every 6 min, silent only after 18."""
     with engine.begin() as conn:
-        workers.beat(
+        heartbeat.beat(
             conn, NOW, name="jobs@slow:1", started_at=NOW, tick_ms=300_000.0, summary={},
             tick_seconds=60.0,
         )  # fmt: skip
@@ -236,19 +236,19 @@ def test_a_tick_forgets_processes_long_ended_and_nothing_else(engine: Engine) ->
     for name, (_, stopped_at) in rows.items():
         if stopped_at is not None:
             with engine.begin() as conn:
-                workers.stopped(conn, stopped_at, name)
+                heartbeat.stopped(conn, stopped_at, name)
     with engine.connect() as conn:
-        assert len(workers.list_workers(conn, limit=100)) == 4  # each was fresh at its beats
+        assert len(heartbeat.list_workers(conn, limit=100)) == 4  # each was fresh at its beats
     _beat(engine, NOW, name="jobs@now:5")
     with engine.connect() as conn:
-        names = {w.name for w in workers.list_workers(conn, limit=100)}
+        names = {w.name for w in heartbeat.list_workers(conn, limit=100)}
     assert names == {"jobs@cron:2", "jobs@slow:4", "jobs@now:5"}
 
 
 def test_with_no_process_ticking_the_last_heartbeat_stays_to_say_so(engine: Engine) -> None:
     _beat(engine, NOW - timedelta(days=30), name="jobs@old:1")
     with engine.connect() as conn:
-        health = workers.jobs_health(conn, NOW, tick_seconds=60)
-        assert [w.name for w in workers.list_workers(conn)] == ["jobs@old:1"]
+        health = heartbeat.jobs_health(conn, NOW, tick_seconds=60)
+        assert [w.name for w in heartbeat.list_workers(conn)] == ["jobs@old:1"]
     assert not health.alive
     assert health.last_tick == NOW - timedelta(days=30)

@@ -14,7 +14,7 @@ from ondeck.core.errors import Unavailable
 from ondeck.db.engine import make_engine
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings, load_settings
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -33,8 +33,8 @@ def test_each_tick_writes_the_heartbeat(engine: Engine, settings: Settings) -> N
     jobs.tick(NOW)
     jobs.tick(NOW + timedelta(minutes=1))
     with engine.connect() as conn:
-        [row] = workers.list_workers(conn)
-        assert workers.last_tick_at(conn) == NOW + timedelta(minutes=1)
+        [row] = heartbeat.list_workers(conn)
+        assert heartbeat.last_tick_at(conn) == NOW + timedelta(minutes=1)
     assert row.name == "jobs@t:1"
     assert row.ticks == 2
     assert row.summary == {"count": {"done": 2}}
@@ -114,7 +114,7 @@ def test_wake_makes_the_loop_tick_before_the_interval(engine: Engine) -> None:
     thread.join(timeout=10)
     assert len(calls) >= 2
     with engine.connect() as conn:
-        assert workers.list_workers(conn)[0].stopped_at is not None
+        assert heartbeat.list_workers(conn)[0].stopped_at is not None
 
 
 def _broken(engine: Engine, now: datetime, settings: Settings) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def test_a_failing_step_is_counted_in_the_heartbeat_and_fails_once(
     jobs = Jobs(engine=engine, settings=settings, steps=steps, name="jobs@t:1")
     assert jobs.run(once=True) == 1
     with engine.connect() as conn:
-        [row] = workers.list_workers(conn)
+        [row] = heartbeat.list_workers(conn)
     assert row.summary is not None
     assert row.summary["failed_steps"] == ["broken"]
     assert row.summary["broken"] == {"error": "RuntimeError: disk on fire"}

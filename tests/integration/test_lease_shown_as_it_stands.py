@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ondeck.host.settings import Settings
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import backlog, backlog_leases
 from ondeck.work.lease_state import LeaseState, lease_of, release_due
 from ondeck.work.reaper import reap_stale_leases
@@ -48,14 +48,14 @@ def _claimed(engine: Engine) -> int:
 
 def _beat(engine: Engine, at: datetime, settings: Settings) -> None:
     with engine.begin() as conn:
-        workers.beat(
+        heartbeat.beat(
             conn,
             at,
             name="jobs@test:1",
             started_at=NOW,
             tick_ms=1.0,
             summary={},
-            **workers.settings_of(settings),
+            **heartbeat.settings_of(settings),
         )
 
 
@@ -193,7 +193,7 @@ def test_the_live_loops_own_grace_decides_the_release_time(
     _beat(engine, now - timedelta(seconds=10), short)
     with engine.connect() as conn:
         task = backlog.get_task(conn, task_id)
-        jobs = workers.jobs_health(conn, now, tick_seconds=60)
+        jobs = heartbeat.jobs_health(conn, now, tick_seconds=60)
     lease = lease_of(task, now, GRACE, jobs)
     assert lease.state is LeaseState.RELEASE_DUE
     assert lease.releases_at == LEASE_END + timedelta(hours=1)

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, insert, inspect, select, text
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import HEAD, read_revision, upgrade
 from ondeck.db.tables import workers as workers_table
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
 
@@ -38,8 +38,8 @@ def test_0002_keeps_the_heartbeats_of_0001_and_reads_them_as_not_recorded(bare: 
     assert upgrade(bare) == ("0001", HEAD)
     assert "ix_workers_last_tick_at" in {ix["name"] for ix in inspect(bare).get_indexes("workers")}
     with bare.connect() as conn:
-        [old] = workers.list_workers(conn)
-        health = workers.jobs_health(conn, NOW + timedelta(minutes=2), tick_seconds=60)
+        [old] = heartbeat.list_workers(conn)
+        health = heartbeat.jobs_health(conn, NOW + timedelta(minutes=2), tick_seconds=60)
     assert (old.name, old.ticks, old.tz, old.tick_seconds, old.lease_grace_seconds) == (
         "jobs@old:1",
         42,
@@ -49,7 +49,7 @@ def test_0002_keeps_the_heartbeats_of_0001_and_reads_them_as_not_recorded(bare: 
     )
     assert health.alive and health.interval == 60  # judged by the reader's interval
     with bare.begin() as conn:
-        workers.beat(
+        heartbeat.beat(
             conn,
             NOW + timedelta(minutes=3),
             name="jobs@old:1",

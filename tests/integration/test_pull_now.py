@@ -24,7 +24,7 @@ from ondeck.db.tables import schedules as schedules_table
 from ondeck.entrypoints.api.app import create_app
 from ondeck.entrypoints.mcp.tools import build_server
 from ondeck.host.settings import Settings, load_settings
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import backlog_leases, firing, schedules
 from support.surfaces import cli
 
@@ -152,7 +152,7 @@ def test_after_todays_fire_now_changes_nothing_and_says_so(engine: Engine) -> No
     assert pulled.next_due == date(2026, 6, 21)
     with engine.connect() as conn:
         after = conn.execute(select(func.count()).select_from(events_table)).scalar_one()
-        jobs = workers.jobs_health(conn, LATER, tick_seconds=60)
+        jobs = heartbeat.jobs_health(conn, LATER, tick_seconds=60)
     assert after == before, "nothing changed, nothing recorded"
     said = schedules.pulled_state(pulled, date(2026, 6, 20), jobs, SEOUL)
     assert "today (2026-06-20) was already processed and cannot fire twice" in said
@@ -221,7 +221,7 @@ def test_every_now_promises_the_fire_while_the_loop_ticks(
 ) -> None:
     schedule_id = _make(engine)
     with engine.begin() as conn:
-        workers.beat(
+        heartbeat.beat(
             conn,
             LATER - timedelta(seconds=20),
             name="jobs@t:1",

@@ -19,7 +19,7 @@ from ondeck.db.tables import events, hook_receipts, session_compactions, session
 from ondeck.sessions import records as svc
 from ondeck.sessions import records_move as sessions_move
 from ondeck.sessions import records_tick as sessions_tick
-from ondeck.sessions import rows as session_store
+from ondeck.sessions import rows as session_rows
 from ondeck.sessions.classify import Facts, Marker, Rules
 from ondeck.sessions.intake import apply_record
 from ondeck.work import backlog, backlog_leases
@@ -43,8 +43,8 @@ def apply(engine: Engine, rec: dict[str, Any], now=None) -> dict[str, Any]:  # t
 
 def apply_bare(bare: BareDb, rec: dict[str, Any]) -> dict[str, Any]:
     with bare.transaction() as db:
-        applied = session_store.apply(db, rec, rec["at"])
-    return session_store.outcome(applied, rec, [])
+        applied = session_rows.apply(db, rec, rec["at"])
+    return session_rows.outcome(applied, rec, [])
 
 
 def the_session(engine: Engine, ref: str = SESSION_ID) -> svc.Session:

@@ -8,7 +8,7 @@ from sqlalchemy import String
 
 from ondeck.core.column_limits import COLUMN_LIMITS
 from ondeck.db import tables
-from ondeck.sessions import hook_events as hook_records
+from ondeck.sessions import hook_events
 
 
 def test_the_hooks_column_limits_are_the_tables() -> None:
@@ -30,5 +30,5 @@ def test_the_hook_keeps_its_words_within_their_columns() -> None:
         "source": COLUMN_LIMITS["sessions.start_source"],
         "reason": COLUMN_LIMITS["sessions.end_reason"],
         "trigger": COLUMN_LIMITS["session_compactions.trigger"],
-    } == hook_records.WORD_LIMITS
-    assert COLUMN_LIMITS["sessions.external_id"] == hook_records.EXTERNAL_ID_MAX
+    } == hook_events.WORD_LIMITS
+    assert COLUMN_LIMITS["sessions.external_id"] == hook_events.EXTERNAL_ID_MAX

@@ -229,11 +229,11 @@ def test_the_classification_is_given_before_the_fingerprint_is_made(
     is made (it scrubs every string of the payload): the same classification the record
     carries, private where the session does not capture."""
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions import hook_events as hook_records
+    from ondeck.sessions import hook_events
 
     order: list[str] = []
     given: list[dict[str, Any]] = []
-    fingerprint = hook_records.fingerprint
+    fingerprint = hook_events.fingerprint
 
     def counted(*args: Any, **kwargs: Any) -> str:
         order.append("fingerprint")
@@ -243,9 +243,9 @@ def test_the_classification_is_given_before_the_fingerprint_is_made(
         order.append("classified")
         given.append(classification)
 
-    monkeypatch.setattr(hook_records, "fingerprint", counted)
+    monkeypatch.setattr(hook_events, "fingerprint", counted)
     data = payload("start", cwd="/nowhere/at/all")
-    record = hook_records.make_record("start", data, HookConfig(), NOW, classified=classified)
+    record = hook_events.make_record("start", data, HookConfig(), NOW, classified=classified)
     assert record is not None
     assert order == ["classified", "fingerprint"]
     assert given == [record["classification"]]

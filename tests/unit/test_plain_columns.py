@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy import Boolean, Date, Table
 
-from ondeck.context import reads as context_sql
+from ondeck.context import reads as context_reads
 from ondeck.db import tables
 from ondeck.db.plain import Columns
 from ondeck.db.types import Instant, Json
 from ondeck.memory import brief
-from ondeck.sessions import rows_sql as session_store_sql
-from ondeck.system import heartbeat as workers
+from ondeck.sessions import rows_sql as session_rows_sql
+from ondeck.system import heartbeat
 
 
 def kinds(table: Table, names: set[str] | None = None) -> dict[str, frozenset[str]]:
@@ -58,30 +58,30 @@ def existing(table: Table, names: set[str]) -> set[str]:
 def test_the_session_store_types_every_column_of_sessions() -> None:
     """Hook records are applied with `SELECT *` and UPDATEs of any column."""
     found = kinds(tables.sessions)
-    assert found["instants"] == session_store_sql.INSTANTS
-    assert found["jsons"] == session_store_sql.JSONS
-    assert found["bools"] == session_store_sql.BOOLS
+    assert found["instants"] == session_rows_sql.INSTANTS
+    assert found["jsons"] == session_rows_sql.JSONS
+    assert found["bools"] == session_rows_sql.BOOLS
     assert not found["dates"]
     names = {column.name for column in tables.sessions.columns}
-    assert set(session_store_sql.INSERTED) <= names
-    assert names - {"id", "agent", "external_id", "created_at"} == session_store_sql.UPDATABLE
+    assert set(session_rows_sql.INSERTED) <= names
+    assert names - {"id", "agent", "external_id", "created_at"} == session_rows_sql.UPDATABLE
 
 
 def test_the_context_reads_typed_as_the_tables() -> None:
     # `SELECT * FROM tasks` and `SELECT * FROM backups`: every typed column of the table.
-    assert declared(context_sql.TASKS) == kinds(tables.tasks)
-    backups = declared(context_sql.BACKUPS)
+    assert declared(context_reads.TASKS) == kinds(tables.tasks)
+    backups = declared(context_reads.BACKUPS)
     computed = {"last_ok", "ahead"}  # LAST_OK's own instants, not columns
     assert backups == {
         **kinds(tables.backups),
         "instants": kinds(tables.backups)["instants"] | computed,
     }
-    shown = listed(context_sql._SHOWN, "schedules")
+    shown = listed(context_reads._SHOWN, "schedules")
     assert not existing(tables.schedules, shown)
-    assert declared(context_sql.REMINDERS) == kinds(tables.schedules, shown)
-    fired = listed(context_sql.FIRED.split(" FROM ")[0], "fires")
+    assert declared(context_reads.REMINDERS) == kinds(tables.schedules, shown)
+    fired = listed(context_reads.FIRED.split(" FROM ")[0], "fires")
     assert not existing(tables.fires, fired)
-    assert declared(context_sql.FIRES) == kinds(tables.fires, fired)
+    assert declared(context_reads.FIRES) == kinds(tables.fires, fired)
 
 
 def test_the_brief_reads_notes_and_sessions_typed_as_the_tables() -> None:
@@ -94,7 +94,7 @@ def test_the_brief_reads_notes_and_sessions_typed_as_the_tables() -> None:
 
 
 def test_the_jobs_heartbeat_reads_typed_as_its_table() -> None:
-    text: Any = workers._NEWEST
+    text: Any = heartbeat._NEWEST
     names = {n.strip() for n in text.split("AS ahead,")[1].split(" FROM workers")[0].split(",")}
     assert not existing(tables.workers, names)
-    assert declared(workers._WORKER) == kinds(tables.workers, names)
+    assert declared(heartbeat._WORKER) == kinds(tables.workers, names)

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
-from ondeck.context import reads as context_sql
+from ondeck.context import reads as context_reads
 from ondeck.core.memory import TRUE_TODAY, NoteStatus, shown_status
 from ondeck.core.models import TaskStatus
 from ondeck.db import predicates
@@ -40,7 +40,7 @@ def test_status_is_is_the_same_text(dialect: Dialect, status: TaskStatus) -> Non
 def test_ready_order_is_the_same_order(dialect: Dialect) -> None:
     statement = select(tasks.c.id).order_by(*READY_ORDER)
     compiled = str(statement.compile(dialect=dialect))
-    assert compiled.split("ORDER BY ", 1)[1].strip() == context_sql.READY_ORDER
+    assert compiled.split("ORDER BY ", 1)[1].strip() == context_reads.READY_ORDER
 
 
 def test_schedules_live_is_the_text_of_the_table_module() -> None:

@@ -13,7 +13,7 @@ from sqlalchemy import JSON, String, Text
 from ondeck.db import gate
 from ondeck.db.tables import metadata
 from ondeck.db.types import Json, ScrubbedJson, ScrubbedText
-from ondeck.sessions import rows_sql as session_store_sql
+from ondeck.sessions import rows_sql as session_rows_sql
 
 SECRET = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
 
@@ -73,14 +73,14 @@ def test_a_bound_text_is_scrubbed_and_fits_its_column() -> None:
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_the_plain_statements_bind_their_texts_through_the_gate(dialect: str) -> None:
-    statement = session_store_sql.sql(type("Db", (), {"dialect": dialect})(), "insert_session")  # type: ignore[arg-type]
+    statement = session_rows_sql.sql(type("Db", (), {"dialect": dialect})(), "insert_session")  # type: ignore[arg-type]
     gated = {name: kind for name, kind, _ in gate.gated_params(statement)}
     assert gated["cwd"] == "text" and gated["classification"] == "json"
     assert "external_id" not in gated and "agent" not in gated
     params = {"cwd": f"/home/me/{SECRET}", "classification": f'{{"reason": "{SECRET}"}}'}
     bound = gate.bind(statement, {**params, "agent": "claude-code"})
     assert SECRET not in str(bound) and bound["agent"] == "claude-code"
-    event = session_store_sql.sql(type("Db", (), {"dialect": dialect})(), "event")  # type: ignore[arg-type]
+    event = session_rows_sql.sql(type("Db", (), {"dialect": dialect})(), "event")  # type: ignore[arg-type]
     # The subject is ondeck's own <kind>:<id> (db/gate.py EXEMPT).
     assert {n for n, _, _ in gate.gated_params(event)} == {"actor", "details"}
     update = "UPDATE sessions SET last_word = :last_word, files = JSON(:files) WHERE id = :id"

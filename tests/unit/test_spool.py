@@ -74,7 +74,7 @@ def test_an_unreachable_store_keeps_everything(tmp_path: Path) -> None:
     spool.append(tmp_path, rec(0))
 
     def gone(batch: list[dict[str, Any]]) -> list[str | None]:
-        raise spool.Unreachable("down")
+        raise spool.StoreGone("down")
 
     assert spool.drain(tmp_path, gone, parse) == spool.Drained(
         applied=0, rejected=0, left=1, why="down"

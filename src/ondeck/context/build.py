@@ -388,8 +388,9 @@ def build_context(
 
 
 class ContextSettings(Protocol):
-    """What the context reads of the settings: `config.Settings` has it, and so has the
-    session hook's `hook_config.HookConfig`, which its database path uses without pydantic."""
+    """What the context reads of the settings: `Settings` has it, and so has the session
+    hook's `HookConfig` (host/quick_settings.py), which its database path uses without
+    pydantic."""
 
     @property
     def zone(self) -> tzinfo: ...

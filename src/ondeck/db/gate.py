@@ -5,8 +5,8 @@ so a new field, a new entry point or a new statement cannot forget it:
 
 - through SQLAlchemy, by the column types of db/tables.py (`ScrubbedText`, `ScrubbedJson`
   in db/types.py), whose bind calls `text` or `json_value` below;
-- through plain SQL on a bare driver (the session hooks: db/bare.py, services/
-  session_store.py) and the statements compiled once and run on the driver
+- through plain SQL on a bare driver (the session hooks: db/bare.py,
+  sessions/rows.py) and the statements compiled once and run on the driver
   (system/events.py), which bypass SQLAlchemy's types, by `bind`: it reads the table and
   the columns an INSERT or UPDATE writes and scrubs the parameters bound to listed columns.
 

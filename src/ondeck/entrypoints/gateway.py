@@ -247,7 +247,7 @@ def hook_context(
     """The session hook's context read from the database, as `Call.context_text` gives it in
     Markdown, in `db`'s read transaction: the bare driver's (db/bare.py), or SQLAlchemy's
     when the database had to be created or migrated first. The hook comes here rather than
-    through a Store: its settings are `hook_config.HookConfig`, read without pydantic (whose
+    through a Store: its settings are `host/quick_settings.HookConfig`, read without pydantic (whose
     import alone costs most of the hook's budget), and it imports no SQLAlchemy."""
     ctx = _fitted(db, instant, config, project, None, DEFAULT_CHARS, brief)
     return render(ctx, config.zone, Format.markdown)

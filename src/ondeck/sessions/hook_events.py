@@ -11,8 +11,8 @@ Privacy at the door: every text passes the scrubber (`core.scrubber`) before it 
 record, and a record of a session that does not capture carries no text, place, file or
 commit at all: not even the spool sees them.
 
-This module makes records on the hook's side; `hook_records_changes` makes the end's second
-record (what git says the session did); `hook_records_check` checks a record on the store's
+This module makes records on the hook's side; `hook_events_changes` makes the end's second
+record (what git says the session did); `hook_events_check` checks a record on the store's
 side when it comes back from the spool or over HTTP.
 """
 

@@ -2,8 +2,8 @@
 or a client): each field as the store applies it, or a ValueError naming what is wrong; and
 the record scrubbed again, since the store trusts no hook to have done it.
 
-A record is made on the hook's side (`hook_records`); this is the server's side of the same
-shape, so the limits are `hook_records`' own.
+A record is made on the hook's side (`hook_events`); this is the server's side of the same
+shape, so the limits are `hook_events`' own.
 """
 
 from __future__ import annotations

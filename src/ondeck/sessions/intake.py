@@ -1,7 +1,7 @@
 """Hook records and hook events applied by SQLAlchemy callers: the server's routes for the
 hooks, the hooks' own SQLAlchemy path, and the jobs tick's spool drain.
 
-`session_store.apply` makes a record's change (the same SQL on the bare driver the hooks
+`session_rows.apply` makes a record's change (the same SQL on the bare driver the hooks
 use); this adds what needs SQLAlchemy: releasing the leases of a session that ended, and,
 for the server's warm path, making the records of events as a hook received them.
 """
@@ -22,7 +22,7 @@ from ondeck.core.session_terms import hook_actor, session_owner
 from ondeck.db.bare import SqlaDb
 from ondeck.db.engine import writing
 from ondeck.db.refusals import is_content
-from ondeck.sessions import rows as session_store
+from ondeck.sessions import rows as session_rows
 from ondeck.sessions.hook_events_check import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
@@ -38,12 +38,12 @@ def apply_record(
 ) -> dict[str, Any]:
     """Apply a checked hook record in the caller's transaction; at a session's end, release
     the leases it held. Returns the outcome. `grace`: ONDECK_SESSION_GRACE, `sides`: the
-    store's sides (session_store.apply)."""
-    applied = session_store.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
+    store's sides (session_rows.apply)."""
+    applied = session_rows.apply(SqlaDb(conn), record, aware(now), grace=grace, sides=sides)
     if applied.get("warning") and not applied["duplicate"]:
         log.warning("session %s: %s", record["session"][:60], applied["warning"])
     released = release_at_end(conn, now, record) if applied["ended"] else []
-    return session_store.outcome(applied, record, released)
+    return session_rows.outcome(applied, record, released)
 
 
 def release_at_end(conn: Connection, now: datetime, record: dict[str, Any]) -> list[int]:
@@ -75,9 +75,9 @@ def apply_records(
     with the reason; a database that goes away raises `Unavailable`. `sent_at`: the
     sender's clock as it sent them; one far from `now` is a skewed clock: the records are
     moved onto this clock, and each answer carries a `warning` naming both instants."""
-    offset = session_store.clock_offset(sent_at, now)
+    offset = session_rows.clock_offset(sent_at, now)
     if offset is not None and sent_at is not None:
-        log.warning("%s", session_store.skew_warning(sent_at, now))
+        log.warning("%s", session_rows.skew_warning(sent_at, now))
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
@@ -93,10 +93,10 @@ def apply_records(
             )
             continue
         if offset is not None and sent_at is not None:
-            record = session_store.on_store_clock(record, offset, sent_at, now)
+            record = session_rows.on_store_clock(record, offset, sent_at, now)
         result = apply_alone(engine, now, record, grace=grace, sides=sides)
         if offset is not None and sent_at is not None:
-            said = [result.get("warning"), session_store.skew_warning(sent_at, now)]
+            said = [result.get("warning"), session_rows.skew_warning(sent_at, now)]
             result["warning"] = "; ".join(w for w in said if w)
         results.append(result)
     return results

@@ -1,8 +1,8 @@
 """Session records as the store shows them: the record, its detail, and the queries of the
-Sessions page, the API and the CLI. Beside it: `sessions_move` (moving one by hand),
-`sessions_tasks` (the tasks one touched), `sessions_tick` (the jobs tick: the spool's drain
-and marking the silent ones lost), `session_store` (applying hook records, plain SQL that
-also runs on the hook's bare driver), `session_warnings` (what the context warns about).
+Sessions page, the API and the CLI. Beside it: `records_move` (moving one by hand),
+`records_tasks` (the tasks one touched), `records_tick` (the jobs tick: the spool's drain
+and marking the silent ones lost), `rows` (applying hook records, plain SQL that
+also runs on the hook's bare driver), `alerts` (what the context warns about).
 
 Statuses (core/session_terms.SessionStatus): `open`, `ended`, `lost`. Lost is decided when a
 session is read (db/predicates.SESSION_STATUS, from `lost_before`: now minus the grace), so

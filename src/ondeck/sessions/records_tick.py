@@ -48,7 +48,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
                 # The store takes nothing now: the rest waits, the step goes on.
                 if answers:
                     return answers
-                raise spool.Unreachable(" ".join(str(exc).split())[:300]) from exc
+                raise spool.StoreGone(" ".join(str(exc).split())[:300]) from exc
             answers.append(result["reason"] if result.get("outcome") == "rejected" else None)
         return answers
 

@@ -7,7 +7,7 @@ through `Db`, which is either a SQLAlchemy connection (its driver connection: th
 CLI, the jobs tick's spool drain; same transaction as the caller's) or a connection of
 `sqlite3`/`psycopg` opened here (the hook). Both run exactly the same statements and the
 same Python: one copy of every rule. The statements and the values as the columns store
-them are `session_store_sql`'s; what each kind of record changes in a row is
+them are `rows_sql`'s; what each kind of record changes in a row is
 `session_store_change`'s; this module reads and locks the row, keeps the receipt and writes
 the events.
 
@@ -186,7 +186,7 @@ def apply(
     sides: Collection[str] | None = None,
     actor: str | None = None,
 ) -> Applied:
-    """Apply one checked record (hook_records_check.parse_record) in the caller's transaction.
+    """Apply one checked record (hook_events_check.parse_record) in the caller's transaction.
     `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
     minus it reopens nothing; None: any event may). `sides`: the store's own, when the
     record was classified by another machine's rules: a side it does not know sends the

@@ -1,5 +1,5 @@
 """The changes one hook record makes to one session row, and the events they write: the
-rules of `session_store.apply` kind by kind (start, stop, compact, end, changes), on a row
+rules of `rows.apply` kind by kind (start, stop, compact, end, changes), on a row
 already read and locked. Nothing here touches the database but `Change.save`.
 """
 
@@ -48,7 +48,7 @@ class Change:
         at = self.record["at"]
         if abs((self.now - at).total_seconds()) > 60:  # spooled: say when it happened
             details = {**details, "hook_at": at.isoformat()}
-        if self.record.get("input"):  # what the hook mended to keep it (hook_input.py)
+        if self.record.get("input"):  # what the hook mended to keep it (hooks/payload.py)
             details = {**details, "input": self.record["input"]}
         self.events.append((kind, details))
 

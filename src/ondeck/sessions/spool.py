@@ -65,10 +65,10 @@ class Drained(NamedTuple):
     rejected: int
     left: int  # still waiting: the store went away again, or another process is draining
     busy: bool = False
-    why: str = ""  # why the store took no more (the `Unreachable` that stopped the drain)
+    why: str = ""  # why the store took no more (the `StoreGone` that stopped the drain)
 
 
-class Unreachable(Exception):
+class StoreGone(Exception):
     """The store cannot take records now: stop draining, keep the rest."""
 
 
@@ -165,7 +165,7 @@ def drain(
 
     `parse` checks a record (ValueError: malformed, moved to rejected.jsonl); `apply` stores
     a batch and answers per record (None: stored; a string: refused, moved to rejected.jsonl)
-    and raises `Unreachable` (or answers for fewer records) when the store went away: what
+    and raises `StoreGone` (or answers for fewer records) when the store went away: what
     it did not answer for stays, in order, for the next drain. With `budget_s`, no new batch
     starts once that many seconds have passed: the rest waits for the next drain."""
     if not has_waiting(spool_dir):
@@ -238,7 +238,7 @@ def _drain_file(
                 return -1 if pending is None else done
             try:
                 outcomes = apply([parsed for _, _, _, parsed in batch])
-            except Unreachable as exc:
+            except StoreGone as exc:
                 outcomes, total.why = [], str(exc)
             for (_, end, text, _), outcome in zip(batch, outcomes, strict=False):
                 if outcome is None:

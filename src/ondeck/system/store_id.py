@@ -1,9 +1,9 @@
-"""The store's random id (issue 21 item 2): what `X-Ondeck-Store` says, so a hook or a client
-knows the server it reached serves the database its events were captured for.
+"""The store's random id: what `X-Ondeck-Store` says, so a hook or a client knows the server
+it reached serves the database its events were captured for.
 
-It used to be a hash of the database URL, which holds a PostgreSQL password and was sent to
-whatever answered on the port. Now it is random, made once per database and kept in it (the
-`store_identity` row), so it travels with the data:
+It is random, never derived from the database URL (which may hold a PostgreSQL password,
+and would be told to whatever answers on the port), made once per database and kept in it
+(the `store_identity` row), so it travels with the data:
 - a restored backup says the id of the database the backup was taken from (restoring this
   store's own backup keeps its id; restoring another store's makes this one that store);
 - a copied database file (or a pg_dump loaded elsewhere) is the same store: events captured

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.core.validation import PRIORITY_DEFAULT
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work import schedules
 
 if TYPE_CHECKING:
@@ -129,6 +129,6 @@ def pull_now(conn: Connection, at: Caller, schedule_id: int, *, view: SideView) 
     fired, nothing yet while the jobs loop is not running)."""
     zone, now = at.settings.zone, at.now()
     schedule = schedules.pull_now(conn, now, zone, schedule_id, actor=at.actor, view=view)
-    jobs = workers.jobs_health(conn, now, tick_seconds=at.settings.tick_seconds)
+    jobs = heartbeat.jobs_health(conn, now, tick_seconds=at.settings.tick_seconds)
     note = schedules.pulled_state(schedule, at.today(), jobs, zone)
     return {**_json(at, schedule), "note": note}

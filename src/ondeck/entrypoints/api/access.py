@@ -10,7 +10,7 @@ it may do what it asks.
                         or a user of this machine, never the user the server runs as
                         (web/auth.throttle_key)
     over MCP (`/mcp`)   the same check, recorded as `mcp`, `mcp:<name>`; a `read` token is
-                        held to the read-only tools by the MCP server (mcp_http.py)
+                        held to the read-only tools by the MCP server (entrypoints/mcp/http.py)
 
 The identity reaches the routes on the request's Call (`store.identify_as`), so every change
 a route makes is recorded with it, in one place.
@@ -32,7 +32,8 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     """None when the request may go on (its Call now acts as who it is); else the refusal.
     `browsable`: the API's description, which a browser logged in to the dashboard may read.
     `surface` "mcp": every request is a POST, so a `read` token is held to the tools that
-    change nothing by the MCP server itself (mcp_http.py), which reads the identity here."""
+    change nothing by the MCP server itself (entrypoints/mcp/http.py), which reads the
+    identity here."""
     if browsable:
         try:
             if await run_in_threadpool(guard_of(request).has_session, request):

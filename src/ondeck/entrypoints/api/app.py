@@ -120,7 +120,7 @@ class Guard:
         path = scope["path"]
         refused = None
         if token and path == self.mcp_path:
-            # Every MCP request, each call of a session already open too (mcp_http.py).
+            # Every MCP request, each call of a session already open too (entrypoints/mcp/http.py).
             refused = await admit(Request(scope, receive), browsable=False, surface="mcp")
         elif token and (path.startswith("/api/") or path in API_DOCUMENTS):
             # The API's description is readable with a bearer, or from a browser logged in

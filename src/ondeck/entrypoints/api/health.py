@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 
 router = APIRouter()
 
@@ -20,7 +20,7 @@ def health(store: StoreDep) -> dict[str, Any]:
     zone = store.settings.zone
     with store.read() as conn:
         conn.execute(text("SELECT 1"))
-        jobs = workers.jobs_health(conn, now, tick_seconds=store.settings.tick_seconds)
+        jobs = heartbeat.jobs_health(conn, now, tick_seconds=store.settings.tick_seconds)
         revision = revision_of(conn)
     # The latest heartbeat at or before now: one from the future (a clock ahead) is no sign
     # of life; `jobs.ahead_tick_at` names it.

@@ -17,9 +17,8 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
-from ondeck.sessions import intake as session_hooks
+from ondeck.sessions import intake, session_calls
 from ondeck.sessions import records as sessions
-from ondeck.sessions import session_calls
 
 router = APIRouter(tags=["sessions"])
 
@@ -211,7 +210,7 @@ def post_records(
     ] = None,
 ) -> dict[str, Any]:
     _same_store(store.store.store_id(fresh=expected is not None), expected)
-    results = session_hooks.apply_records(
+    results = intake.apply_records(
         store.engine,
         store.now(),
         body.records,
@@ -252,7 +251,7 @@ def post_hook_events(
         raise Forbidden()
     _same_store(store.store.store_id(fresh=expected is not None), expected)
     now = store.now()
-    results = session_hooks.record_hook_events(
+    results = intake.record_hook_events(
         store.engine,
         now,
         body.events,

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
     from ondeck.core.sides import SideView
-    from ondeck.entrypoints.client.api import Remote
+    from ondeck.entrypoints.client.api import ApiClient
     from ondeck.entrypoints.gateway import Call
 
 _engines: list[Engine] = []
@@ -63,13 +63,13 @@ class Cli:
         return self.settings.server_url is not None and self.db_url is None
 
     @property
-    def remote(self) -> Remote:
+    def remote(self) -> ApiClient:
         """The server of client mode."""
-        from ondeck.entrypoints.client.api import Remote
+        from ondeck.entrypoints.client.api import ApiClient
 
         url = self.settings.server_url
         assert url is not None, "Cli.remote outside client mode"
-        return Remote(url, self.settings.token_value)
+        return ApiClient(url, self.settings.token_value)
 
     @property
     def database_url(self) -> str:

@@ -37,7 +37,7 @@ def _by_code() -> dict[str, type[OndeckError]]:
     return found
 
 
-class Remote:
+class ApiClient:
     """The server at `url`, asked with `token` (None: no Authorization header)."""
 
     def __init__(self, url: str, token: str | None, *, timeout: float = TIMEOUT_S) -> None:

@@ -54,7 +54,7 @@ class TooLarge(Exception):
     """The server refused a body as too large (413): sent again in smaller pieces."""
 
 
-class Refused(Exception):
+class ServerRefused(Exception):
     """The server answered, but will not take what was sent (token, or an error of its own)."""
 
 
@@ -62,8 +62,8 @@ class Unanswered(Exception):
     """The server did not answer: not reachable, too slow, or not an HTTP answer."""
 
 
-class Remote:
-    """The server of client mode; the same face as hook_delivery.Local (`store`,
+class RemoteServer:
+    """The server of client mode; the same face as delivery.Local (`store`,
     `spooled_line`, `close`), so the hooks treat both alike."""
 
     def __init__(self, config: HookConfig) -> None:
@@ -92,7 +92,7 @@ class Remote:
         store: str | None = None,
         sent: Callable[[], None] | None = None,
     ) -> bytes:
-        """The answer's body (status 200); Refused or Unanswered, saying why, otherwise. With
+        """The answer's body (status 200); ServerRefused or Unanswered, saying why, otherwise. With
         `store`, the server refuses (409) unless it serves that store; `sent` is called once
         the request is written."""
         if self._failed is not None:
@@ -125,15 +125,15 @@ class Remote:
         if status == 413:
             raise TooLarge(f"the server {self.url} refused a body as too large: 413 {said}")
         if status == 409 and store is not None and b"store_mismatch" in answer[:2000]:
-            raise Refused(self._other_store(store))
+            raise ServerRefused(self._other_store(store))
         # Not remembered as a failure: a token that may only read still gets the context.
         if status in (401, 403):
             who = "no token (ONDECK_TOKEN is not set)" if not self.config.token else "its token"
-            raise Refused(
+            raise ServerRefused(
                 f"the server {self.url} refused {who}: {status} {said}; on the server, "
                 "`ondeck token create NAME` makes a device token for ONDECK_TOKEN here"
             )
-        raise Refused(f"the server {self.url} answered {status}: {said}")
+        raise ServerRefused(f"the server {self.url} answered {status}: {said}")
 
     def _other_store(self, expected: str) -> str:
         now = f" (id {self.server_store})" if self.server_store else ""
@@ -152,7 +152,7 @@ class Remote:
 
     def _postencoded(self, encoded: list[bytes], store: str | None) -> list[dict[str, Any]]:
         # This machine's clock as the records leave: the server tells a clock far from its
-        # own, and orders what it stores by its own (session_store.clock_offset). BODY_ROOM
+        # own, and orders what it stores by its own (rows.clock_offset). BODY_ROOM
         # leaves room for it.
         sent_at = json.dumps(clock.now().isoformat()).encode()
         body = b'{"records":[' + b",".join(encoded) + b'],"sent_at":' + sent_at + b"}"
@@ -163,7 +163,7 @@ class Remote:
         except (ValueError, KeyError, TypeError):
             results = None
         if not isinstance(results, list) or len(results) != len(encoded):
-            raise Refused(f"the server {self.url} answered for other records")
+            raise ServerRefused(f"the server {self.url} answered for other records")
         return results
 
     # --- records ---------------------------------------------------------------------------
@@ -179,7 +179,7 @@ class Remote:
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
             result = self.post_records([as_sent(record)])[0]
-        except (Refused, Unanswered, TooLarge) as exc:
+        except (ServerRefused, Unanswered, TooLarge) as exc:
             self.problem = str(exc)
         else:
             if result.get("outcome") == "rejected":
@@ -219,10 +219,10 @@ class Remote:
                 for part in packed([encoded(as_sent(r)) for r in group]):
                     try:
                         answers += self._send_part(part, store)
-                    except (Refused, Unanswered) as exc:
+                    except (ServerRefused, Unanswered) as exc:
                         self._spool_problem = str(exc)
                         if not answers:
-                            raise spool.Unreachable(str(exc)) from exc
+                            raise spool.StoreGone(str(exc)) from exc
                         return answers
             return answers
 
@@ -268,7 +268,7 @@ class Remote:
     # --- the context -----------------------------------------------------------------------
 
     def context(self, project: str | None, brief: dict[str, Any]) -> str:
-        """The session context as the server gives it (Markdown, with the brief); Refused or
+        """The session context as the server gives it (Markdown, with the brief); ServerRefused or
         Unanswered when there is none.
 
         The working directory is not sent: the server is not to read this machine's paths,
@@ -298,7 +298,7 @@ class Remote:
         def ask() -> None:
             try:
                 box["answer"] = self.request("GET", path, sent=out.set)
-            except (Refused, Unanswered) as exc:
+            except (ServerRefused, Unanswered) as exc:
                 box["failed"] = exc
             finally:
                 out.set()

@@ -46,11 +46,11 @@ class NoServer(Exception):
     """No server of the same database takes the event: the hook makes the record itself."""
 
 
-class Unreachable(Exception):
+class DatabaseGone(Exception):
     """Neither can the database: the record goes to the spool."""
 
 
-class Refused(Exception):
+class ContentRefused(Exception):
     """The database refuses the record for its own content: it is set aside, not retried."""
 
 
@@ -166,7 +166,7 @@ class Server:
                     results = self.post(RECORDS_PATH, body, len(part))
                 except NoServer as exc:
                     if not answers:
-                        raise spool.Unreachable(str(exc)) from exc
+                        raise spool.StoreGone(str(exc)) from exc
                     return answers
                 answers += [
                     r.get("reason") if r.get("outcome") == "rejected" else None for r in results
@@ -226,9 +226,9 @@ class Local:
         checked = parse_record(record)  # what the store would refuse is a bug: say so here
         try:
             result = self._apply(checked, now)
-        except Unreachable as exc:
+        except DatabaseGone as exc:
             self.problem = str(exc)
-        except Refused as exc:
+        except ContentRefused as exc:
             spool.reject(self.config.spool_dir, record, f"refused by the database: {exc}")
             raise ValueError(
                 f"the database refused it ({exc}); it is set aside in "
@@ -274,12 +274,12 @@ class Local:
                     return answers  # the budget is spent: the rest waits, in order
                 try:
                     self._apply(record, now)
-                except Refused as exc:  # its own content: set aside, the rest goes on
+                except ContentRefused as exc:  # its own content: set aside, the rest goes on
                     answers.append(f"refused by the database: {exc}")
                     continue
-                except Unreachable as exc:
+                except DatabaseGone as exc:
                     if not answers:
-                        raise spool.Unreachable(str(exc)) from exc
+                        raise spool.StoreGone(str(exc)) from exc
                     return answers
                 answers.append(None)
             return answers
@@ -300,9 +300,9 @@ class Local:
                 if self._bare:
                     return self._apply_bare(record, now)
             except StoreUnavailable as exc:
-                raise Unreachable(f"database unavailable: {exc}") from None
+                raise DatabaseGone(f"database unavailable: {exc}") from None
             except RecordRefused as exc:
-                raise Refused(str(exc)) from None
+                raise ContentRefused(str(exc)) from None
             except SchemaBehind:
                 debug("database schema behind: migrating it first")
         return self._apply_sqlalchemy(record, now)
@@ -330,17 +330,17 @@ class Local:
             return reader(as_db(conn))
 
     def _apply_bare(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
-        from ondeck.sessions import rows as session_store
+        from ondeck.sessions import rows as session_rows
         from ondeck.system import store_id as store_identity
 
         with self._bare.transaction() as db:
-            applied = session_store.apply(db, record, now, grace=self.config.session_grace)
+            applied = session_rows.apply(db, record, now, grace=self.config.session_grace)
             self._learned(store_identity.ensure(db, now))
-            held = session_store.held_leases(db, record["session"]) if applied["ended"] else []
+            held = session_rows.held_leases(db, record["session"]) if applied["ended"] else []
         released: list[int] = []
         if held:  # rare: only then is SQLAlchemy worth its import
             released = self._release(record, now)
-        return session_store.outcome(applied, record, released)
+        return session_rows.outcome(applied, record, released)
 
     def _release(self, record: dict[str, Any], now: datetime) -> list[int]:
         from ondeck.db.engine import writing
@@ -358,7 +358,7 @@ class Local:
             try:
                 self._engine = open_database(self.config.url)
             except Unavailable as exc:
-                raise Unreachable(str(exc)) from None
+                raise DatabaseGone(str(exc)) from None
         return self._engine
 
     def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -377,13 +377,13 @@ class Local:
                 self._learned(store_identity.ensure(as_db(conn), now))
                 return result
         except Unavailable as exc:
-            raise Unreachable(str(exc)) from None
+            raise DatabaseGone(str(exc)) from None
         except DBAPIError as exc:
             reason = " ".join(str(exc.orig or exc).split())[:300]
             if exc.orig is not None and is_content(exc.orig):
-                raise Refused(reason) from None
+                raise ContentRefused(reason) from None
             # Any other refusal by the store: the record waits for one that takes it.
-            raise Unreachable(f"database refused it: {reason}") from None
+            raise DatabaseGone(f"database refused it: {reason}") from None
 
     def _learned(self, store_id: str) -> None:
         """The database's own id, read where the record was stored: the next hooks expect

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # A last word may be long (its texts are cut to a window later); past this, nothing is read.
 MAX_STDIN = 256 * 1024 * 1024
 DEPTH_MAX = 64
-INPUT_NOTE = "ondeck_input"  # the payload's note of what was mended (hook_records.INPUT)
+INPUT_NOTE = "ondeck_input"  # the payload's note of what was mended (hook_events.INPUT)
 
 
 def read_payload(stream: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ Where an event goes, in this order:
    one whose schema is behind, goes through SQLAlchemy, which creates or migrates it;
 3. the spool (sessions/spool.py), drained by the next hook or jobs tick that reaches the
    store. A hook stores its own event first, then drains for at most a second
-   (hook_delivery.DRAIN_BUDGET_S), a line at a time: a long outage's spool never keeps a
+   (delivery.DRAIN_BUDGET_S), a line at a time: a long outage's spool never keeps a
    hook from recording itself, nor from ending. What is left waits for the next hook or
    jobs tick; the store orders what arrives late by the events' own times.
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, TextIO
 
-    from ondeck.entrypoints.hooks.client_mode import Remote
+    from ondeck.entrypoints.hooks.client_mode import RemoteServer
     from ondeck.host.quick_settings import HookConfig
 
 # What a hook leaves for after its answer (client mode: a session end's git changes); the
@@ -114,7 +114,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     notes: list[str] = []
     server = Server(config)
     client = _client(config)
-    local: Local | Remote = client or Local(config)
+    local: Local | RemoteServer = client or Local(config)
     try:
         classification = None
         session_number = None
@@ -174,21 +174,21 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
     return _with_notes(markdown, notes)
 
 
-def _client(config: HookConfig) -> Remote | None:
+def _client(config: HookConfig) -> RemoteServer | None:
     """Client mode (`ONDECK_SERVER_URL`): the server there takes the records, no database."""
     if not config.server_url:
         return None
-    from ondeck.entrypoints.hooks.client_mode import Remote
+    from ondeck.entrypoints.hooks.client_mode import RemoteServer
 
-    return Remote(config)
+    return RemoteServer(config)
 
 
-def _context_from_client(client: Remote, project: str | None, brief: dict[str, Any]) -> str:
-    from ondeck.entrypoints.hooks.client_mode import Refused, Unanswered
+def _context_from_client(client: RemoteServer, project: str | None, brief: dict[str, Any]) -> str:
+    from ondeck.entrypoints.hooks.client_mode import ServerRefused, Unanswered
 
     try:
         markdown = client.context(project, brief)
-    except (Refused, Unanswered) as exc:
+    except (ServerRefused, Unanswered) as exc:
         return client.unavailable(exc)
     debug(f"session context from {client.url}")
     return markdown
@@ -225,7 +225,7 @@ def _with_notes(markdown: str, notes: list[str]) -> str:
 
 
 def _start_here(
-    local: Local | Remote,
+    local: Local | RemoteServer,
     payload: dict[str, Any],
     now: datetime,
     notes: list[str],
@@ -374,7 +374,7 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
         from ondeck.sessions.transcript import last_message
 
         last = last_message(payload)
-    if config.server_url:  # client mode: the record is made here, then sent (hook_client.py)
+    if config.server_url:  # client mode: the record is made here, then sent (client_mode.py)
         return _record_here(kind, payload, config, now, last)
     try:
         result = Server(config).send_event(verb, payload, now.isoformat(), last=last)
@@ -390,14 +390,14 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
 
 def _remember_start(config: HookConfig, payload: dict[str, Any], start: Any) -> None:
     """Keep where the session started in git, for an end that cannot reach the store."""
-    from ondeck.sessions import start_commits as session_starts
+    from ondeck.sessions import start_commits
     from ondeck.sessions.hook_events import session_id_of
 
     session = session_id_of(payload)
     if session is None or not isinstance(start, dict):
         return
     if start.get("start_head") and start.get("capture", True):
-        session_starts.remember(
+        start_commits.remember(
             config.data_dir,
             session,
             start.get("start_head"),
@@ -407,12 +407,12 @@ def _remember_start(config: HookConfig, payload: dict[str, Any], start: Any) -> 
 
 
 def _forget_start(config: HookConfig, payload: dict[str, Any]) -> None:
-    from ondeck.sessions import start_commits as session_starts
+    from ondeck.sessions import start_commits
     from ondeck.sessions.hook_events import session_id_of
 
     session = session_id_of(payload)
     if session is not None:
-        session_starts.forget(config.data_dir, session)
+        start_commits.forget(config.data_dir, session)
 
 
 def _record_here(
@@ -454,9 +454,9 @@ def _record_here(
         if start is None:
             # The end was spooled and the store holds the start: the start commit this
             # machine kept when the session began (git is here now, not when it drains).
-            from ondeck.sessions import start_commits as session_starts
+            from ondeck.sessions import start_commits
 
-            start = session_starts.recall(config.data_dir, record["session"])
+            start = start_commits.recall(config.data_dir, record["session"])
         if result is not None and not isinstance(local, Local):
             # Client mode: the commits and files go after the answer, as the server path
             # reads them after answering (a session's end waits for neither).

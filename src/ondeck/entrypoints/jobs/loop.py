@@ -9,7 +9,7 @@ A tick runs its steps in order, each a function returning a summary (how much it
     4. maintain   backup runs whose runner went away become abandoned    (backup_liveness.py)
        sessions   the hooks' spool drained, silent sessions marked lost  (sessions.py)
        notes      notes past their expiry marked expired                 (notes.py)
-    5. heartbeat  this process's row in `workers`, with the tick summary (workers.py)
+    5. heartbeat  this process's row in `workers`, with the tick summary (heartbeat.py)
 
 A step that raises is logged with its traceback, named in the summary's `failed_steps`,
 and makes `ondeck jobs --once` exit 1; the tick goes on to the next step and the loop to
@@ -41,8 +41,8 @@ from ondeck.db.engine import is_unavailable
 from ondeck.entrypoints.jobs.backup_threads import BackupThreads
 from ondeck.host.settings import Settings
 from ondeck.memory import notes
-from ondeck.sessions import records_tick as sessions_tick
-from ondeck.system import heartbeat as workers
+from ondeck.sessions import records_tick
+from ondeck.system import heartbeat
 from ondeck.work import firing, reaper
 from ondeck.work.schedules import WAKE_CHANNEL
 
@@ -61,7 +61,7 @@ def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
         ("backups", backups.step),
         ("reap", reaper.reap_step),
         ("maintain", backups.maintain),
-        ("sessions", sessions_tick.sessions_step),
+        ("sessions", records_tick.sessions_step),
         ("notes", notes.notes_step),
     ]
 
@@ -71,7 +71,7 @@ class Jobs:
     engine: Engine
     settings: Settings
     steps: list[tuple[str, Step]] | None = None  # default_steps(self.backups)
-    name: str = field(default_factory=workers.worker_name)
+    name: str = field(default_factory=heartbeat.worker_name)
     started_at: datetime = field(default_factory=clock.now)
     stop_event: threading.Event = field(default_factory=threading.Event)
     wake_event: threading.Event = field(default_factory=threading.Event)
@@ -110,14 +110,14 @@ class Jobs:
         tick_ms = round((time.perf_counter() - began) * 1000, 2)
         try:
             with self.engine.begin() as conn:
-                workers.beat(
+                heartbeat.beat(
                     conn,
                     now,
                     name=self.name,
                     started_at=self.started_at,
                     tick_ms=tick_ms,
                     summary=summary,
-                    **workers.settings_of(self.settings),
+                    **heartbeat.settings_of(self.settings),
                 )
         except Exception as exc:
             if is_unavailable(exc):
@@ -218,7 +218,7 @@ class Jobs:
     def _mark_stopped(self) -> None:
         try:
             with self.engine.begin() as conn:
-                workers.stopped(conn, clock.now(), self.name)
+                heartbeat.stopped(conn, clock.now(), self.name)
         except Exception as exc:  # the database may be gone; stopping must not fail
             log.warning("could not record the stop: %s", _first_line(exc))
 

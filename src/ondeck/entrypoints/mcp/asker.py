@@ -1,5 +1,5 @@
 """Who calls an MCP tool, and from where: what the tools of both transports need to know
-about their caller (entrypoints/mcp/tools.py over stdio, mcp_http.py over HTTP)."""
+about their caller (entrypoints/mcp/tools.py over stdio, entrypoints/mcp/http.py over HTTP)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 
 from ondeck.entrypoints.place import Here
 
-# The tools that change nothing: all a `read` token may call over HTTP (mcp_http.py).
+# The tools that change nothing: all a `read` token may call over HTTP (entrypoints/mcp/http.py).
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 

@@ -12,7 +12,7 @@ of `ondeck mcp`, for `claude mcp add --transport http ondeck https://host:8787/m
               `X-Ondeck-Project` (`ondeck mcp` in client mode sends those of its directory).
               With sides configured and none named, the memory tools refuse, saying how.
 
-The tool bodies are the stdio server's (mcp_server.add_tools); they learn who asks from
+The tool bodies are the stdio server's (tools.add_tools); they learn who asks from
 `_ASKING`, set around each call (and copied into the worker thread a sync tool runs in).
 """
 

@@ -5,7 +5,7 @@ The server runs in the agent's session directory (`ondeck mcp` is started by the
 its side is that directory's, decided once at start by the hooks' rules
 (entrypoints/place.py), and no tool takes a side: an agent in a `work` directory never
 reads nor writes `personal` memory, and an unclassified directory is shown no memory at
-all. A project may be named (another project of the same side). Over HTTP (mcp_http.py)
+all. A project may be named (another project of the same side). Over HTTP (entrypoints/mcp/http.py)
 there is no directory: each request names its side, and one that names none is refused
 memory with the line saying how to name it (`Asker.unplaced`).
 """

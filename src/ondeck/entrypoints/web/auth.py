@@ -175,11 +175,11 @@ class Guard:
         session_id = self.session_id(request)
         live = False
         if session_id is not None:
-            from ondeck.system import dashboard_logins as dashboard_sessions
+            from ondeck.system import dashboard_logins
 
             call = call_of(request)
             with call.read() as conn:
-                live = dashboard_sessions.live(conn, call.now(), session_id)
+                live = dashboard_logins.live(conn, call.now(), session_id)
         request.state.ondeck_session_live = live
         return live
 
@@ -297,12 +297,12 @@ def start_session(request: Request, response: Response) -> None:
     """A new session on the server, and its cookie."""
     from datetime import timedelta
 
-    from ondeck.system import dashboard_logins as dashboard_sessions
+    from ondeck.system import dashboard_logins
 
     session_id = secrets.token_urlsafe(32)
     call = call_of(request)
     with call.write() as conn:
-        dashboard_sessions.begin(conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE))
+        dashboard_logins.begin(conn, call.now(), session_id, timedelta(seconds=SESSION_MAX_AGE))
     response.set_cookie(
         SESSION_COOKIE,
         guard_of(request).session_value(session_id),
@@ -319,10 +319,10 @@ def end_session(request: Request, response: Response) -> None:
     drop the browser's cookies."""
     session_id = guard_of(request).session_id(request)
     if session_id is not None:
-        from ondeck.system import dashboard_logins as dashboard_sessions
+        from ondeck.system import dashboard_logins
 
         with call_of(request).write() as conn:
-            dashboard_sessions.end(conn, session_id)
+            dashboard_logins.end(conn, session_id)
     for name in (SESSION_COOKIE, CSRF_COOKIE):
         response.delete_cookie(
             name, path="/", httponly=True, samesite="strict", secure=_secure(request)

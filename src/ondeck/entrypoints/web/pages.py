@@ -15,8 +15,7 @@ from ondeck.entrypoints.gateway import Call
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
 from ondeck.sessions import spool
-from ondeck.system import events
-from ondeck.system import heartbeat as workers
+from ondeck.system import events, heartbeat
 from ondeck.work.calendar_feed import build_calendar
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(auth.require_login)])
@@ -102,15 +101,15 @@ def system_page(request: Request) -> Response:
     settings = store.settings
     now = store.now()
     with store.read() as conn:
-        found = workers.list_workers(conn)
-        jobs = workers.jobs_health(conn, now, tick_seconds=settings.tick_seconds)
+        found = heartbeat.list_workers(conn)
+        jobs = heartbeat.jobs_health(conn, now, tick_seconds=settings.tick_seconds)
         backups = list_backups(conn, limit=20)
         revision = revision_of(conn)
     beats = [
         (
             w,
-            workers.beat_state(w, now, settings.tick_seconds),
-            workers.differences(w, now, settings.tz, settings.lease_grace),
+            heartbeat.beat_state(w, now, settings.tick_seconds),
+            heartbeat.differences(w, now, settings.tz, settings.lease_grace),
         )
         for w in found
     ]
@@ -128,7 +127,7 @@ def system_page(request: Request) -> Response:
             "database_kind": store.engine.dialect.name,
             "database_url": url,
             "settings": settings,
-            "silent_ticks": workers.JOBS_SILENT_TICKS,
+            "silent_ticks": heartbeat.JOBS_SILENT_TICKS,
             "spool": spooled,
             "spool_stuck": spooled.stuck(now),
         },

@@ -26,7 +26,7 @@ from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.gateway import Call, call_of
 from ondeck.entrypoints.web import auth
-from ondeck.system import heartbeat as workers
+from ondeck.system import heartbeat
 from ondeck.work.lease_state import Lease, lease_of
 
 # A path id: a number the database can hold (a larger one would fail in the driver).
@@ -139,12 +139,12 @@ def lease(ctx: Any, task: Task) -> Lease:
     only when a lease shown is past its end)."""
     request = ctx["request"]
 
-    def jobs() -> workers.JobsHealth:
-        found: workers.JobsHealth | None = getattr(request.state, "jobs_health", None)
+    def jobs() -> heartbeat.JobsHealth:
+        found: heartbeat.JobsHealth | None = getattr(request.state, "jobs_health", None)
         if found is None:
             store = store_of(request)
             with store.read() as conn:
-                found = workers.jobs_health(
+                found = heartbeat.jobs_health(
                     conn, ctx["now"], tick_seconds=store.settings.tick_seconds
                 )
             request.state.jobs_health = found

@@ -3,7 +3,7 @@ delete (confirmed). Each action calls one `ondeck.work.schedules` service.
 
 "now" only pulls `next_due` to today at the latest; the jobs tick creates the item. What a
 row says about it is `schedules.due_state` over the stored state and the jobs heartbeat
-(`workers.jobs_health`): "will be created by the jobs loop within a minute" only while the
+(`heartbeat.jobs_health`): "will be created by the jobs loop within a minute" only while the
 loop ticks; otherwise that it waits for a loop that has not ticked since when.
 """
 
@@ -37,8 +37,7 @@ from ondeck.entrypoints.web.render import (
     safe_next,
     store_of,
 )
-from ondeck.system import events
-from ondeck.system import heartbeat as workers
+from ondeck.system import events, heartbeat
 from ondeck.system.heartbeat import JobsHealth
 from ondeck.work import schedules
 from ondeck.work.schedules import due_state
@@ -59,7 +58,7 @@ Next = Annotated[str, Form()]
 
 
 def _jobs(conn: Connection, now: datetime, tick_seconds: float) -> JobsHealth:
-    return workers.jobs_health(conn, now, tick_seconds=tick_seconds)
+    return heartbeat.jobs_health(conn, now, tick_seconds=tick_seconds)
 
 
 def _rows(

@@ -23,7 +23,7 @@ from ondeck.entrypoints.web.render import (
     store_of,
 )
 from ondeck.sessions import records as sessions
-from ondeck.sessions import records_move as sessions_move
+from ondeck.sessions import records_move
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -139,7 +139,7 @@ def move_session(
     store = store_of(request)
     try:
         with refused(), store.write() as conn:
-            moved = sessions_move.move_session(
+            moved = records_move.move_session(
                 conn,
                 store.now(),
                 session_id,
