@@ -66,6 +66,9 @@ UNSURE_CASES = [
     ({}, "port = 9000.0\n"),
     ({}, "PORT = 9000\n"),
     ({"ONDECK_SIDES": '{"work": "/w"}'}, ""),
+    # Past a bound the full settings hold: they refuse it, and so does the hook.
+    ({"ONDECK_LEASE_GRACE": "31d"}, ""),
+    ({}, 'lease_grace = "800h"\n'),
 ]
 
 BAD_CASES = [
@@ -199,3 +202,12 @@ def test_the_hooks_settings_are_settings_with_the_same_defaults(
             monkeypatch.delenv(name)
     _setup(monkeypatch, tmp_path, {}, "")
     assert HookConfig() == hook_config_of(load_settings())
+
+
+def test_the_hooks_name_rule_is_the_projects() -> None:
+    """The hooks read names without `core.validation` (it loads the scrubber): their copy of
+    the pattern is held to the one projects and sides are checked by."""
+    from ondeck.core.validation import PROJECT_PATTERN
+    from ondeck.host.quick_settings_rules import NAME_PATTERN
+
+    assert NAME_PATTERN == PROJECT_PATTERN

@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from ondeck.host.quick_settings import (
     FIELDS,
+    LEASE_GRACE_MAX,
     PORT_MAX,
     RULE_FIELDS,
     SESSION_GRACE_MAX,
@@ -144,7 +145,10 @@ def _build(raw: dict[str, Any]) -> HookConfig:
     if "tz" in raw:
         kwargs["tz"] = text_of(raw["tz"])  # checked where used (HookConfig.zone)
     if "lease_grace" in raw:
-        kwargs["lease_grace"] = _duration(raw["lease_grace"])
+        lease_grace = _duration(raw["lease_grace"])
+        if lease_grace > LEASE_GRACE_MAX:  # the full settings word the refusal
+            raise Unsure
+        kwargs["lease_grace"] = lease_grace
     if "session_grace" in raw:
         grace = _duration(raw["session_grace"])
         # Out of bounds: the full settings word the refusal.

@@ -27,7 +27,7 @@ from sqlalchemy import Connection
 
 from ondeck.memory.exchange_export import export_jsonl, export_markdown
 from ondeck.memory.exchange_import import Imported, import_jsonl
-from ondeck.memory.notes_calls import Caller
+from ondeck.system.caller import Caller
 
 __all__ = [
     "Imported",

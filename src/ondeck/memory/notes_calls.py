@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
 
@@ -22,23 +22,7 @@ from ondeck.db.tables import sessions
 from ondeck.memory import notes_changes, notes_handoffs, notes_read, notes_write
 
 if TYPE_CHECKING:
-    from ondeck.host.settings import Settings
-
-
-class Caller(Protocol):
-    """Who calls, as every entry point has it (the API's and the MCP server's call on the
-    store, the CLI's command): its instant, the settings, and the actor its changes are
-    recorded under."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def actor(self) -> str: ...
-
-    def now(self) -> datetime: ...
-
-    def today(self) -> date: ...
+    from ondeck.system.caller import Caller
 
 
 def note_json(at: Caller, note: Note) -> dict[str, Any]:

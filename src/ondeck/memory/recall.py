@@ -38,7 +38,6 @@ from sqlalchemy import Connection
 
 from ondeck.core.memory import NoteKind, NoteStatus, Scope, shown_status
 from ondeck.db.predicates import presumed_lost
-from ondeck.memory.notes_calls import Caller
 from ondeck.memory.notes_read import check_scope
 from ondeck.memory.recall_plan import Guess, found_rows
 from ondeck.memory.recall_query import (
@@ -51,6 +50,7 @@ from ondeck.memory.recall_query import (
     parse_kinds,
     parse_query,
 )
+from ondeck.system.caller import Caller
 
 __all__ = [
     "DEFAULT_LIMIT",
