@@ -36,6 +36,7 @@ from ondeck.sessions.spool_files import LOCK as LOCK
 from ondeck.sessions.spool_files import REJECTED as REJECTED
 from ondeck.sessions.spool_files import has_waiting as has_waiting
 
+APPEND_PATIENCE_S = 2.0  # within a hook's time; lost races mean the drain progressed
 STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, System page)
 LINE_MAX = 1024 * 1024
 # What one batch of a drain holds at most, so a drain's memory does not grow with the spool.
@@ -81,7 +82,15 @@ def append(spool_dir: Where, record: dict[str, Any]) -> None:
     private.make_dirs(spool_dir, own=True)
     path = os.path.join(spool_dir, EVENTS)
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    for _ in range(20):
+    # A drainer takes the file (renames it) only when something is in it, so a lost race
+    # means others progressed: keep trying for a while, not a fixed number of times (hooks
+    # appending at once beside a busy drain can lose many races in a row).
+    give_up = time.monotonic() + APPEND_PATIENCE_S
+    tries = 0
+    while tries == 0 or time.monotonic() < give_up:
+        tries += 1
+        if tries > 1:
+            time.sleep(min(0.001 * tries, 0.05))
         # Read too: whether the file ends mid-line (_after_torn).
         fd = private.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
@@ -99,7 +108,7 @@ def append(spool_dir: Where, record: dict[str, Any]) -> None:
             return
         finally:
             os.close(fd)
-    raise OSError(f"could not append to {path}: it kept being taken")
+    raise OSError(f"could not append to {path}: it kept being taken ({tries} tries)")
 
 
 def _after_torn(fd: int) -> bytes:
