@@ -41,7 +41,7 @@ def last_message(payload: dict[str, Any]) -> dict[str, Any] | None:
     if tail is None:
         return None
     for line in reversed(tail.split(b"\n")):
-        found = _assistant_text(line)
+        found = assistant_text(line)
         if found is not None:
             return found
     return None
@@ -78,7 +78,9 @@ def _tail(path: str) -> bytes | None:
     return data
 
 
-def _assistant_text(line: bytes) -> dict[str, Any] | None:
+def assistant_text(line: bytes) -> dict[str, Any] | None:
+    """{"text", "at"} of one transcript line when it is the session's own assistant message
+    with text, else None."""
     line = line.strip()
     if not line.startswith(b"{") or b'"assistant"' not in line:
         return None  # most lines are not the assistant's: skip them unparsed
@@ -86,6 +88,12 @@ def _assistant_text(line: bytes) -> dict[str, Any] | None:
         entry = json.loads(line)
     except (ValueError, RecursionError):
         return None
+    return answer_of(entry)
+
+
+def answer_of(entry: Any) -> dict[str, Any] | None:
+    """{"text", "at"} of a parsed transcript entry when it is the session's own assistant
+    message with text (the reader of sessions/transcript_read.py shares it), else None."""
     if not isinstance(entry, dict) or entry.get("type") != "assistant":
         return None
     if entry.get("isSidechain") is True:  # a subagent's answer, not the session's
@@ -109,10 +117,11 @@ def _assistant_text(line: bytes) -> dict[str, Any] | None:
     text = "\n\n".join(t for t in texts if t.strip())
     if not text:
         return None  # a turn's tool call: the answer, if any, comes after it
-    return {"text": text[:TEXT_MAX], "at": _instant(entry.get("timestamp"))}
+    return {"text": text[:TEXT_MAX], "at": instant_of(entry.get("timestamp"))}
 
 
-def _instant(value: Any) -> str | None:
+def instant_of(value: Any) -> str | None:
+    """A transcript's timestamp as ISO-8601 UTC, or None when it is not a usable one."""
     if not isinstance(value, str) or len(value) > 40:
         return None
     try:
