@@ -169,10 +169,9 @@ def _read(agent: str, path: str, now: datetime) -> Transcript:
     from ondeck.sessions.transcript_read import read_transcript
 
     found = read_transcript(path, now)
-    named = _stem(path)
-    if found.session_id != named:
-        # A file named for one session holding another's entries is not that session's.
-        found.session_id = named if session_id_of({"session_id": named}) else None
+    # Claude Code names the file for the session (the id its hooks send): the name is
+    # the session's, whatever id its entries carry (a copied or forked history).
+    found.session_id = session_id_of({"session_id": _stem(path)})
     return found
 
 
