@@ -31,7 +31,10 @@ V10 = "72443509-171d-4472-a595-32b0c1e7885e"
 FOLDER = "-home-owner-work-survey"
 
 
-def projects(tmp_path: Path, work: Path, versions: tuple[str, ...] = ("v1.0.128", "v2.0.77", "v2.1.332")) -> Path:  # fmt: skip
+VERSIONS = ("v1.0.128", "v2.0.77", "v2.1.332")
+
+
+def projects(tmp_path: Path, work: Path, versions: tuple[str, ...] = VERSIONS) -> Path:
     """A ~/.claude/projects of the fixtures' sessions, as if run in `work` (which exists),
     with a token and a private span where the answers hold the placeholder."""
     root = tmp_path / "projects"
