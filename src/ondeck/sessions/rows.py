@@ -86,6 +86,7 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
         "redaction_kinds": {},
         "created_at": now,
         "updated_at": now,
+        "transcript_path": facts.get("transcript"),
     }
 
 
@@ -233,6 +234,7 @@ def apply(
     getattr(change, f"on_{record['kind']}")(created)
     if not created:
         change.place()
+        change.transcript()
     skew = record.get("clock_skew")
     if skew is not None:
         change.event(

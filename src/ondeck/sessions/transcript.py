@@ -47,6 +47,59 @@ def last_message(payload: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def last_activity(payload: dict[str, Any]) -> str | None:
+    """The latest timestamp of the transcript's last lines (ISO-8601 UTC), or None: when the
+    session was last active, as its transcript says."""
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+        return None
+    tail = _tail(path)
+    if tail is None:
+        return None
+    latest: str | None = None
+    for line in tail.split(b"\n")[-200:]:
+        if b'"timestamp"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        at = instant_of(entry.get("timestamp")) if isinstance(entry, dict) else None
+        if at is not None and (latest is None or at > latest):
+            latest = at
+    return latest
+
+
+def owned_transcript(value: Any) -> str | None:
+    """`value` when it is the path of a transcript file of this user's Claude Code: a
+    `.jsonl` regular file under ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects), named
+    by its real path (no symbolic link on the way, no `..`); else None. A hook's payload
+    names it, and nothing a payload names outside that folder is ever read."""
+    import os
+    import stat
+
+    if not isinstance(value, str) or not value.startswith("/") or "\x00" in value:
+        return None
+    if len(value) > 1_000 or not value.endswith(".jsonl"):
+        return None
+    roots = [os.path.expanduser("~/.claude")]
+    if os.environ.get("CLAUDE_CONFIG_DIR", "").startswith("/"):
+        roots.append(os.environ["CLAUDE_CONFIG_DIR"])
+    try:
+        if os.path.realpath(value) != value:
+            return None
+        info = os.lstat(value)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    for root in roots:
+        projects = os.path.join(os.path.realpath(root), "projects") + os.sep
+        if value.startswith(projects):
+            return value
+    return None
+
+
 def _tail(path: str) -> bytes | None:
     import os
     import stat

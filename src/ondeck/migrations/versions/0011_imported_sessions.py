@@ -24,13 +24,15 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("sessions", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("imported", sa.Boolean(), server_default=sa.text("(false)"), nullable=False)
-        )
-        batch_op.add_column(sa.Column("imported_from", sa.Text(), nullable=True))
-        batch_op.add_column(sa.Column("agent_version", sa.String(length=32), nullable=True))
-        batch_op.add_column(sa.Column("transcript_path", sa.Text(), nullable=True))
+    # Plain ADD COLUMN (a constant default): SQLite's batch mode would copy the table, and
+    # dropping the old copy trips the foreign keys of the rows that refer to it.
+    op.add_column(
+        "sessions",
+        sa.Column("imported", sa.Boolean(), server_default=sa.text("false"), nullable=False),
+    )
+    op.add_column("sessions", sa.Column("imported_from", sa.Text(), nullable=True))
+    op.add_column("sessions", sa.Column("agent_version", sa.String(length=32), nullable=True))
+    op.add_column("sessions", sa.Column("transcript_path", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
