@@ -37,6 +37,7 @@ from ondeck.sessions.hook_events import (
     scrubbed,
     session_id_of,
 )
+from ondeck.sessions.rows import classified_columns
 from ondeck.sessions.transcript_read import Empty, Transcript, Unreadable
 from ondeck.system import events as event_log
 
@@ -329,13 +330,7 @@ class SessionImport:
             "branch": (found.branch or facts.get("branch")) if place else None,
             "git_note": facts.get("git_note") if place else None,
             "capture": self.capture,
-            "side": c["side"]["value"],
-            "project": c["project"]["value"],
-            "side_rule": c["side"]["rule"],
-            "project_rule": c["project"]["rule"],
-            "unclassified": c["unclassified"],
-            "classification": c,
-            "disagreements": [],
+            **classified_columns(c, self.first_at),
             "last_word": word["value"] if word else None,
             "last_word_at": word["at"] if word else None,
             "compactions": len(self.summaries),

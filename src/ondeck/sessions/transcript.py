@@ -34,10 +34,7 @@ def last_message(payload: dict[str, Any]) -> dict[str, Any] | None:
     """{"text", "at"} of the transcript's last assistant message with text (`at`: its
     timestamp as ISO-8601 UTC, or None when the line has none usable); None when there is
     no transcript, it cannot be read, or it holds no such message."""
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
-        return None
-    tail = _tail(path)
+    tail = _tail_of(payload)
     if tail is None:
         return None
     for line in reversed(tail.split(b"\n")):
@@ -50,10 +47,7 @@ def last_message(payload: dict[str, Any]) -> dict[str, Any] | None:
 def last_activity(payload: dict[str, Any]) -> str | None:
     """The latest timestamp of the transcript's last lines (ISO-8601 UTC), or None: when the
     session was last active, as its transcript says."""
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
-        return None
-    tail = _tail(path)
+    tail = _tail_of(payload)
     if tail is None:
         return None
     latest: str | None = None
@@ -98,6 +92,13 @@ def owned_transcript(value: Any) -> str | None:
         if value.startswith(projects):
             return value
     return None
+
+
+def _tail_of(payload: dict[str, Any]) -> bytes | None:
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+        return None
+    return _tail(path)
 
 
 def _tail(path: str) -> bytes | None:

@@ -1,4 +1,4 @@
-"""`ondeck session list|show|move`: the records of agent sessions. Thin: parse, call one
+"""`ondeck session list|show|move|import`: the records of agent sessions. Thin: parse, call one
 service, print. Human lines and tables by default; `--json` prints what the API gives."""
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ def list_(
     ctx: typer.Context,
     status: Annotated[
         str | None,
-        typer.Option("--status", help="open, ended, lost, or unclassified (the inbox)."),
+        typer.Option(
+            "--status",
+            help="open, ended, lost, unclassified (the inbox), or imported (session import).",
+        ),
     ] = None,
     side: Annotated[str | None, typer.Option("--side", help="Only this side.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
@@ -125,6 +128,12 @@ def _detail_lines(s: dict[str, Any]) -> list[str]:
             f"place       {s['cwd']}"
             + (f"  (git {s['git_root']}, {s['branch'] or 'detached'})" if s["git_root"] else "")
         )
+    if s["imported"]:
+        lines.append(
+            f"imported    from {s['imported_from'] or '(its file: not kept, capture off)'}"
+        )
+    if s["agent_version"]:
+        lines.append(f"version     {s['agent']} {s['agent_version']}")
     if s["disagreements"]:
         lines.append("disagreements")
         lines += [f"  - {_disagreement(d)}" for d in s["disagreements"]]
