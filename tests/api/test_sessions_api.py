@@ -224,3 +224,28 @@ def test_a_place_of_another_user_is_left_to_the_hook(
     assert result["outcome"] == "declined" and "another user" in result["reason"]
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(sessions)).scalar() == 0
+
+
+def test_imported_sessions_are_a_filter_and_a_field(
+    client: TestClient, engine: Engine, tmp_path: Any
+) -> None:
+    from datetime import UTC, timedelta
+
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.session_import import import_sessions
+
+    post(client, record("start", NOW))
+    sid = "0b7e3f52-8c1d-4e6a-9f20-5d4c3b2a1908"
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    line = {"type": "user", "sessionId": sid, "timestamp": (NOW - timedelta(days=3)).isoformat()}
+    (folder / f"{sid}.jsonl").write_text(json.dumps(line) + "\n")
+    import_sessions(
+        engine, NOW, agent="claude-code", folder=str(tmp_path / "projects"),
+        config=HookConfig(), zone=UTC,
+    )  # fmt: skip
+    every = client.get("/api/v1/sessions").json()
+    assert sorted(s["imported"] for s in every) == [False, True]
+    [only] = client.get("/api/v1/sessions", params={"status": "imported"}).json()
+    assert only["external_id"] == sid and "imported" in only["badges"]
+    assert only["end_reason"] == "imported" and only["status"] == "ended"
