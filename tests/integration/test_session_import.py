@@ -195,6 +195,21 @@ def test_what_cannot_be_read_is_refused_whole_and_hostile_files_reach_nothing(
     (folder / "44444444-4444-4444-8444-444444444444.jsonl").write_text(
         "\n".join([*good, huge, json.dumps(future), '{"type":"assis']) + "\n"
     )
+    # A folder whose name is not UTF-8, entries with lone surrogates and NULs in their
+    # strings: stored as the stores take text, not refused by the database.
+    odd = os.path.join(os.fsencode(root), b"-bad-\xff")
+    os.mkdir(odd)
+    strange = {
+        "type": "assistant",
+        "sessionId": "x",
+        "timestamp": "2026-12-01T10:00:00Z",
+        "cwd": "/tmp/\ud800dir",
+        "gitBranch": "br\u0000anch",
+        "version": "9.\ud800",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok \ud800 끝"}]},
+    }
+    with open(os.path.join(odd, b"55555555-5555-4555-8555-555555555555.jsonl"), "w") as f:
+        f.write(json.dumps(strange) + "\n")
     report = run(engine, root, config)
     refused = {Path(r["file"]).name: r["reason"] for r in report["refused_files"]}
     assert refused == {
@@ -203,16 +218,19 @@ def test_what_cannot_be_read_is_refused_whole_and_hostile_files_reach_nothing(
         "33333333-3333-4333-8333-333333333333.jsonl": "a symbolic link: not followed",
         "-linked-folder": "a symbolic link: not followed",
     }
-    assert report["refused"] == 4 and report["sessions"] == 2
+    assert report["refused"] == 4 and report["sessions"] == 3
     # The file names its session (the id Claude Code's hooks send), whatever its entries say.
     found = rows(engine)
     hostile = "44444444-4444-4444-8444-444444444444"
+    odd_row = found.pop("55555555-5555-4555-8555-555555555555")
+    assert "\x00" not in (odd_row["branch"] or "") and odd_row["last_word"].endswith("끝")
+    assert odd_row["imported_from"].encode("utf-8") and odd_row["cwd"].startswith("/tmp/")
     assert set(found) == {V21, hostile}
     assert found[hostile]["ended_at"] == found[V21]["ended_at"]  # not 8999, not the huge line
     assert found[hostile]["last_word"] == found[V21]["last_word"]
     with engine.connect() as conn:
         done = conn.execute(select(events).where(events.c.kind == "sessions.imported")).one()
-    assert done.details["refused"] == 4 and done.details["sessions"] == 2
+    assert done.details["refused"] == 4 and done.details["sessions"] == 3
 
 
 def test_a_codex_rollout_is_one_record(

@@ -25,7 +25,9 @@ from ondeck.db.tables import sessions
 from ondeck.sessions.records import shown, status_is
 from ondeck.system import events as event_log
 
-BATCH = 50
+# Sessions read a tick: those past it are recorded lost unread (a backlog of hundreds of
+# silent sessions is a first tick after a long outage, not a day's work).
+BATCH = 500
 
 
 def read_before_lost(

@@ -206,6 +206,11 @@ def _subagents(
     return found
 
 
+def _clean(value: str | None) -> str | None:
+    """A short text of a transcript as the stores take it (no NUL, no lone surrogate)."""
+    return clean_text(value) if value else None
+
+
 def _stem(path: str) -> str:
     return os.path.basename(path).removesuffix(".jsonl")
 
@@ -324,10 +329,10 @@ class SessionImport:
             "ended_at": self.last_at,
             "end_reason": END_REASON,
             "resumes": 0,
-            "cwd": found.cwd if place else None,
+            "cwd": clean_text(found.cwd) if place and found.cwd else None,
             "git_root": facts.get("git_root") if place else None,
             # The branch the session was on, as its transcript says; else today's.
-            "branch": (found.branch or facts.get("branch")) if place else None,
+            "branch": _clean(found.branch or facts.get("branch")) if place else None,
             "git_note": facts.get("git_note") if place else None,
             "capture": self.capture,
             **classified_columns(c, self.first_at),
@@ -339,8 +344,8 @@ class SessionImport:
             "created_at": self.now,
             "updated_at": self.now,
             "imported": True,
-            "imported_from": found.path if place else None,
-            "agent_version": found.version,
+            "imported_from": clean_text(found.path) if place else None,
+            "agent_version": _clean(found.version),
         }
         session_id = conn.execute(
             insert(sessions).values(**values).returning(sessions.c.id)
@@ -356,7 +361,7 @@ class SessionImport:
             details={
                 "started_at": self.first_at.isoformat(),
                 "ended_at": self.last_at.isoformat(),
-                "agent_version": found.version,
+                "agent_version": _clean(found.version),
                 "side": c["side"]["value"],
                 "project": c["project"]["value"],
                 "unclassified": c["unclassified"],
@@ -390,7 +395,7 @@ class SessionImport:
             values["compactions"] = row["compactions"] + len(later)
             added.append("compactions")
         if row["agent_version"] is None and found.version is not None:
-            values["agent_version"] = found.version
+            values["agent_version"] = _clean(found.version)
             added.append("agent_version")
         if not values:
             return False
