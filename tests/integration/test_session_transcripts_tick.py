@@ -114,10 +114,15 @@ def test_a_transcript_outside_the_owners_projects_is_never_kept_or_read(
     os.symlink(outside, link)
     fifo = inside.parent / "fifo.jsonl"
     os.mkfifo(fifo)
-    dotted = f"{inside.parent}/../-work/{SID}.jsonl"
-    for named in (str(outside), str(link), str(fifo), dotted, "relative.jsonl", str(inside)[:-1]):
+    escape = f"{inside.parent}/../../../elsewhere/{SID}.jsonl"
+    for named in (str(outside), str(link), str(fifo), escape, "relative.jsonl", str(inside)[:-1]):
         assert owned_transcript(named) is None, named
     assert owned_transcript(str(inside)) == str(inside)
+    # `..` and links are resolved first: what is kept is the real path, inside.
+    assert owned_transcript(f"{inside.parent}/../-work/{SID}.jsonl") == str(inside)
+    inner = inside.parent / "inner.jsonl"
+    os.symlink(inside, inner)
+    assert owned_transcript(str(inner)) == str(inside)
     start(engine, tmp_path, str(link))
     assert row(engine)["transcript_path"] is None
     summary = tick(engine, settings, HEARD + settings.session_grace + timedelta(hours=1))

@@ -65,10 +65,10 @@ def last_activity(payload: dict[str, Any]) -> str | None:
 
 
 def owned_transcript(value: Any) -> str | None:
-    """`value` when it is the path of a transcript file of this user's Claude Code: a
-    `.jsonl` regular file under ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects), named
-    by its real path (no symbolic link on the way, no `..`); else None. A hook's payload
-    names it, and nothing a payload names outside that folder is ever read."""
+    """The real path of `value` when that is a transcript file of this user's Claude Code:
+    a `.jsonl` regular file of this user under ~/.claude/projects (or
+    $CLAUDE_CONFIG_DIR/projects), symbolic links and `..` resolved first; else None. A
+    hook's payload names it, and nothing outside that folder is ever kept or read."""
     import os
     import stat
 
@@ -80,17 +80,16 @@ def owned_transcript(value: Any) -> str | None:
     if os.environ.get("CLAUDE_CONFIG_DIR", "").startswith("/"):
         roots.append(os.environ["CLAUDE_CONFIG_DIR"])
     try:
-        if os.path.realpath(value) != value:
-            return None
-        info = os.lstat(value)
+        real = os.path.realpath(value)
+        info = os.lstat(real)
     except (OSError, ValueError):
         return None
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or len(real) > 1_000:
         return None
     for root in roots:
         projects = os.path.join(os.path.realpath(root), "projects") + os.sep
-        if value.startswith(projects):
-            return value
+        if real.startswith(projects):
+            return real
     return None
 
 
