@@ -269,6 +269,29 @@ def test_a_codex_rollout_is_one_record(
     assert run(engine, tmp_path / "codex", config, agent="codex")["unchanged"] == 1
 
 
+def test_a_real_codex_0_171_rollout_with_a_compaction(
+    engine: Engine, tmp_path: Path, work: Path, config: HookConfig
+) -> None:
+    source = Path(__file__).parents[1] / "fixtures" / "codex_rollouts" / "v0.171.0"
+    for path in source.rglob("*.jsonl"):
+        target = tmp_path / "codex" / path.relative_to(source)
+        target.parent.mkdir(parents=True)
+        text = path.read_text().replace("{{GITHUB_TOKEN}}", PLACED)
+        target.write_text(text.replace("/home/owner/work/survey", str(work)))
+    report = run(engine, tmp_path / "codex", config, agent="codex")
+    assert (report["sessions"], report["refused"]) == (1, 0), report
+    assert report["unknown_records"] >= 2  # 0.171's world_state, token_usage_record
+    row = rows(engine)["01a235c2-e4bb-7e81-907d-2222cc917f4e"]
+    assert row["agent"] == "codex" and row["agent_version"] == "0.171.0"
+    assert (row["project"], row["side"], row["cwd"]) == ("survey", "work", str(work))
+    assert row["last_word"].startswith("코덱스 마지막 답") and TOKEN not in row["last_word"]
+    assert "4711" not in row["last_word"] and row["redactions"] >= 2
+    assert row["compactions"] == 1 and row["started_at"] < row["ended_at"]
+    with engine.connect() as conn:
+        [summary] = conn.execute(select(session_compactions.c.summary)).scalars()
+    assert "summary" in summary
+
+
 def test_the_fixtures_are_in_place() -> None:
     # The README names them: a missing one would make the tests above read less.
     for version in ("v1.0.128", "v2.0.77", "v2.1.332"):
