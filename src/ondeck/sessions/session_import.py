@@ -28,6 +28,7 @@ from ondeck.core import logs
 from ondeck.core.clock import aware, local
 from ondeck.core.session_terms import SessionStatus
 from ondeck.db.engine import writing
+from ondeck.db.refusals import is_content
 from ondeck.db.tables import session_compactions, sessions
 from ondeck.sessions.hook_events import (
     LAST_WORD_MAX,
@@ -142,7 +143,10 @@ def import_sessions(
         try:
             with writing(engine) as conn:
                 outcome = record.store(conn)
-        except DBAPIError as exc:  # the store refused this session: it alone, said
+        except DBAPIError as exc:
+            if exc.orig is None or not is_content(exc.orig):
+                raise  # the store takes nothing now: the command says so, and stops
+            # The store refused this session for its content (a CHECK, a length): it alone.
             reason = " ".join(str(exc.orig or exc).split())[:300]
             report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
             continue
