@@ -281,3 +281,28 @@ def test_a_start_the_server_sends_to_its_inbox_gets_the_inbox_context_not_a_refu
             c.get(f"{API}/sessions/{answer.json()['results'][0]['session']['id']}").json()["status"]
             == "open"
         ), "the stop was not stored"
+
+
+def test_imported_sessions_are_a_filter_and_a_field(
+    client: TestClient, engine: Engine, tmp_path: Any
+) -> None:
+    from datetime import UTC, timedelta
+
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.session_import import import_sessions
+
+    post(client, record("start", NOW))
+    sid = "0b7e3f52-8c1d-4e6a-9f20-5d4c3b2a1908"
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    line = {"type": "user", "sessionId": sid, "timestamp": (NOW - timedelta(days=3)).isoformat()}
+    (folder / f"{sid}.jsonl").write_text(json.dumps(line) + "\n")
+    import_sessions(
+        engine, NOW, agent="claude-code", folder=str(tmp_path / "projects"),
+        config=HookConfig(), zone=UTC,
+    )  # fmt: skip
+    every = client.get("/api/v1/sessions").json()
+    assert sorted(s["imported"] for s in every) == [False, True]
+    [only] = client.get("/api/v1/sessions", params={"status": "imported"}).json()
+    assert only["external_id"] == sid and "imported" in only["badges"]
+    assert only["end_reason"] == "imported" and only["status"] == "ended"

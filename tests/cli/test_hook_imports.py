@@ -104,6 +104,8 @@ def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> 
             for table in ("tasks", "schedules"):
                 conn.execute(text(f"ALTER TABLE {table} DROP COLUMN side"))
             conn.execute(text("DROP TABLE store_identity"))  # what 0008 made
+            for column in ("imported", "imported_from", "agent_version", "transcript_path"):
+                conn.execute(text(f"ALTER TABLE sessions DROP COLUMN {column}"))  # 0011
     finally:
         engine.dispose()
     again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}

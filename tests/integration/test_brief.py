@@ -115,6 +115,25 @@ def test_a_later_session_that_left_no_handoff_is_said(engine: Engine) -> None:
     assert "git not read: no working directory given" in text
 
 
+def test_an_imported_session_is_no_later_or_recent_session(engine: Engine) -> None:
+    from sqlalchemy import update
+
+    from ondeck.db.tables import sessions
+
+    with engine.begin() as conn:
+        last = make_session(
+            conn, NOW - timedelta(hours=5), external_id="s1", side="work", project="api"
+        )
+        # Imported after it (a higher id), though it ran months before ondeck.
+        old = make_session(
+            conn, NOW - timedelta(days=90), external_id="s0", side="work", project="api"
+        )
+        conn.execute(update(sessions).where(sessions.c.id == old).values(imported=True))
+    text = markdown(engine, work())
+    assert f"the last session ({last})" in text
+    assert f"({old})" not in text and f"session {old}" not in text
+
+
 def test_no_handoff_yet_says_so_and_names_the_last_session(engine: Engine) -> None:
     with engine.begin() as conn:
         last = make_session(

@@ -50,6 +50,9 @@ SCRUBBED: dict[str, dict[str, int | None]] = {
         "project": 64,
         "last_word": None,
         "git_note": None,
+        "imported_from": None,
+        "agent_version": 32,
+        "transcript_path": None,
     },
     "session_compactions": {"trigger": 16, "summary": None},
     "notes": {

@@ -145,6 +145,9 @@ def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, lim
     `closed` (the last that ended or was lost), `later` (the last that ended after the
     handoff's session without an active handoff)."""
     where = [_in_project("sessions.project", project_null), "NOT sessions.unclassified"]
+    # Sessions are newest first by id; an imported one's id says when it was imported, not
+    # when it ran (months ago, before ondeck): it is no recent or later session.
+    where.append("NOT sessions.imported")
     if sides_on:
         where.append("sessions.side = :side")
     if mine:

@@ -317,6 +317,11 @@ def make_record(
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
+    from ondeck.sessions.transcript import owned_transcript
+
+    transcript = owned_transcript(payload.get("transcript_path"))
+    if transcript is not None:
+        facts["transcript"] = transcript
     if classified is not None:
         classified(_classification_json(classification))
     record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
@@ -429,9 +434,10 @@ def sha(data: str | bytes) -> str:
     return str(sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:32])
 
 
-# Facts a record may carry besides the place: the main checkout of a worktree, and why git
-# gave less than it should have (it did not answer). Older records have neither.
-MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300))
+# Facts a record may carry besides the place: the main checkout of a worktree, why git
+# gave less than it should have (it did not answer), and the session's transcript (checked
+# on the hook's machine: transcript.owned_transcript). Older records have none of them.
+MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300), ("transcript", PATH_MAX))
 
 
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:

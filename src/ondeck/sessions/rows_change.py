@@ -251,6 +251,13 @@ class Change:
             },
         )
 
+    def transcript(self) -> None:
+        """The transcript a hook names, kept when the record has none yet (the jobs tick
+        reads it for a session whose end never came: records_transcripts.py)."""
+        named = self.record["facts"].get("transcript") if self.capture else None
+        if named and not self.get("transcript_path"):
+            self.set("transcript_path", named)
+
     def place(self) -> None:
         """A record whose place classifies otherwise than the start: a disagreement."""
         here = self.record["classification"]

@@ -44,8 +44,8 @@ class SessionOut(BaseModel):
     unclassified: bool = Field(description="In the inbox: shown to no other session.")
     capture: bool = Field(description="False: only times, side and project are kept.")
     badges: list[str] = Field(
-        description="The status, then `unclassified` and `capture off` where they apply: as "
-        "the lists and the dashboard show a session."
+        description="The status, then `unclassified`, `capture off` and `imported` where "
+        "they apply: as the lists and the dashboard show a session."
     )
     side: str | None
     project: str | None
@@ -67,6 +67,10 @@ class SessionOut(BaseModel):
         False,
         description="Shown lost (silent past ONDECK_SESSION_GRACE) while no jobs tick has "
         "recorded it yet.",
+    )
+    imported: bool = Field(
+        False,
+        description="Made by `ondeck session import` from a transcript, not by hooks.",
     )
 
 
@@ -160,8 +164,8 @@ ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was writte
 def list_sessions(
     store: StoreDep,
     status: Annotated[
-        Literal["open", "ended", "lost", "unclassified"] | None,
-        Query(description="unclassified: the inbox."),
+        Literal["open", "ended", "lost", "unclassified", "imported"] | None,
+        Query(description="unclassified: the inbox; imported: made by `session import`."),
     ] = None,
     side: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
