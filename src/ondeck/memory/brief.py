@@ -51,6 +51,7 @@ class BriefRequest:
     unclassified: bool = False
     source: str | None = None  # startup, resume, clear, compact
     session: str | None = None  # this session's own id (its agent's)
+    agent: str = AGENT  # whose id it is: claude-code, codex, gemini-cli
     cwd: str | None = None  # where git is read for the handoff's drift
     # cwd's repository (host.git.Repo) as this session's record read it a moment ago, so
     # that the drift does not read it again; None: read it.
@@ -326,7 +327,9 @@ def build_brief(
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
-        found = SESSIONS.read(db, _THIS_SESSION, {"agent": AGENT, "session": request.session})
+        found = SESSIONS.read(
+            db, _THIS_SESSION, {"agent": request.agent, "session": request.session}
+        )
         brief.this_session = found[0]["id"] if found else None
     if scope_of(request) is None:
         brief.closed = (

@@ -22,6 +22,7 @@ import json
 from datetime import UTC, datetime
 
 from ondeck.core.column_limits import COLUMN_LIMITS
+from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ondeck.sessions.classify import Classification
 
 VERSION = 1
-AGENT = "claude-code"
+AGENT = CLAUDE_CODE  # the agent of a payload no other agent's hook marked (hook_agents.py)
 KINDS = ("start", "stop", "compact", "end", "changes")
 HOOK_KINDS = {  # `ondeck hook VERB` → record kind
     "session-start": "start",
@@ -266,6 +267,7 @@ def brief_fields(
     source = payload.get("source")
     cwd = payload.get("cwd")
     return {
+        "agent": agent_of(payload),
         "sides_on": sides_on,
         "side": (classification.get("side") or {}).get("value"),
         "project": (classification.get("project") or {}).get("value"),
@@ -353,7 +355,7 @@ def new_record(
     record: dict[str, Any] = {
         "v": VERSION,
         "kind": kind,
-        "agent": AGENT,
+        "agent": agent_of(payload),
         "session": session,
         "at": at.astimezone(UTC).isoformat(),
         "fingerprint": fingerprint(kind, payload, size),

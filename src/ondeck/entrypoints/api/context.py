@@ -12,6 +12,7 @@ from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
+from ondeck.sessions.hook_agents import AGENT_PATTERN, CLAUDE_CODE
 
 router = APIRouter(tags=["context"])
 
@@ -60,6 +61,9 @@ def get_context(
             description="The session's directory on this machine: the handoff's git drift.",
         ),
     ] = None,
+    agent: Annotated[
+        str, Query(pattern=AGENT_PATTERN, description="Whose session id `session` is.")
+    ] = CLAUDE_CODE,
     brief_project: Annotated[
         str | None,
         Query(
@@ -88,6 +92,7 @@ def get_context(
             unclassified=unclassified,
             source=source,
             session=session,
+            agent=agent,
             # git is read in `cwd` on this machine: only for a caller on this machine (the
             # session hook), as the hooks' events are.
             cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,
