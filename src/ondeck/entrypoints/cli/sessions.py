@@ -48,6 +48,10 @@ def list_(
     ] = None,
     side: Annotated[str | None, typer.Option("--side", help="Only this side.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only this agent's: claude-code, codex or gemini-cli."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many.")] = 50,
     as_json: JsonOpt = False,
 ) -> None:
@@ -59,10 +63,10 @@ def list_(
 
         with cli.read() as conn:
             return session_calls.list_sessions(
-                conn, cli, status=status, side=side, project=project, limit=limit
+                conn, cli, status=status, side=side, project=project, agent=agent, limit=limit
             )
 
-    params = {"status": status, "side": side, "project": project, "limit": limit}
+    params = {"status": status, "side": side, "project": project, "agent": agent, "limit": limit}
     found = cli.fetch("GET", "/sessions", local, params=params)
     if as_json:
         print_json(found)
@@ -74,6 +78,7 @@ def list_(
         [
             s["id"],
             _badges(s),
+            s["agent"],
             _place(s),
             _when(s["started_at"]),
             _when(s["last_seen_at"]),
@@ -81,7 +86,9 @@ def list_(
         ]
         for s in found
     ]
-    print_table(["#", "status", "side/project", "started", "last heard", "last word"], rows)
+    print_table(
+        ["#", "status", "agent", "side/project", "started", "last heard", "last word"], rows
+    )
 
 
 def _detail(cli: Cli, ref: str) -> dict[str, Any]:
