@@ -77,7 +77,9 @@ def test_a_whole_session_of_another_agent(
     assert context.startswith("# On deck") and "브리핑에 나올 일" in context
     with engine.begin() as conn:
         task = backlog.create_task(conn, clock.now(), title="held by the session", actor="cli")
-        backlog_leases.claim_task(conn, clock.now(), task.id, owner=f"claude:{SESSION}", actor="cli")
+        backlog_leases.claim_task(
+            conn, clock.now(), task.id, owner=f"claude:{SESSION}", actor="cli"
+        )
     answer = AGENTS[agent]["answer"]
     assert hook(agent, "stop", env, repo, **{answer: f"다 했어요; key {KEY} rotated."})[1] is None
     if "compact" in AGENTS[agent]:
@@ -90,9 +92,7 @@ def test_a_whole_session_of_another_agent(
         kinds = list(conn.scalars(select(events.c.kind).order_by(events.c.id)))
         details = list(conn.scalars(select(events.c.details).order_by(events.c.id)))
         compactions = list(conn.execute(select(session_compactions)).mappings())
-        held = conn.execute(
-            select(tasks.c.status).where(tasks.c.id == task.id)
-        ).scalar_one()
+        held = conn.execute(select(tasks.c.status).where(tasks.c.id == task.id)).scalar_one()
     assert (row["agent"], row["external_id"], row["status"]) == (agent, SESSION, "ended")
     assert row["project"] == "agent-site" and row["branch"] == "main"
     assert row["last_word"] == "다 했어요; key [redacted:aws_key_id] rotated."

@@ -143,7 +143,11 @@ class ModelApi:
         content = {"role": "model", "parts": [{"text": self.answer}]}
         return {
             "candidates": [{"content": content, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+            "usageMetadata": {
+                "promptTokenCount": 1,
+                "candidatesTokenCount": 1,
+                "totalTokenCount": 2,
+            },
         }
 
     def bodies(self) -> list[str]:
