@@ -78,7 +78,6 @@ def list_(
         [
             s["id"],
             _badges(s),
-            s["agent"],
             _place(s),
             _when(s["started_at"]),
             _when(s["last_seen_at"]),
@@ -86,9 +85,7 @@ def list_(
         ]
         for s in found
     ]
-    print_table(
-        ["#", "status", "agent", "side/project", "started", "last heard", "last word"], rows
-    )
+    print_table(["#", "status", "side/project", "started", "last heard", "last word"], rows)
 
 
 def _detail(cli: Cli, ref: str) -> dict[str, Any]:
