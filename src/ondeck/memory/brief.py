@@ -62,6 +62,7 @@ class BriefRequest:
 class SessionLine:
     id: int
     external_id: str
+    agent: str
     started_at: datetime
     last_seen_at: datetime
     ended_at: datetime | None
@@ -130,7 +131,8 @@ _NOTE_COLUMNS = (
     " notes.head, notes.redactions, notes.created_at, notes.updated_at"
 )
 _SESSION_COLUMNS = (
-    "sessions.id, sessions.external_id, sessions.started_at, sessions.last_seen_at,"
+    "sessions.id, sessions.external_id, sessions.agent, sessions.started_at,"
+    " sessions.last_seen_at,"
     f" sessions.ended_at, {SESSION_STATUS} AS status, sessions.end_reason, sessions.branch,"
     " sessions.commits, sessions.start_head"
 )
@@ -237,6 +239,7 @@ def _session_lines(
         lines[row["id"]] = SessionLine(
             id=row["id"],
             external_id=row["external_id"],
+            agent=row["agent"],
             started_at=row["started_at"],
             last_seen_at=row["last_seen_at"],
             ended_at=row["ended_at"],
