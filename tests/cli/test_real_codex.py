@@ -5,8 +5,8 @@ the brief reaches the model as the SessionStart hook's additional context.
 
 Codex runs a new hook only once a person trusted it in `/hooks`; this run passes
 `--dangerously-bypass-hook-trust` instead (that decision is the person's, and setup never
-writes it). One scenario for the module, on SQLite; the hook-level tests
-(test_agent_hooks.py) run on both stores.
+writes it). One scenario for the module, run once on each store (a Codex turn takes under a
+second here); the hook-level tests (test_agent_hooks.py) run on both stores too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
+from conftest import drop_pg_database, new_pg_database
 from ondeck.db.tables import events, sessions
 from support import agents
 from support.hooks import ONDECK, new_repo
@@ -41,14 +42,24 @@ def codex_bin(request: pytest.FixtureRequest) -> Path:
     return found
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("codex-db") / "ondeck.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+        return
+    admin_url = request.getfixturevalue("pg_admin_url")
+    url = new_pg_database(admin_url, request.getfixturevalue("pg_template"))
+    yield url
+    drop_pg_database(admin_url, url)
+
+
 @pytest.fixture(scope="module")
-def run(
-    codex_bin: Path, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
-) -> dict[str, Any]:
+def run(codex_bin: Path, tmp_path_factory: pytest.TempPathFactory, store: str) -> dict[str, Any]:
     """One `codex exec` turn; what it printed, what the API received, what ondeck stored."""
     root = tmp_path_factory.mktemp("codex")
-    shutil.copyfile(sqlite_template, root / "ondeck.db")
-    db_url = f"sqlite:///{root / 'ondeck.db'}"
+    db_url = store
     work = new_repo(root / "codex-work")
     home = root / "codex-home"
     home.mkdir()
@@ -93,6 +104,10 @@ def run(
             timeout=300,
         )
         bodies = api.bodies()
+    # Codex's own reading of the MCP server setup wrote.
+    servers = subprocess.run(
+        [str(codex_bin), "mcp", "list", "--json"], env=env, capture_output=True, text=True
+    )
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
@@ -122,6 +137,7 @@ def run(
         "home": home,
         "listed": listed,
         "others": others,
+        "servers": servers,
     }
 
 
@@ -133,6 +149,10 @@ def test_setup_installs_the_hooks_and_the_mcp_server_for_codex(run: dict[str, An
     assert "[mcp_servers.ondeck]" in config
     hooks = json.loads((run["home"] / "hooks.json").read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "Stop", "PostCompact", "SessionEnd"}
+    assert run["servers"].returncode == 0, run["servers"].stderr
+    servers = {s["name"]: s for s in json.loads(run["servers"].stdout)}
+    assert servers["ondeck"]["enabled"] is True
+    assert servers["ondeck"]["transport"]["args"] == ["mcp"]
 
 
 def test_a_codex_turn_runs_the_hooks(run: dict[str, Any]) -> None:

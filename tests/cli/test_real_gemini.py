@@ -1,9 +1,9 @@
 """The real Gemini CLI (npm, pinned in support/agents.py) with ondeck set up by `ondeck setup
 gemini --user`, one headless turn answered by a stand-in for the Gemini API on loopback
-(GOOGLE_GEMINI_BASE_URL, an API key's auth type, a dummy key): the hooks run ondeck's
-commands, the record appears (agent `gemini-cli`, classified, scrubbed, ended), and the brief
-reaches the model (headless, Gemini puts the SessionStart hook's additional context before
-the prompt).
+(GOOGLE_GEMINI_BASE_URL, an API key's auth type, a dummy key): `gemini mcp list` connects
+to ondeck's MCP server, the hooks run ondeck's commands, the record appears (agent
+`gemini-cli`, classified, scrubbed, ended), and the brief reaches the model (headless,
+Gemini puts the SessionStart hook's additional context before the prompt).
 
 One scenario for the module, on SQLite; the hook-level tests (test_agent_hooks.py) run on
 both stores.
@@ -92,6 +92,16 @@ def run(
             timeout=300,
         )
         bodies = api.bodies()
+    # Gemini starts the MCP server setup wrote and says whether it answered.
+    servers = subprocess.run(
+        [str(gemini_bin), "mcp", "list"],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
@@ -114,6 +124,7 @@ def run(
         "kinds": kinds,
         "work": work,
         "listed": listed,
+        "servers": servers,
     }
 
 
@@ -123,6 +134,8 @@ def test_setup_installs_the_hooks_and_the_mcp_server_for_gemini(run: dict[str, A
     assert settings["security"] == {"auth": {"selectedType": "gemini-api-key"}}
     assert set(settings["hooks"]) == {"SessionStart", "AfterAgent", "SessionEnd"}
     assert settings["mcpServers"]["ondeck"]["args"][-1] == "mcp"
+    listed = run["servers"].stdout + run["servers"].stderr
+    assert "ondeck:" in listed and "mcp (stdio) - Connected" in listed, listed
 
 
 def test_a_gemini_turn_runs_the_hooks(run: dict[str, Any]) -> None:
