@@ -53,9 +53,10 @@ def hook(
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, **env},
+        env=env if "HOME" in env else {**os.environ, **env},
     )
     assert done.returncode == 0, done.stderr
+    assert "session context from the database" not in done.stderr, done.stderr
     # Gemini reads a hook's stdout as JSON only; Codex refuses fields it does not know.
     out = json.loads(done.stdout) if done.stdout.strip() else None
     assert out is None or set(out) <= {"hookSpecificOutput", "systemMessage"}, out
@@ -156,3 +157,37 @@ def test_an_unknown_agent_is_refused_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "cursor" in done.stderr
+
+
+def test_through_this_machine_s_server_and_in_client_mode(db_url: str, tmp_path: Path) -> None:
+    """The server path (the owner socket: the server makes the record from the payload the
+    hook sends) and client mode (the hook makes it, the server checks it) keep the agent."""
+    from support.machines import HomeServer, home_env
+
+    server = HomeServer(tmp_path / "server-home", db_url)
+    server.start()
+    try:
+        repo = new_repo(tmp_path / "served-site")
+        local = {**server.env, "ONDECK_DATABASE_URL": db_url, "ONDECK_DEBUG": "1"}
+        _, started = hook("codex", "start", local, repo)
+        assert started is not None
+        assert started["hookSpecificOutput"]["additionalContext"].startswith("# On deck")
+        hook("codex", "stop", local, repo, last_assistant_message="서버로 보냈어요.")
+        hook("codex", "end", local, repo)
+
+        token = server.ondeck("token", "create", "laptop")
+        laptop = home_env(tmp_path / "laptop", server_url=server.url, token=token)
+        other = "0abd1f53-2f95-46a5-9d8f-a4c34d38d945"
+        _, started = hook("gemini-cli", "start", laptop, repo, session_id=other)
+        assert started is not None and "unavailable" not in json.dumps(started)
+        hook("gemini-cli", "stop", laptop, repo, session_id=other, prompt_response="랩톱에서.")
+        hook("gemini-cli", "end", laptop, repo, session_id=other)
+        listed = {s["external_id"]: s for s in server.get("/api/v1/sessions")}
+        codex = server.get("/api/v1/sessions?agent=codex")
+        assert [s["agent"] for s in codex] == ["codex"]
+    finally:
+        server.stop()
+    assert listed[SESSION]["agent"] == "codex" and listed[SESSION]["status"] == "ended"
+    assert listed[SESSION]["last_word_preview"] == "서버로 보냈어요."
+    assert listed[other]["agent"] == "gemini-cli" and listed[other]["status"] == "ended"
+    assert listed[other]["last_word_preview"] == "랩톱에서."
