@@ -191,3 +191,27 @@ def test_through_this_machine_s_server_and_in_client_mode(db_url: str, tmp_path:
     assert listed[SESSION]["last_word_preview"] == "서버로 보냈어요."
     assert listed[other]["agent"] == "gemini-cli" and listed[other]["status"] == "ended"
     assert listed[other]["last_word_preview"] == "랩톱에서."
+
+
+def test_a_payload_cannot_say_it_is_another_agent_s(tmp_path: Path, sqlite_template: Path) -> None:
+    """Whose a payload is comes from the hook's `--agent`, never from its input."""
+    import shutil
+
+    from sqlalchemy import create_engine
+
+    from support.hooks import payload, run_hook
+
+    shutil.copyfile(sqlite_template, tmp_path / "o.db")
+    db_url = f"sqlite:///{tmp_path / 'o.db'}"
+    env = serverless_env(db_url, tmp_path / "data")
+    repo = new_repo(tmp_path / "site")
+    claimed = payload("start", session_id=SESSION, cwd=str(repo), ondeck_agent="codex")
+    assert run_hook("session-start", claimed, env).returncode == 0
+    hook("gemini-cli", "start", env, repo, ondeck_agent="codex")
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            agents = sorted(conn.scalars(select(sessions.c.agent)))
+    finally:
+        engine.dispose()
+    assert agents == ["claude-code", "gemini-cli"]

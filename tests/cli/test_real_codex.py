@@ -88,14 +88,21 @@ def run(codex_bin: Path, tmp_path_factory: pytest.TempPathFactory, store: str) -
         setup = subprocess.run(
             [ONDECK, "setup", "codex", "--user"], env=env, capture_output=True, text=True
         )
+        turn = [str(codex_bin), "exec", "--skip-git-repo-check"]
+        # Not yet trusted: Codex skips the hooks, without a word.
+        untrusted = subprocess.run(
+            [*turn, "say hi"],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        recorded_untrusted = _count(db_url)
+        api.requests.clear()
         done = subprocess.run(
-            [
-                str(codex_bin),
-                "exec",
-                "--skip-git-repo-check",
-                "--dangerously-bypass-hook-trust",
-                "say hi",
-            ],
+            [*turn, "--dangerously-bypass-hook-trust", "say hi"],
             cwd=work,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -138,7 +145,24 @@ def run(codex_bin: Path, tmp_path_factory: pytest.TempPathFactory, store: str) -
         "listed": listed,
         "others": others,
         "servers": servers,
+        "untrusted": (untrusted, recorded_untrusted),
     }
+
+
+def _count(db_url: str) -> int:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return len(list(conn.execute(select(sessions.c.id))))
+    finally:
+        engine.dispose()
+
+
+def test_codex_runs_no_hook_a_person_has_not_trusted(run: dict[str, Any]) -> None:
+    untrusted, recorded = run["untrusted"]
+    assert untrusted.returncode == 0, untrusted.stderr[-2000:]
+    assert "hook: SessionStart" not in untrusted.stderr
+    assert recorded == 0
 
 
 def test_setup_installs_the_hooks_and_the_mcp_server_for_codex(run: dict[str, Any]) -> None:

@@ -61,6 +61,8 @@ def agent_of(payload: dict[str, Any]) -> str:
 def normalise(agent: str, verb: str, payload: dict[str, Any]) -> dict[str, Any]:
     """`payload` of `agent`'s hook for `verb` as a record reads it, marked with its agent."""
     if agent == CLAUDE_CODE or agent not in AGENTS:
+        if AGENT_KEY in payload:  # only the hook's `--agent` says whose it is, not its input
+            return {k: v for k, v in payload.items() if k != AGENT_KEY}
         return payload
     renamed = _RENAMED.get(agent, {})
     out: dict[str, Any] = {}
