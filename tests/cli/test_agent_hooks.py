@@ -215,3 +215,21 @@ def test_a_payload_cannot_say_it_is_another_agent_s(tmp_path: Path, sqlite_templ
     finally:
         engine.dispose()
     assert agents == ["claude-code", "gemini-cli"]
+
+
+def test_with_the_database_gone_the_events_wait_in_the_spool_with_their_agent(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    repo = new_repo(tmp_path / "site")
+    gone = serverless_env("postgresql+psycopg://x@127.0.0.1:1/none", tmp_path / "data")
+    _, started = hook("gemini-cli", "start", gone, repo)
+    assert started is not None  # still JSON only, saying what happened
+    assert "kept in the spool" in started["hookSpecificOutput"]["additionalContext"]
+    _, stopped = hook("gemini-cli", "stop", gone, repo, prompt_response="기다렸다가 저장됨")
+    assert stopped is not None and "spool" in stopped["systemMessage"]
+    back = serverless_env(db_url, tmp_path / "data")
+    hook("gemini-cli", "end", back, repo)  # stores its own event, then drains the spool
+    with engine.connect() as conn:
+        row = conn.execute(select(sessions)).mappings().one()
+    assert (row["agent"], row["status"]) == ("gemini-cli", "ended")
+    assert row["last_word"] == "기다렸다가 저장됨" and row["start_source"] == "startup"
