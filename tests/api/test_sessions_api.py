@@ -239,3 +239,60 @@ def test_a_place_of_another_user_is_left_to_the_hook(
     assert result["outcome"] == "declined" and "another user" in result["reason"]
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(sessions)).scalar() == 0
+
+
+def _asked(session: str, **more: str) -> dict[str, str]:
+    return {"context": "true", "format": "markdown", "brief": "true", "session": session, **more}
+
+
+def test_a_start_gets_its_context_in_the_same_answer_knowing_the_session_just_stored(
+    client: TestClient,
+) -> None:
+    start = record("start", NOW)
+    answer = client.post(
+        f"{API}/sessions/records",
+        params=_asked(SESSION_ID, source="startup"),
+        json={"records": [sent(start)]},
+    )
+    assert answer.status_code == 200, answer.text
+    number = answer.json()["results"][0]["session"]["id"]
+    context = answer.json()["context"]
+    assert context.startswith("# On deck"), context
+    assert f"This session: session {number} ({SESSION_ID})" in context
+    # Not asked: no context is made.
+    again = post(client, record("stop", later(NOW, minutes=1)))
+    assert again.status_code == 200 and again.json()["context"] is None
+
+
+def test_a_start_the_server_sends_to_its_inbox_gets_the_inbox_context_not_a_refusal(
+    engine: Engine, db_url: str, tmp_path: Any
+) -> None:
+    settings = load_settings(
+        database_url=db_url, tz="UTC", data_dir=tmp_path / "d", sides={"job": [], "home": []}
+    )
+    rules = Rules(sides={"work": ["/w"]})  # the client's side, unknown to this server
+    start = record("start", NOW, rules=rules, facts=Facts(cwd="/w/x"))
+    with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as c:
+        plain = c.get(f"{API}/context", params={"side": "work", "format": "markdown"})
+        assert plain.status_code == 422  # asked alone, the unknown side is refused
+        answer = c.post(
+            f"{API}/sessions/records",
+            params=_asked(SESSION_ID, side="work"),
+            json={"records": [sent(start)]},
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"][0]["session"]["unclassified"] is True
+        context = answer.json()["context"]
+        assert context is not None and context.startswith("# On deck"), context
+        assert "unclassified" in context.lower(), context
+        # A malformed question is refused whole, before anything is stored.
+        bad = c.post(
+            f"{API}/sessions/records",
+            params=_asked("x", project="no spaces allowed"),
+            json={"records": [sent(record("stop", later(NOW, minutes=1)))]},
+        )
+        assert bad.status_code == 422 and bad.json()["error"]["code"]
+        assert (
+            c.get(f"{API}/sessions/{answer.json()['results'][0]['session']['id']}").json()["status"]
+            == "open"
+        ), "the stop was not stored"

@@ -272,10 +272,22 @@ def brief_fields(
         "side": (classification.get("side") or {}).get("value"),
         "project": (classification.get("project") or {}).get("value"),
         "unclassified": unclassified,
-        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "source": source if _is_source(source) else None,
         "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
         "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
     }
+
+
+def _is_source(value: Any) -> bool:
+    """A start's source as the context's question takes it (`[a-z_]{1,16}`): a payload's
+    other text (`시작`, `Startup`) is not one."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 16
+        and value.isascii()
+        and value.replace("_", "a").isalpha()
+        and value.islower()
+    )
 
 
 def repo_of(facts: Any, cwd: Any) -> Repo | None:
@@ -301,9 +313,8 @@ def make_record(
 ) -> dict[str, Any] | None:
     """The record of a hook event as the hook saw it (None: no usable session id). `last`:
     at an end, the transcript's last assistant message (sessions/transcript.py).
-    `classified` is given the record's classification as soon as it is known, before the
-    fingerprint scrubs every string of the payload: a session start asks for its context
-    with it meanwhile, and the server works while the hook does."""
+    `classified` is given the record's classification as soon as it is known: a session
+    start in client mode asks for its context with it, in the record's request."""
     if session_id_of(payload) is None:
         return None
     payload = trim(payload)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request
 from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.context.render import Format
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
+from ondeck.entrypoints.api.context import ContextQuestion, context_text
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.sessions import intake, session_calls
@@ -134,6 +135,12 @@ class RecordResult(BaseModel):
 
 class RecordsOut(BaseModel):
     results: list[RecordResult]
+    context: str | None = Field(
+        None,
+        description="With `?context=true`: the session context asked for by the query (as "
+        "`GET /context` takes it), made once the records are stored; none when it could not "
+        "be made (the asker then asks `GET /context`, which says why).",
+    )
 
 
 class HookEventResult(RecordResult):
@@ -204,7 +211,16 @@ def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, An
 )
 def post_records(
     store: StoreDep,
+    http: Request,
     body: RecordsIn,
+    asked: Annotated[ContextQuestion, Depends()],
+    context: Annotated[
+        bool,
+        Query(
+            description="Answer with the session context too (a session start in client "
+            "mode: one request, and the context knows the session just stored)."
+        ),
+    ] = False,
     expected: Annotated[
         str | None,
         Header(
@@ -223,7 +239,16 @@ def post_records(
         sides=store.settings.sides,
         sent_at=body.sent_at,
     )
-    return {"results": results}
+    if not context:
+        return {"results": results}
+    stored = (results[-1].get("session") or {}) if results else {}
+    if stored.get("unclassified") and not asked.unclassified:
+        asked.as_unclassified()  # the server's inbox, not the side the client gave
+    try:
+        text: str | None = context_text(store, http, asked)
+    except OndeckError:  # stored all the same: `GET /context` says what is wrong
+        text = None
+    return {"results": results, "context": text}
 
 
 @router.post(

@@ -125,10 +125,10 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         markdown = None
         facts: dict[str, Any] | None = None  # the place as the record read it (git)
         if session_id_of(payload) is not None and client is not None:
-            # The context is asked for while the start is sent: two requests, one wait.
+            # The context is asked for with the start's record: one request.
             def ask(c: dict[str, Any]) -> None:
                 brief = _brief_of(payload, config, c, bool(c.get("unclassified")))
-                client.context_soon(c["project"]["value"], brief)
+                client.ask_with_start(c["project"]["value"], brief)
 
             classification, session_number, facts = _start_here(
                 client, payload, now, notes, meanwhile=ask
@@ -160,11 +160,12 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
         brief = _brief_of(payload, config, classification, unclassified)
+        source = config.owner_socket
         if client is not None:
-            markdown = _context_from_client(client, project, brief)
+            markdown = _context_from_client(client, project, brief)  # says where from
+            source = ""
         if markdown is None and server.ok:
             markdown = _context_from_server(config, server.expected(), project, brief)
-        source = config.owner_socket
         if markdown is None:
             source = "the database"
             try:
@@ -172,7 +173,8 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
                 markdown = _context_from_database(local, config, project, now, brief, facts)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
-        debug(f"session context from {source}")
+        if source:
+            debug(f"session context from {source}")
     finally:
         local.close()
     return _with_notes(markdown, notes)
