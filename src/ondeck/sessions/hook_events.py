@@ -1,4 +1,5 @@
-"""Hook records: what a Claude Code hook event becomes before anything is stored.
+"""Hook records: what an agent's hook event becomes before anything is stored (Claude Code's
+payload is the shape; Codex's and Gemini's are made into it first, sessions/hook_agents.py).
 
 A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
 with the facts the hook saw (working directory, git) and the classification its rules gave.
