@@ -233,3 +233,30 @@ def test_with_the_database_gone_the_events_wait_in_the_spool_with_their_agent(
         row = conn.execute(select(sessions)).mappings().one()
     assert (row["agent"], row["status"]) == ("gemini-cli", "ended")
     assert row["last_word"] == "기다렸다가 저장됨" and row["start_source"] == "startup"
+
+
+def test_a_session_whose_end_never_came_is_presumed_lost_by_the_same_rule(
+    engine: Engine,
+) -> None:
+    """Gemini does not wait for its SessionEnd hook: a session it never came for is lost
+    once silent past the grace, as a Claude Code session is; nothing invents an end."""
+    from datetime import UTC, datetime, timedelta
+
+    from ondeck.sessions import records as svc
+    from ondeck.sessions.intake import apply_record
+    from support.hooks import record
+
+    start = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    for agent, session in (("gemini-cli", SESSION), ("claude-code", "c-1")):
+        made = record("start", start, session_id=session, ondeck_agent=agent)
+        with engine.begin() as conn:
+            apply_record(conn, made["at"], made)
+    with engine.connect() as conn:
+        within = svc.list_sessions(conn, lost_before=start - timedelta(minutes=1))
+        past = svc.list_sessions(conn, lost_before=start + timedelta(hours=1))
+    assert {(s.agent, s.status) for s in within} == {
+        ("gemini-cli", "open"),
+        ("claude-code", "open"),
+    }
+    assert {(s.agent, s.status) for s in past} == {("gemini-cli", "lost"), ("claude-code", "lost")}
+    assert all(s.ended_at is None and s.end_reason is None for s in past)
