@@ -114,7 +114,11 @@ def test_an_empty_answer_is_not_a_last_word(engine: Engine, db_url: str, tmp_pat
     hook("codex", "stop", env, repo, last_assistant_message=None)
     with engine.connect() as conn:
         row = conn.execute(select(sessions)).mappings().one()
+        said = conn.execute(
+            select(events.c.details).where(events.c.kind == "session.no_answer")
+        ).scalar_one()
     assert row["last_word"] is None and row["agent"] == "codex"
+    assert said["input"] == ["codex sent no answer for this turn"]
 
 
 @pytest.mark.parametrize(
