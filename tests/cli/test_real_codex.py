@@ -5,8 +5,9 @@ the brief reaches the model as the SessionStart hook's additional context.
 
 Codex runs a new hook only once a person trusted it in `/hooks`; this run passes
 `--dangerously-bypass-hook-trust` instead (that decision is the person's, and setup never
-writes it). One scenario for the module, run once on each store (a Codex turn takes under a
-second here); the hook-level tests (test_agent_hooks.py) run on both stores too.
+writes it). One scenario for the module, on SQLite (the scenario costs some 20 s of ondeck
+processes on a shared machine, a Codex turn itself under a second); the hook-level tests
+(test_agent_hooks.py) run on both stores.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
-from conftest import drop_pg_database, new_pg_database
 from ondeck.db.tables import events, sessions
 from support import agents
 from support.hooks import ONDECK, new_repo
@@ -42,17 +42,11 @@ def codex_bin(request: pytest.FixtureRequest) -> Path:
     return found
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("codex-db") / "ondeck.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        yield f"sqlite:///{path}"
-        return
-    admin_url = request.getfixturevalue("pg_admin_url")
-    url = new_pg_database(admin_url, request.getfixturevalue("pg_template"))
-    yield url
-    drop_pg_database(admin_url, url)
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> str:
+    path = tmp_path_factory.mktemp("codex-db") / "ondeck.db"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture(scope="module")
