@@ -81,6 +81,19 @@ def test_a_malformed_record_is_rejected_with_the_reason_and_the_rest_applied(
             assert {r["outcome"] for r in answer.json()["results"]} == {"rejected"}
 
 
+def test_a_record_of_an_unknown_agent_is_rejected_and_each_known_one_kept(
+    client: TestClient,
+) -> None:
+    codex = {**sent(record("start", NOW)), "agent": "codex"}
+    unknown = {**sent(record("start", NOW, session_id="other-1")), "agent": "cursor"}
+    answer = client.post(f"{API}/sessions/records", json={"records": [codex, unknown]})
+    results = answer.json()["results"]
+    assert [r["outcome"] for r in results] == ["applied", "rejected"]
+    assert "cursor" in results[1]["reason"] and "codex" in results[1]["reason"]
+    assert [s["agent"] for s in client.get(f"{API}/sessions?agent=codex").json()] == ["codex"]
+    assert client.get(f"{API}/sessions?agent=gemini-cli").json() == []
+
+
 def test_list_show_and_move(client: TestClient, engine: Engine, settings: Settings) -> None:
     post(client, record("start", NOW), record("stop", later(NOW, minutes=1)))
     listed = client.get(f"{API}/sessions").json()
@@ -110,6 +123,8 @@ def test_list_show_and_move(client: TestClient, engine: Engine, settings: Settin
         ("/sessions?side=no%20side", 422),
         ("/sessions?limit=0", 422),
         ("/sessions?before_id=99999999999999999999", 422),
+        ("/sessions?agent=cursor", 422),
+        ("/context?brief=true&session=s1&agent=codex%27--", 422),
     ],
 )
 def test_bad_reads_are_4xx_with_the_error_shape(client: TestClient, path: str, status: int) -> None:

@@ -197,6 +197,39 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
     assert "4 commit(s)" in text and "24 min" in text and "no handoff" in text
 
 
+def test_another_agent_s_sessions_say_whose_and_its_own_is_found_by_agent(
+    engine: Engine,
+) -> None:
+    with engine.begin() as conn:
+        claude = make_session(
+            conn, NOW - timedelta(hours=3), external_id="s1", side="work", project="api"
+        )
+        codex = make_session(
+            conn,
+            NOW - timedelta(hours=2),
+            external_id="c1",
+            side="work",
+            project="api",
+            agent="codex",
+        )
+        # The same id in two agents: each session is its own agent's.
+        gemini = make_session(
+            conn,
+            NOW - timedelta(hours=1),
+            external_id="c1",
+            side="work",
+            project="api",
+            agent="gemini-cli",
+            status="open",
+        )
+    text = markdown(engine, work())
+    assert f"- session {codex} (codex): started" in text
+    assert f"- session {claude}: started" in text  # Claude Code's: unlabelled
+    assert context(engine, work(session="c1", agent="gemini-cli")).brief.this_session == gemini
+    assert context(engine, work(session="c1", agent="codex")).brief.this_session == codex
+    assert context(engine, work(session="c1")).brief.this_session is None
+
+
 def test_after_compact_or_resume_only_the_handoff(engine: Engine) -> None:
     pin(engine, "pinned thing")
     with engine.begin() as conn:

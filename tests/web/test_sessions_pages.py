@@ -192,3 +192,16 @@ def test_the_sessions_page_filters_imported_sessions(
         imported = svc.find_session(conn, sid)
     shown = dash.get(f"/sessions/{imported.id}").text
     assert "session import" in shown and "claude-code 2.1.332" in shown
+
+
+def test_the_sessions_page_shows_and_filters_the_agent(dash: Dashboard, engine: Engine) -> None:
+    codex = "01a235aa-7bea-7882-ad24-c72bd6cd8948"
+    apply(engine, record("start", NOW))
+    apply(engine, record("start", later(NOW, minutes=1), session_id=codex, ondeck_agent="codex"))
+    html = dash.get("/sessions").text
+    assert '<td class="agent">codex</td>' in html and '<td class="agent">claude-code</td>' in html
+    only = dash.get("/sessions", params={"agent": "codex"}).text
+    assert len(_rows(only)) == 1 and '<td class="agent">codex</td>' in only
+    assert '<option value="codex" selected>' in only
+    # An agent ondeck does not know filters nothing (as an unknown status does).
+    assert len(_rows(dash.get("/sessions", params={"agent": "cursor"}).text)) == 2

@@ -90,7 +90,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ),
     ("workers", "tz"): "a zone name the zone database knows, refused otherwise",
     ("backups", "status"): _ENUM,
-    ("sessions", "agent"): "made by ondeck: claude-code (a record of another agent is refused)",
+    ("sessions", "agent"): "made by ondeck: claude-code, codex or gemini-cli (any other refused)",
     ("sessions", "external_id"): (
         "the agent's id of the session (a UUID): the key every hook looks its session up by,"
         " on either path; scrubbing it would part a session from its own lookups"

@@ -1,4 +1,5 @@
-"""Hook records: what a Claude Code hook event becomes before anything is stored.
+"""Hook records: what an agent's hook event becomes before anything is stored (Claude Code's
+payload is the shape; Codex's and Gemini's are made into it first, sessions/hook_agents.py).
 
 A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
 with the facts the hook saw (working directory, git) and the classification its rules gave.
@@ -22,6 +23,7 @@ import json
 from datetime import UTC, datetime
 
 from ondeck.core.column_limits import COLUMN_LIMITS
+from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from ondeck.sessions.classify import Classification
 
 VERSION = 1
-AGENT = "claude-code"
+AGENT = CLAUDE_CODE  # the agent of a payload no other agent's hook marked (hook_agents.py)
 KINDS = ("start", "stop", "compact", "end", "changes")
 HOOK_KINDS = {  # `ondeck hook VERB` → record kind
     "session-start": "start",
@@ -266,6 +268,7 @@ def brief_fields(
     source = payload.get("source")
     cwd = payload.get("cwd")
     return {
+        "agent": agent_of(payload),
         "sides_on": sides_on,
         "side": (classification.get("side") or {}).get("value"),
         "project": (classification.get("project") or {}).get("value"),
@@ -369,7 +372,7 @@ def new_record(
     record: dict[str, Any] = {
         "v": VERSION,
         "kind": kind,
-        "agent": AGENT,
+        "agent": agent_of(payload),
         "session": session,
         "at": at.astimezone(UTC).isoformat(),
         "fingerprint": fingerprint(kind, payload, size),

@@ -35,6 +35,7 @@ from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db import predicates
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions
+from ondeck.sessions.hook_agents import AGENTS
 from ondeck.sessions.records_tasks import TaskActedOn, tasks_acted_on
 
 log = logs.logger("ondeck.sessions")
@@ -250,6 +251,7 @@ def list_sessions(
     status: str | None = None,
     side: str | None = None,
     project: str | None = None,
+    agent: str | None = None,
     before_id: int | None = None,
     limit: int = 50,
     lost_before: datetime | None = None,
@@ -277,6 +279,10 @@ def list_sessions(
         query = query.where(sessions.c.side == check_side_name(side))
     if project is not None:
         query = query.where(sessions.c.project == check_project(project))
+    if agent is not None:
+        if agent not in AGENTS:
+            raise InvalidInput(f"agent {agent[:40]!r} is not one of {', '.join(AGENTS)}")
+        query = query.where(sessions.c.agent == agent)
     if before_id is not None:
         query = query.where(sessions.c.id < before_id)
     return [session_from_row(row) for row in conn.execute(query)]

@@ -159,6 +159,9 @@ class Change:
     def on_stop(self, created: bool) -> None:
         self.reopen_if_lost("stop")
         text = self.record.get("text")
+        if self.capture and text is None and self.record.get("input"):
+            # A turn the agent sent no answer for: said (its input notes), never guessed.
+            self.event("session.no_answer", {})
         if not self.capture or text is None:
             return
         self.last_word(text, self.record["at"], None)

@@ -13,6 +13,7 @@ from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
 from ondeck.entrypoints.gateway import Call
+from ondeck.sessions.hook_agents import AGENT_PATTERN, CLAUDE_CODE
 
 router = APIRouter(tags=["context"])
 
@@ -64,6 +65,9 @@ class ContextQuestion:
                 description="The brief's project, when it is not `project` (the lists' filter).",
             ),
         ] = None,
+        agent: Annotated[
+            str, Query(pattern=AGENT_PATTERN, description="Whose session id `session` is.")
+        ] = CLAUDE_CODE,
     ) -> None:
         self.project = project
         self.format = format
@@ -75,6 +79,7 @@ class ContextQuestion:
         self.session = session
         self.cwd = cwd
         self.brief_project = brief_project
+        self.agent = agent
 
     def as_unclassified(self) -> None:
         """The server put the session in its inbox (a side it does not know): the context
@@ -108,6 +113,7 @@ def context_text(store: Call, http: Request, asked: ContextQuestion) -> str:
             unclassified=asked.unclassified,
             source=asked.source,
             session=asked.session,
+            agent=asked.agent,
             # git is read in `cwd` on this machine: only for a caller on this machine (the
             # session hook), as the hooks' events are.
             cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,

@@ -20,6 +20,7 @@ from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.sessions import intake, session_calls
 from ondeck.sessions import records as sessions
+from ondeck.sessions.hook_agents import AGENT_PATTERN
 
 router = APIRouter(tags=["sessions"])
 
@@ -169,6 +170,9 @@ def list_sessions(
     ] = None,
     side: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    agent: Annotated[
+        str | None, Query(pattern=AGENT_PATTERN, description="claude-code, codex or gemini-cli.")
+    ] = None,
     before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=sessions.MAX_LIMIT)] = 50,
 ) -> list[dict[str, Any]]:
@@ -179,6 +183,7 @@ def list_sessions(
             status=status,
             side=side,
             project=project,
+            agent=agent,
             before_id=before_id,
             limit=limit,
         )

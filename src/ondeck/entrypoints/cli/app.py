@@ -56,6 +56,7 @@ def _register() -> None:
         tokens,
     )
     from ondeck.entrypoints.cli import hook_commands as hooks
+    from ondeck.entrypoints.cli import setup_commands as setup
 
     server.register(app)
     service.register(app)
@@ -63,6 +64,7 @@ def _register() -> None:
     app.add_typer(tasks.app, name="task")
     context.register(app)
     hooks.register(app)
+    setup.register(app)
     mcp.register(app)
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")

@@ -51,6 +51,10 @@ def list_(
     ] = None,
     side: Annotated[str | None, typer.Option("--side", help="Only this side.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only this agent's: claude-code, codex or gemini-cli."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many.")] = 50,
     as_json: JsonOpt = False,
 ) -> None:
@@ -62,10 +66,10 @@ def list_(
 
         with cli.read() as conn:
             return session_calls.list_sessions(
-                conn, cli, status=status, side=side, project=project, limit=limit
+                conn, cli, status=status, side=side, project=project, agent=agent, limit=limit
             )
 
-    params = {"status": status, "side": side, "project": project, "limit": limit}
+    params = {"status": status, "side": side, "project": project, "agent": agent, "limit": limit}
     found = cli.fetch("GET", "/sessions", local, params=params)
     if as_json:
         print_json(found)

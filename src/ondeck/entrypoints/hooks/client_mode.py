@@ -327,6 +327,8 @@ def _context_query(project: str | None, brief: dict[str, Any]) -> str:
             asked[key] = str(brief[key])
     if brief.get("unclassified"):
         asked["unclassified"] = "true"
+    if brief.get("agent") not in (None, "claude-code"):  # the default: not said
+        asked["agent"] = str(brief["agent"])
     return query_string(asked)
 
 
