@@ -21,3 +21,9 @@ def relative(instant: datetime, now: datetime) -> str:
     if abs(delta) < timedelta(seconds=5):
         return "now"
     return f"in {span(delta)}" if delta > timedelta(0) else f"{span(delta)} ago"
+
+
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """ "1 commit", "2 commits", "0 days": never "commit(s)". `plural` for a word that
+    does not take an s (or a phrase whose s is not at its end)."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
