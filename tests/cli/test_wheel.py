@@ -98,8 +98,10 @@ def _source_copy(to: Path) -> Path:
 
 
 def _closure(requires: list[str]) -> list[metadata.Distribution]:
-    """The installed distributions `requires` names, and theirs, transitively (no extras)."""
+    """The installed distributions `requires` names, and theirs, transitively (with the
+    extras a requirement asks for)."""
     found: dict[str, metadata.Distribution] = {}
+    seen: set[tuple[str, frozenset[str]]] = set()
     todo = [(Requirement(r), frozenset[str]()) for r in requires]
     while todo:
         requirement, extras = todo.pop()
@@ -107,11 +109,11 @@ def _closure(requires: list[str]) -> list[metadata.Distribution]:
         if marker is not None and not any(marker.evaluate({"extra": e}) for e in (extras or {""})):
             continue
         name = re.sub(r"[-_.]+", "-", requirement.name).lower()
-        dist = metadata.distribution(name)
-        if name in found and not requirement.extras:
-            continue
-        found[name] = dist
         wanted = frozenset(requirement.extras)
+        if (name, wanted) in seen:
+            continue
+        seen.add((name, wanted))
+        dist = found.setdefault(name, metadata.distribution(name))
         todo.extend((Requirement(r), wanted) for r in dist.requires or [])
     return list(found.values())
 

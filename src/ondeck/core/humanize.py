@@ -1,4 +1,4 @@
-"""Short relative times for people: "2 h", "in 3 h", "2 days ago"."""
+"""Short relative times and counts for people: "2 h", "in 3 h", "2 days ago", "1 commit"."""
 
 from __future__ import annotations
 
