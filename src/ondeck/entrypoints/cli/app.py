@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import Cli
+from ondeck.entrypoints.cli.common import Cli, echo
 
 app = typer.Typer(
     name="ondeck",
@@ -22,7 +22,7 @@ def _print_version(asked: bool) -> None:
     if asked:
         from ondeck import __version__
 
-        typer.echo(f"ondeck {__version__}")
+        echo(f"ondeck {__version__}")
         raise typer.Exit()
 
 

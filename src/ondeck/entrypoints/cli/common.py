@@ -203,12 +203,14 @@ def print_table(
     *,
     title: str | None = None,
     cut: tuple[str, ...] = (),
+    fold: tuple[str, ...] = (),
 ) -> None:
     """A table of one line a row: no cell is folded onto a second line, so a date or an id
     is never broken. The columns named in `cut` (titles, texts) share the terminal's width
     that the others leave and are cut with an ellipsis where they do not fit; then a long
     cell of another column (a holder) is cut down to KEEP cells; past that the row is as
-    wide as it must be."""
+    wide as it must be. A column named in `fold` (an event's details, whole or not at all)
+    shares the width as a cut one does, and folds its text onto more lines instead."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -221,7 +223,7 @@ def print_table(
         max([Text(name).cell_len, *(row[i].cell_len for row in cells)])
         for i, name in enumerate(columns)
     ]
-    cuttable = [name in cut for name in columns]
+    cuttable = [name in cut or name in fold for name in columns]
     widths = _widths(natural, cuttable, console.width - _RULES * (len(columns) - 1))
     table = Table(
         title=None if title is None else Text(visible(title)),
@@ -230,7 +232,14 @@ def print_table(
         header_style="bold",
     )
     for name, width in zip(columns, widths, strict=True):
-        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=width, max_width=width)
+        folds = name in fold
+        table.add_column(
+            name,
+            no_wrap=not folds,
+            overflow="fold" if folds else "ellipsis",
+            min_width=width,
+            max_width=width,
+        )
     for row in cells:
         table.add_row(*row)
     # Never narrower than the widths chosen: rich would fold the cells to fit.

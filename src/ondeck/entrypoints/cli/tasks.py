@@ -210,7 +210,7 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     rows = [
         [_seconds(e["at"]), e["actor"], e["kind"], _details(e["details"])] for e in found["events"]
     ]
-    print_table(["at", "actor", "event", "details"], rows, cut=("details",))
+    print_table(["at", "actor", "event", "details"], rows, fold=("details",))
 
 
 def _details(details: dict[str, Any]) -> str:
