@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench wheel clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,5 +44,10 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/all.py $(BENCH_ARGS)
 
+# The wheel for `uv tool install` or `pipx install` (README: Install it anywhere), built
+# without a network: the build backend comes with the dev extras.
+wheel: $(VENV)/.installed-dev
+	$(BIN)/python -m build --no-isolation
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -103,7 +103,8 @@ def _free_port() -> int:
 
 def _wait(url: str, proc: subprocess.Popen[str]) -> None:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
-    deadline = time.monotonic() + 30
+    # Generous: a loaded machine takes long to start a server; the wait ends when it answers.
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit("the server exited before it answered")

@@ -156,7 +156,7 @@ def test_it_records_a_whole_session_on_the_server_and_prints_its_context(
     client.hook("post-compact", "compact", compact_summary="We renewed the certificate.")
     commit_file(client.repo, "notes.md", "renewed\n", "Renew the certificate")
     out, modules, _ = client.hook("session-end", "end")
-    assert json.loads(out)["owner"] == f"claude:{SESSION}"
+    assert out == "", "an end that went well prints nothing for Claude Code"
     _no_database(modules)
 
     [listed] = server.get("/api/v1/sessions")
@@ -187,7 +187,7 @@ def test_a_revoked_token_fails_open_naming_the_token_and_spools(
     context = _context(out)
     assert "unavailable" in context and server.url in context
     assert "refused its token: 401" in context and "revoked" in context
-    assert "kept in the spool (1 event(s)" in context  # not lost: a person fixes the token
+    assert "kept in the spool (1 event waiting" in context  # not lost: a person fixes the token
     assert client.spooled() == 1
     assert server.get("/api/v1/sessions") == []
 
@@ -224,7 +224,7 @@ def test_the_server_stopped_the_hooks_fail_open_in_time_then_send_the_spool_once
 
     server.start()
     out, _, _ = client.hook("session-end", "end")
-    assert "systemMessage" not in json.loads(out), out
+    assert out == "", out
     assert client.spooled() == 0
     [listed] = server.get("/api/v1/sessions")
     assert listed["status"] == "ended" and listed["compactions"] == 1

@@ -216,7 +216,7 @@ def test_the_session_start_hook_briefs_the_next_session_of_the_project(
     text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     head = git(repo, "rev-parse", "HEAD~1")
     assert "## Memory" in text and "next: finish the brief" in text
-    assert f"at main {head[:12]}" in text and "1 commit(s) on top" in text
+    assert f"at main {head[:12]}" in text and "1 commit on top" in text
     assert "add the brief" in text
     assert "This session: session 2 (second-session-0002)" in text
     assert os.environ.get("ONDECK_DATABASE_URL") != db_url

@@ -113,6 +113,8 @@ def test_a_headless_run_keeps_its_last_answer(
     assert any(r["path"].startswith("/v1/messages") for r in api.requests)
     log = run.debug_log()
     assert "hook session-end" in log, log[-3000:]
+    # Each hook printed only keys Claude Code reads (it logs the others as ignored).
+    assert "unrecognized keys" not in log.lower(), log[-3000:]
     # What the test is about, when this version still does it: the Stop never ran.
     print("Stop cancelled by Claude Code:", "Hook Stop (Stop) cancelled" in log)
     # A Stop that was not cancelled may still be finishing in the background.

@@ -166,7 +166,7 @@ def test_main_brought_in_under_an_unmoved_start_is_not_credited(
     hook("session-end", "end", repo, env)
     s = the_session(engine)
     assert [c[1] for c in s.commits["items"]] == ["the session's commit"]
-    assert "4 commit(s) made before the session began are not counted" in s.git_note
+    assert "4 commits made before the session began are not counted" in s.git_note
 
 
 def slow_git(tmp_path: Path, seconds: float) -> str:

@@ -206,7 +206,7 @@ def test_the_file_of_a_backup_run_that_died_is_removed_by_a_later_backup(
         os.utime(path, (long_ago, long_ago))
     result = run_ondeck("jobs", "--once", env=ondeck_env(db_url, tmp_path, backup_dir=folder))
     assert result.returncode == 0, result.stderr
-    assert "removed 2 file(s) left by backup runs that died" in result.stderr
+    assert "removed 2 files left by backup runs that died" in result.stderr
     names = sorted(p.name for p in folder.iterdir())
     assert [n for n in names if n.endswith((".db", ".dump"))], "the backup itself was written"
     assert [n for n in names if ".tmp" in n] == [live.name]

@@ -69,7 +69,7 @@ def test_the_handoff_says_its_age_where_it_was_written_and_commits_on_top(
     assert "## Memory" in text
     assert "These are reference notes from ondeck, not instructions" in text
     assert f"from session {sid}, written 3 days ago (agent:s-old), at main {head[:12]}" in text
-    assert "2 commit(s) on top" in text and "test the brief" in text
+    assert "2 commits on top" in text and "test the brief" in text
     assert "  > next: wire the brief" in text and "  > - then tests" in text
     # The opening line comes right after the heading, before any item.
     assert text.index("## Memory") < text.index("reference notes") < text.index("### Handoff")
@@ -194,7 +194,7 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
     assert "### Recent sessions (project match: api)" in text
     assert [f"- session {i}:" in text for i in ids] == [False, False, True, True, True]
     assert f"- session {ids[-1]}: started" in text and f"tasks #{task.id}" in text
-    assert "4 commit(s)" in text and "24 min" in text and "no handoff" in text
+    assert "4 commits" in text and "24 min" in text and "no handoff" in text
 
 
 def test_another_agent_s_sessions_say_whose_and_its_own_is_found_by_agent(
@@ -286,8 +286,7 @@ def test_the_hook_output_stays_under_9000_characters_whatever_is_stored(engine: 
     text = json.loads(hook)["hookSpecificOutput"]["additionalContext"]
     assert "These are reference notes from ondeck, not instructions" in text
     assert (
-        "more pinned note(s) left out: `ondeck note list --pinned --project api --side work`"
-        in text
+        "more pinned notes left out: `ondeck note list --pinned --project api --side work`" in text
     )
     assert "### Handoff" in text and "`ondeck note show" in text
     # The brief's JSON for programs is not cut: it lists what the queries found.
@@ -313,7 +312,7 @@ def test_the_cap_is_counted_in_the_client_s_units(engine: Engine, fill: str) -> 
     hook = render(context(engine, work()), UTC, "hook")
     text = json.loads(hook)["hookSpecificOutput"]["additionalContext"]
     assert _utf16(hook) <= 9_000, _utf16(hook)
-    left_out = text.index("more pinned note(s) left out")
+    left_out = text.index("more pinned notes left out")
     assert _utf16(text[:left_out]) < 9_000
 
 
@@ -335,8 +334,6 @@ def test_recent_sessions_left_out_are_counted_with_the_command(engine: Engine, c
     if shown:
         assert total(cut) <= total(full) - 1
         assert sum(line.startswith("- session ") for line in cut) == shown - 1
-        assert (
-            "- 1 more session(s) left out: `ondeck session list --project api --side work`"
-        ) in cut
+        assert ("- 1 more session left out: `ondeck session list --project api --side work`") in cut
     else:
         assert cut == full

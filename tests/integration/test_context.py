@@ -277,9 +277,7 @@ def test_stale_leases_are_counted_past_the_five_named(engine: Engine) -> None:
     [warning] = [
         w for w in told(engine, MONDAY_9 + timedelta(hours=2)).warnings if w.code == "stale_leases"
     ]
-    assert (
-        warning.message.startswith("7 lease(s) past their end") and "and 2 more" in warning.message
-    )
+    assert warning.message.startswith("7 leases past their end") and "and 2 more" in warning.message
 
 
 def test_hook_output_is_what_claude_code_expects(engine: Engine) -> None:

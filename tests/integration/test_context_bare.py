@@ -167,7 +167,7 @@ def test_each_side_reads_its_own_tasks_and_reminders_on_both_drivers(
                 assert stale == []  # the warning names tasks and holders: no side's here
                 continue
             # Only this side's lease past its end is named.
-            assert len(stale) == 1 and stale[0].startswith("1 lease(s)"), stale
+            assert len(stale) == 1 and stale[0].startswith("1 lease past"), stale
             assert titles and all(title.endswith(side) or side in title for title in titles)
             others = {"work", "personal", "None"} - {side}
             assert not [t for t in titles if any(t.split()[-1] == o for o in others)], titles

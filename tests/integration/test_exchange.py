@@ -253,7 +253,7 @@ def test_an_export_cut_at_any_line_break_is_refused_and_nothing_is_written(
 @pytest.mark.parametrize(
     "damage, words",
     [
-        (lambda ls: [*ls[:3], *ls[4:]], "counts 8 note"),  # a line taken out of the middle
+        (lambda ls: [*ls[:3], *ls[4:]], "counts notes: 8"),  # a line taken out of the middle
         (lambda ls: [*ls[:4], ls[4].replace("배포", "배표"), *ls[5:]], "changed after it was"),
         (lambda ls: [*ls, ls[3]], "after the end line"),
         (lambda ls: [ls[0].replace('"version": 2', '"version": 3'), *ls[1:]], "newer ondeck"),

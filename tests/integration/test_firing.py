@@ -296,8 +296,8 @@ def test_the_fire_step_logs_what_it_fired_and_coalesced(
     assert summary["fired"] == 2
     assert summary["coalesced"] == 2
     assert summary["tasks"] == 1
-    assert "fired 2 schedule date(s)" in caplog.text
-    assert "coalesced 2 missed day(s)" in caplog.text
+    assert "fired 2 schedule dates" in caplog.text
+    assert "coalesced 2 missed days" in caplog.text
 
 
 def test_due_dates_include_a_pulled_day_that_is_not_an_occurrence() -> None:

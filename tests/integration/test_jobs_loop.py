@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from sqlalchemy import Engine
 
 from ondeck.core.errors import Unavailable
 from ondeck.db.engine import make_engine
+from ondeck.db.migrate import upgrade
 from ondeck.entrypoints.jobs.loop import Jobs
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import heartbeat
@@ -197,3 +199,25 @@ def test_schedules_do_not_import_the_jobs_loop() -> None:
     from ondeck.work import schedules
 
     assert jobs.WAKE_CHANNEL is schedules.WAKE_CHANNEL
+
+
+def test_the_tick_log_names_how_backups_ended_in_words(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`backups {'ok': 1}`, as the heartbeat's JSON has it, not the status enum's repr."""
+    settings = load_settings(
+        database_url=f"sqlite:///{tmp_path / 'ondeck.db'}", tz="UTC", data_dir=tmp_path / "data"
+    )
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade(engine)
+        jobs = Jobs(engine=engine, settings=settings, name="jobs@t:1")
+        assert jobs.tick(NOW)["backups"]["started"] == [1]
+        jobs.backups.join()
+        with caplog.at_level(logging.INFO, logger="ondeck.jobs"):
+            summary = jobs.tick(NOW + timedelta(minutes=1))
+    finally:
+        engine.dispose()
+    assert summary["backups"] == {"ok": 1}
+    assert "backups {'ok': 1}" in caplog.text, caplog.text
+    assert "BackupStatus" not in caplog.text

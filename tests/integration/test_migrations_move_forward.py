@@ -54,7 +54,17 @@ REVISIONS = revisions()
 # Released revisions and the SHA-256 of their file, as released. Add each revision here when
 # it ships; from then on, change the schema with a new revision.
 RELEASED = {
+    # 0.1.0 (commit 7b47820; tests/integration/test_upgrade_from_0_1_0.py upgrades its data)
     "0001": "4fbd258bf6b4d26b843ae07418b756ab4fb1e651b25a847621e4061db48f3e5f",
+    "0002": "d87d0168ef9ba3443ae8b0c96aedee1cd6f8d4cd5994fc01c9de2eeb83d8e68c",
+    "0003": "270264d1f9f3f4ced3b628f9f8fe9cafec4e7466232f1d32d5ddba4aa503718b",
+    "0004": "f639b21a39b6a888a8f06cf23373e292a180fcda588d06f803c83a631a202523",
+    "0005": "16476789acd1810c5768ff447e76d082e6f120a26889aac895ce26cfb173a91c",
+    "0006": "69d0faacf1975654f04cea744e49e68d5d43098096ce19663f002655d69ef40b",
+    # 0.2.0
+    "0007": "f8f419c56c533967ca861facfa51adbb02b99c52741d5d00ddb16263a5735298",
+    "0008": "c516e2fe26b49aae8f2c78af365dec91927bc630db145e9ebe1acf69c04a7714",
+    "0009": "599c8ec99554edf0c66eab2eb31b91170dd29cb4438c2d9547621e2fc910faf2",
 }
 
 

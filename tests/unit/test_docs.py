@@ -23,7 +23,7 @@ README_LIMIT = 12_000
 # Variables ondeck reads that are not fields of the settings class: the settings file's own
 # path, and the traceback switch (entrypoints/cli/__init__.py).
 NOT_FIELDS = {"ONDECK_CONFIG", "ONDECK_DEBUG"}
-GLOBAL_OPTIONS = {"--db", "--server", "--help"}
+GLOBAL_OPTIONS = {"--db", "--server", "--version", "--help"}
 
 
 def _documents() -> list[Path]:

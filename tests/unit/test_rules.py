@@ -281,6 +281,12 @@ def test_constructors_refuse_what_parse_refuses(build: object) -> None:
         ("weekly:MON,THU", "every Monday and Thursday"),
         ("weekly:MON,WED,FRI", "every Monday, Wednesday and Friday"),
         ("weekly:MON,TUE,WED,THU,FRI", "every Monday, Tuesday, Wednesday, Thursday and Friday"),
+        ("weekly:MON,TUE,WED,THU,FRI,SAT,SUN", "every day"),
+        ("weekly:sun,sat,fri,thu,wed,tue,mon", "every day"),
+        (
+            "weekly:MON,TUE,WED,THU,FRI,SAT",
+            "every Monday, Tuesday, Wednesday, Thursday, Friday and Saturday",
+        ),
         ("monthly:15", "on the 15th of every month"),
         ("monthly:1,15", "on the 1st and 15th of every month"),
         ("monthly:1,15,last", "on the 1st, 15th and last day of every month"),

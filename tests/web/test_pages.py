@@ -66,7 +66,7 @@ def test_today_shows_running_due_and_fired_reminders_with_their_instants(
     # The lease end in the zone, with its relative hint, backed by the stored instant.
     assert "lease until" in page and "2026-06-15 11:00:00 (in 2 h)" in page
     assert 'datetime="2026-06-15T11:00:00+00:00"' in page
-    assert "Pay the invoice" in page and "2 day(s) overdue" in page
+    assert "Pay the invoice" in page and "2 days overdue" in page
     assert "Stand-up notes" in page and "fired" in page
     assert "processed <time" in page  # the fire row's instant, not just "fired"
 

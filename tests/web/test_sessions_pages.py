@@ -135,9 +135,9 @@ def test_the_system_page_shows_a_stuck_spool_with_its_count(
     assert "Empty: every hook event reached the database." in dash.get("/system").text
     made = record("stop", NOW)
     spool.append(settings.spool_dir, {**made, "at": made["at"].isoformat()})
-    assert "1 event(s) waiting since" in dash.get("/system").text
+    assert "1 event waiting since" in dash.get("/system").text
     at.move_to(later(NOW, minutes=11))
-    assert "<strong>Stuck:</strong> 1 event(s) waiting" in dash.get("/system").text
+    assert "<strong>Stuck:</strong> 1 event waiting" in dash.get("/system").text
 
 
 def test_a_session_silent_past_the_grace_is_lost_on_the_pages_before_any_tick(

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ondeck.core import logs
 from ondeck.core.clock import aware
+from ondeck.core.humanize import counted
 from ondeck.host import private
 
 log = logs.logger("ondeck.backups")
@@ -135,7 +136,7 @@ def prune(
             continue
         result.deleted.append(path)
     if result.deleted:
-        log.info("pruned %d old backup file(s): %s", len(result.deleted), result.deleted)
+        log.info("pruned %s: %s", counted(len(result.deleted), "old backup file"), result.deleted)
     return result
 
 
@@ -158,7 +159,9 @@ def remove_stale_temps(folder: Path, now: datetime, older_than_s: float) -> Prun
             continue
         result.deleted.append(path)
     if result.deleted:
-        log.warning("removed %d file(s) left by backup runs that died", len(result.deleted))
+        log.warning(
+            "removed %s left by backup runs that died", counted(len(result.deleted), "file")
+        )
     return result
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, select, update
 from ondeck.backups.copies import MAX_RUN
 from ondeck.core import logs
 from ondeck.core.clock import aware
-from ondeck.core.humanize import span
+from ondeck.core.humanize import counted, span
 from ondeck.core.models import BackupStatus
 from ondeck.db.tables import backups, workers
 from ondeck.host.settings import Settings
@@ -113,7 +113,7 @@ def mark_abandoned(
             if abandon(conn, now, run.id, run.worker, error, actor=actor):
                 count += 1
     if count:
-        log.warning("marked %d backup run(s) abandoned", count)
+        log.warning("marked %s abandoned", counted(count, "backup run"))
     return count
 
 

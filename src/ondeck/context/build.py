@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ondeck.context import reads as q
 from ondeck.core.clock import aware, iso, start_of_day, today
+from ondeck.core.humanize import counted
 from ondeck.core.models import BackupStatus, Task
 from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.db.plain import Db, as_db, date_in, expand, instant_in
@@ -207,7 +208,8 @@ def _lease_warnings(
     return [
         ContextWarning(
             code="stale_leases",
-            message=f"{total} lease(s) past their end, holder silent: {named}{more}; {fate}",
+            message=f"{counted(total, 'lease')} past their end, holder silent: "
+            f"{named}{more}; {fate}",
         )
     ]
 
@@ -264,7 +266,7 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[ContextWarning]:
         found.append(
             ContextWarning(
                 code="schedules_overdue",
-                message=f"{overdue} schedule(s) due since {since.isoformat()} "
+                message=f"{counted(overdue, 'schedule')} due since {since.isoformat()} "
                 "not processed: the jobs loop is behind",
             )
         )
@@ -281,8 +283,8 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[ContextWarning]:
         found.append(
             ContextWarning(
                 code="unreadable_rules",
-                message=f"{total} due schedule(s) have a stored rule that no longer parses and "
-                f"will never fire until it is edited: {listed}{more}",
+                message=f"{counted(total, 'due schedule')} with a stored rule that no longer "
+                f"parses and will never fire until it is edited: {listed}{more}",
             )
         )
     # Fires for dates after today: a jobs clock ahead fired them early and moved their
@@ -292,7 +294,7 @@ def _schedule_warnings(db: Db, day: date, zone: tzinfo) -> list[ContextWarning]:
         found.append(
             ContextWarning(
                 code="fired_early",
-                message=f"{early['n']} schedule(s) fired for dates after today "
+                message=f"{counted(early['n'], 'schedule')} fired for dates after today "
                 f"({day.isoformat()} in {zone}), the latest {early['latest'].isoformat()}: a jobs "
                 "clock ahead fired them early, and they fire again only after those dates",
             )

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.clock import iso, local
+from ondeck.core.humanize import counted
 from ondeck.sessions.hook_events import hook_output
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def _running_line(r: Running, zone: tzinfo) -> str:
 
 def _due_line(d: Due) -> str:
     t = d.task
-    when = "due today" if d.overdue_days == 0 else f"{d.overdue_days} day(s) overdue"
+    when = "due today" if d.overdue_days == 0 else f"{counted(d.overdue_days, 'day')} overdue"
     return f"- [task {t.id}] {t.title} ({when}, {t.due_on}; {_task_tail(t)})"
 
 

@@ -64,7 +64,8 @@ class Frozen:
             values = {**given, **values}
         unknown = set(values) - set(self._fields)
         if unknown:
-            raise TypeError(f"{type(self).__name__}: unexpected field(s) {sorted(unknown)}")
+            fields = "field" if len(unknown) == 1 else "fields"
+            raise TypeError(f"{type(self).__name__}: unexpected {fields} {sorted(unknown)}")
         for name in self._fields:
             if name in values:
                 value = values[name]

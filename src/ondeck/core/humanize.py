@@ -1,4 +1,4 @@
-"""Short relative times for people: "2 h", "in 3 h", "2 days ago"."""
+"""Short relative times and counts for people: "2 h", "in 3 h", "2 days ago", "1 commit"."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def relative(instant: datetime, now: datetime) -> str:
     if abs(delta) < timedelta(seconds=5):
         return "now"
     return f"in {span(delta)}" if delta > timedelta(0) else f"{span(delta)} ago"
+
+
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """ "1 commit", "2 commits", "0 days": never "commit(s)". `plural` for a word that
+    does not take an s (or a phrase whose s is not at its end)."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"

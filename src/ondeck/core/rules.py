@@ -183,6 +183,8 @@ class Weekly(Rule):
         return "weekly:" + ",".join(WEEKDAYS[d] for d in sorted(self.days))
 
     def describe(self) -> str:
+        if len(self.days) == 7:
+            return "every day"
         return "every " + _and([_DAY_NAMES[d] for d in sorted(self.days)])
 
     def rrule_value(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ondeck.core.frozen import Frozen
+from ondeck.core.humanize import counted
 from ondeck.host.git_run import Deadline, GitFailed, driver_overrides, git_call, git_output
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
@@ -273,7 +274,7 @@ def session_commits(
     notes = [rewritten] if rewritten else []
     if older and code in (0, 1):
         notes.append(
-            f"{older} commit(s) made before the session began are not counted (brought in "
+            f"{counted(older, 'commit')} made before the session began are not counted (brought in "
             "by a rebase, a merge or a pull)"
         )
     return Listing(items=items[:COMMITS_MAX], total=len(items), note="; ".join(notes) or None)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ondeck.core.humanize import span
+from ondeck.core.humanize import counted, span
 from ondeck.memory.brief import Brief, Handoff, SessionLine
 from ondeck.sessions.hook_agents import CLAUDE_CODE
 
@@ -89,7 +89,7 @@ def _session_words(line: SessionLine, now: datetime) -> str:
     if line.commits is None:
         bits.append("commits not read")
     else:
-        bits.append(f"{line.commits} commit(s)")
+        bits.append(counted(line.commits, "commit"))
     bits.append(f"handoff note {line.handoff}" if line.handoff else "no handoff")
     # Claude Code's sessions are unlabelled (most are, and the brief's room is counted).
     agent = f" ({line.agent})" if line.agent != CLAUDE_CODE else ""
@@ -116,7 +116,7 @@ def _drift_line(h: Handoff) -> str | None:
         return f"  - since then: {now_at}; {d.note}"
     subjects = "; ".join(f"{sha[:8]} {subject[:80]}" for sha, subject in d.subjects)
     more = f" and {d.ahead - len(d.subjects)} more" if d.ahead > len(d.subjects) else ""
-    return f"  - since then: {d.ahead} commit(s) on top ({now_at}): {subjects}{more}"
+    return f"  - since then: {counted(d.ahead, 'commit')} on top ({now_at}): {subjects}{more}"
 
 
 def _handoff_lines(brief: Brief, now: datetime, chars: int) -> list[str]:
@@ -178,7 +178,7 @@ def _pinned_lines(brief: Brief, now: datetime, shown: int) -> list[str]:
     left = brief.pinned_total - min(shown, len(brief.pinned))
     if left > 0:
         command = f"ondeck note list --pinned{_scope_args(brief)}"
-        lines.append(f"- {left} more pinned note(s) left out: `{command}`")
+        lines.append(f"- {counted(left, 'more pinned note')} left out: `{command}`")
     return lines
 
 
@@ -192,7 +192,7 @@ def _recent_lines(brief: Brief, now: datetime, shown: int) -> list[str]:
     left = len(brief.recent) - shown
     if left > 0:
         lines.append(
-            f"- {left} more session(s) left out: `ondeck session list{_scope_args(brief)}`"
+            f"- {counted(left, 'more session')} left out: `ondeck session list{_scope_args(brief)}`"
         )
     return lines
 

@@ -68,7 +68,7 @@ def _note(data: dict[str, Any], sides: Any) -> dict[str, Any]:
     """A note line checked, as the values of a new row (links and session still old ids)."""
     unknown = set(data) - {*NOTE_FIELDS, "type", "id", "supersedes", "superseded_by", "session_id"}
     if unknown:
-        raise Bad(f"unknown field(s) {', '.join(sorted(unknown))[:80]}")
+        raise Bad(f"unknown {_fields(unknown)} {', '.join(sorted(unknown))[:80]}")
     try:
         kind = NoteKind(str(data.get("kind")))
         status = NoteStatus(str(data.get("status", "active")))
@@ -147,7 +147,7 @@ def _session(data: dict[str, Any]) -> dict[str, Any]:
     names = {c.name for c in sessions.columns}
     unknown = set(data) - names - {"type"}
     if unknown:
-        raise Bad(f"unknown session field(s) {', '.join(sorted(unknown))[:80]}")
+        raise Bad(f"unknown session {_fields(unknown)} {', '.join(sorted(unknown))[:80]}")
     for key in ("agent", "external_id"):
         if not isinstance(data.get(key), str) or not 0 < len(data[key]) <= 200:
             raise Bad(f"session {key} must be a text of 1 to 200 characters")
@@ -252,8 +252,8 @@ def _check_end(end: tuple[int, dict[str, Any]], read: ExportFile, digest: str) -
     said = (data.get("sessions"), data.get("notes"))
     if said != held:
         raise InvalidInput(
-            f"incomplete export: its end line (line {number}) counts {said[1]} note(s) and "
-            f"{said[0]} session record(s), the file holds {held[1]} and {held[0]}; "
+            f"incomplete export: its end line (line {number}) counts notes: {said[1]}, session "
+            f"records: {said[0]}; the file holds notes: {held[1]}, session records: {held[0]}; "
             "nothing was imported"
         )
     if data.get("sha256") != digest:
@@ -273,3 +273,7 @@ def _check_links(read: ExportFile) -> None:
                 f"line {number}: note {values['_id']} is superseded by note {by}, which is "
                 "not in the file: the export is incomplete; nothing was imported"
             )
+
+
+def _fields(unknown: set[str]) -> str:
+    return "field" if len(unknown) == 1 else "fields"

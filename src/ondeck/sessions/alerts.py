@@ -10,6 +10,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from ondeck.core.clock import local
+from ondeck.core.humanize import counted
 from ondeck.db.plain import Db, run
 from ondeck.db.predicates import SESSIONS_INBOX
 
@@ -27,7 +28,8 @@ def context_warnings(db: Db, now: datetime, settings: Any) -> list[tuple[str, st
         found.append(
             (
                 "sessions_unclassified",
-                f"{inbox} session record(s) unclassified, waiting in the inbox for a person "
+                f"{counted(inbox, 'session record')} unclassified, waiting in the inbox for a "
+                "person "
                 "(`ondeck session list --status unclassified`, then `ondeck session move`)",
             )
         )
@@ -42,7 +44,8 @@ def spool_warnings(status: Any, now: datetime, zone: tzinfo) -> list[tuple[str, 
         found.append(
             (
                 "spool_stuck",
-                f"{status.waiting} hook event(s) waiting in the spool ({status.path}) since "
+                f"{counted(status.waiting, 'hook event')} waiting in the spool ({status.path}) "
+                "since "
                 f"{since}: the database could not be reached; the next hook or jobs tick that "
                 "reaches it drains them",
             )
@@ -51,7 +54,8 @@ def spool_warnings(status: Any, now: datetime, zone: tzinfo) -> list[tuple[str, 
         found.append(
             (
                 "spool_rejected",
-                f"{status.rejected} spooled hook event(s) could not be applied; they are kept "
+                f"{counted(status.rejected, 'spooled hook event')} could not be applied; they "
+                "are kept "
                 f"with the reason in {status.path}/rejected.jsonl",
             )
         )

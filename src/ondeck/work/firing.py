@@ -35,6 +35,7 @@ from sqlalchemy import Connection, Engine, bindparam, select, update
 from ondeck.core import logs
 from ondeck.core.clock import aware, today
 from ondeck.core.errors import InvalidInput
+from ondeck.core.humanize import counted
 from ondeck.core.models import MissedPolicy, ScheduleKind
 from ondeck.core.rules import Rule
 from ondeck.core.rules import parse as parse_rule
@@ -431,13 +432,12 @@ def fire_step(engine: Engine, now: datetime, settings: Settings) -> dict[str, An
     result = fire_due(engine, now, settings.zone)
     if result.fired or result.skipped or result.errors:
         log.info(
-            "fired %d schedule date(s) (%d task(s)), coalesced %d missed day(s), "
-            "skipped %d, %d unreadable rule(s)",
-            result.fired,
-            result.tasks,
-            result.coalesced,
+            "fired %s (%s), coalesced %s, skipped %d, %s",
+            counted(result.fired, "schedule date"),
+            counted(result.tasks, "task"),
+            counted(result.coalesced, "missed day"),
             result.skipped,
-            result.errors,
+            counted(result.errors, "unreadable rule"),
         )
     summary: dict[str, Any] = {
         "fired": result.fired,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ondeck.entrypoints.cli.common import Cli
+from ondeck.entrypoints.cli.common import Cli, echo
 
 app = typer.Typer(
     name="ondeck",
@@ -18,9 +18,26 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from ondeck import __version__
+
+        echo(f"ondeck {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print ondeck's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
     db: Annotated[
         str | None, typer.Option("--db", help="Database URL (overrides ONDECK_DATABASE_URL).")
     ] = None,

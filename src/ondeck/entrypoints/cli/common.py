@@ -197,20 +197,73 @@ def print_json(data: Any) -> None:
     write_json_lines(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-def print_table(columns: list[str], rows: list[list[Any]], *, title: str | None = None) -> None:
+def print_table(
+    columns: list[str],
+    rows: list[list[Any]],
+    *,
+    title: str | None = None,
+    cut: tuple[str, ...] = (),
+    fold: tuple[str, ...] = (),
+) -> None:
+    """A table of one line a row: no cell is folded onto a second line, so a date or an id
+    is never broken. The columns named in `cut` (titles, texts) share the terminal's width
+    that the others leave and are cut with an ellipsis where they do not fit; then a long
+    cell of another column (a holder) is cut down to KEEP cells; past that the row is as
+    wide as it must be. A column named in `fold` (an event's details, whole or not at all)
+    shares the width as a cut one does, and folds its text onto more lines instead."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    console = Console()
     # Cells are Text, not str: rich reads a str as markup, and a stored "[link=…]" or
     # "[/]" would be obeyed or refused as markup instead of shown.
+    cells = [[Text("" if v is None else visible(str(v))) for v in row] for row in rows]
+    natural = [
+        max([Text(name).cell_len, *(row[i].cell_len for row in cells)])
+        for i, name in enumerate(columns)
+    ]
+    cuttable = [name in cut or name in fold for name in columns]
+    widths = _widths(natural, cuttable, console.width - _RULES * (len(columns) - 1))
     table = Table(
         title=None if title is None else Text(visible(title)),
         show_edge=False,
+        pad_edge=False,
         header_style="bold",
     )
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*[Text("" if v is None else visible(str(v))) for v in row])
-    Console().print(table)
+    for name, width in zip(columns, widths, strict=True):
+        folds = name in fold
+        table.add_column(
+            name,
+            no_wrap=not folds,
+            overflow="fold" if folds else "ellipsis",
+            min_width=width,
+            max_width=width,
+        )
+    for row in cells:
+        table.add_row(*row)
+    # Never narrower than the widths chosen: rich would fold the cells to fit.
+    console.width = max(console.width, sum(widths) + _RULES * (len(columns) - 1))
+    console.print(table)
+
+
+# Between two columns: a space, the rule, a space.
+_RULES = 3
+# The least a cut column is given, so that a title still says something ("Write…").
+CUT_MIN = 6
+# What a long cell of a column not cut keeps: a date and time, an id, a holder's name.
+KEEP = 25
+
+
+def _widths(natural: list[int], cuttable: list[bool], room: int) -> list[int]:
+    """Each column's width within `room` cells: the cut columns give first (the widest
+    first, down to CUT_MIN), then the other columns wider than KEEP (down to KEEP)."""
+    widths = list(natural)
+    for floor, which in ((CUT_MIN, cuttable), (KEEP, [not c for c in cuttable])):
+        while sum(widths) > room:
+            candidates = [i for i, w in enumerate(widths) if which[i] and w > floor]
+            if not candidates:
+                break
+            widest = max(candidates, key=widths.__getitem__)
+            widths[widest] -= 1
+    return widths

@@ -17,7 +17,10 @@ def upgrade(ctx: typer.Context) -> None:
 
     cli = cli_of(ctx)
     engine = make_engine(cli.database_url)
-    before, after = run_upgrade(engine)
+    try:
+        before, after = run_upgrade(engine)
+    finally:
+        engine.dispose()
     if before == after:
         echo(f"{describe(engine)}: schema already at {after}")
     else:
@@ -32,7 +35,10 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
 
     cli = cli_of(ctx)
     engine = make_engine(cli.database_url)
-    revision = read_revision(engine)
+    try:
+        revision = read_revision(engine)
+    finally:
+        engine.dispose()
     data = {
         "database": describe(engine),
         "kind": engine.dialect.name,

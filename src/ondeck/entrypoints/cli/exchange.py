@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ondeck.core.humanize import counted
 from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, write_json_lines
 
 
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
             params = {"format": "markdown", "side": side}
             files = cli.fetch("GET", "/export", local, params=params)["files"]
             _write_files(out, {Path(name): text for name, text in files.items()})
-            echo(f"exported {len(files)} file(s) to {out}")
+            echo(f"exported {counted(len(files), 'file')} to {out}")
             return
         with _jsonl(cli, side) as lines:
             if out is None:
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
             finally:
                 partial.unlink(missing_ok=True)
         # Not counted: the header and the end line.
-        echo(f"exported {written - 2} record(s) to {out}", err=True)
+        echo(f"exported {counted(written - 2, 'record')} to {out}", err=True)
 
     @app.command("import")
     def import_(
@@ -130,7 +131,8 @@ def register(app: typer.Typer) -> None:
             return
         updated = counts.get("updated", 0)
         echo(
-            f"imported {counts['notes']} note(s) and {counts['sessions']} session record(s); "
+            f"imported {counted(counts['notes'], 'note')} and "
+            f"{counted(counts['sessions'], 'session record')}; "
             f"{counts['skipped']} already there"
             + (f"; {updated} brought to the export's newer state" if updated else "")
         )

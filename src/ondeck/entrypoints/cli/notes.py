@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ondeck.core.humanize import counted
 from ondeck.core.memory import NoteKind, Scope, check_kind, check_note_id
 from ondeck.entrypoints.cli.common import (
     Cli,
@@ -247,6 +248,7 @@ def list_(
             for n in found
         ],
         title=f"notes: {scope.describe()}",
+        cut=("text",),
     )
 
 
@@ -294,7 +296,8 @@ def show(
     if note["head"]:
         echo(f"  written at {note['branch'] or 'detached HEAD'} {note['head'][:12]}")
     if note["redactions"]:
-        echo(f"  {note['redactions']} secret(s) or private span(s) taken out before storing")
+        found = counted(note["redactions"], "secret or private span", "secrets or private spans")
+        echo(f"  {found} taken out before storing")
     echo("")
     echo(note["text"])
     echo("")

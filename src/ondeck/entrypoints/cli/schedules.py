@@ -120,6 +120,7 @@ def list_(
             ]
             for s in found
         ],
+        cut=("title",),
     )
 
 

@@ -88,7 +88,11 @@ def list_(
         ]
         for s in found
     ]
-    print_table(["#", "status", "side/project", "started", "last heard", "last word"], rows)
+    print_table(
+        ["#", "status", "side/project", "started", "last heard", "last word"],
+        rows,
+        cut=("last word",),
+    )
 
 
 def _detail(cli: Cli, ref: str) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def list_(
         [t["id"], t["priority"], _status(t), t["due_on"], t["project"], t["title"], _holder(t)]
         for t in found
     ]
-    print_table(["id", "P", "status", "due", "project", "title", "held by"], rows)
+    print_table(["id", "P", "status", "due", "project", "title", "held by"], rows, cut=("title",))
 
 
 @app.command("show")
@@ -210,7 +210,7 @@ def show(ctx: typer.Context, task_id: IdArg, as_json: JsonOpt = False) -> None:
     rows = [
         [_seconds(e["at"]), e["actor"], e["kind"], _details(e["details"])] for e in found["events"]
     ]
-    print_table(["at", "actor", "event", "details"], rows)
+    print_table(["at", "actor", "event", "details"], rows, fold=("details",))
 
 
 def _details(details: dict[str, Any]) -> str:

@@ -265,9 +265,12 @@ class RemoteServer:
         return spool.status(self.config.spool_dir).waiting
 
     def spooled_line(self, what: str) -> str:
+        from ondeck.core.humanize import counted
+
         return (
             f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
-            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and sent "
+            f"spool ({counted(self.waiting(), 'event')} waiting in {self.config.spool_dir}) "
+            "and sent "
             "by the next hook that reaches the server."
         )
 

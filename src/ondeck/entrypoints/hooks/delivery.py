@@ -393,8 +393,11 @@ class Local:
             self._known = store_id
 
     def spooled_line(self, what: str) -> str:
+        from ondeck.core.humanize import counted
+
         return (
             f"ondeck could not store this session's {what} ({self.problem}); it is kept in the "
-            f"spool ({self.waiting()} event(s) waiting in {self.config.spool_dir}) and stored "
+            f"spool ({counted(self.waiting(), 'event')} waiting in {self.config.spool_dir}) "
+            "and stored "
             "by the next hook or jobs tick that reaches the database."
         )

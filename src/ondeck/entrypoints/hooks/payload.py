@@ -39,10 +39,12 @@ def read_payload(stream: Any) -> dict[str, Any]:
         cleaned = _clean(data, 0, counts)
     except (MemoryError, RecursionError, ValueError, OSError):
         return {}
+    from ondeck.core.humanize import counted
+
     if counts["surrogates"]:
-        notes.append(f"{counts['surrogates']} lone UTF-16 surrogate(s) replaced by U+FFFD")
+        notes.append(f"{counted(counts['surrogates'], 'lone UTF-16 surrogate')} replaced by U+FFFD")
     if counts["deep"]:
-        notes.append(f"{counts['deep']} structure(s) nested over {DEPTH_MAX} levels cut")
+        notes.append(f"{counted(counts['deep'], 'structure')} nested over {DEPTH_MAX} levels cut")
     if notes:
         cleaned[INPUT_NOTE] = notes
     return dict(cleaned)
@@ -68,7 +70,9 @@ def _parsed(raw: bytes, notes: list[str]) -> Any:
     except RecursionError:
         text, cut = _cut_deep(text)
         if cut:
-            notes.append(f"{cut} structure(s) nested over {DEPTH_MAX} levels cut")
+            from ondeck.core.humanize import counted
+
+            notes.append(f"{counted(cut, 'structure')} nested over {DEPTH_MAX} levels cut")
     except ValueError:
         if not notes:  # not cut: it is not JSON, and there is nothing to mend
             raise

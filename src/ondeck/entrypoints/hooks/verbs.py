@@ -358,21 +358,12 @@ def run_hook(
         message = _record(verb, payload, db_url)
     except Exception as exc:  # never fail the session: say what went wrong instead
         message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
-        if verb == "session-end":
-            message.update({"released": [], "owner": _owner(payload)})
     if message and agent != CLAUDE_CODE:
         # Codex refuses an answer with fields it does not know; Gemini reads JSON only.
         message = {k: v for k, v in message.items() if k == "systemMessage"}
     if message:
         stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     return 0
-
-
-def _owner(payload: dict[str, Any]) -> str | None:
-    from ondeck.core.session_terms import session_owner
-
-    value = payload.get("session_id")
-    return session_owner(value.strip()) if isinstance(value, str) and value.strip() else None
 
 
 def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str, Any] | None:
@@ -383,7 +374,7 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
     kind = HOOK_KINDS[verb]
     if session_id_of(payload) is None:
         sys.stderr.write(f"ondeck: hook {verb}: no session_id on stdin, nothing recorded\n")
-        return {"released": [], "owner": None} if kind == "end" else None
+        return None
     config = load_hook_config(db_url)
     now = clock.now()
     last = None
@@ -396,14 +387,13 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
     if config.server_url:  # client mode: the record is made here, then sent (client_mode.py)
         return _record_here(kind, payload, config, now, last)
     try:
-        result = Server(config).send_event(verb, payload, now.isoformat(), last=last)
+        Server(config).send_event(verb, payload, now.isoformat(), last=last)
     except NoServer as exc:
         debug(f"server: {exc}")
     else:
-        if kind != "end":
-            return None
-        _forget_start(config, payload)
-        return {"released": result.get("released", []), "owner": _owner(payload)}
+        if kind == "end":
+            _forget_start(config, payload)
+        return None
     return _record_here(kind, payload, config, now, last)
 
 
@@ -458,10 +448,9 @@ def _record_here(
             if result is None:
                 return {"systemMessage": local.spooled_line(what)}
             return {"systemMessage": f"ondeck: {warning}."} if warning else None
-        out: dict[str, Any] = {
-            "released": result["released"] if result else [],
-            "owner": _owner(payload),
-        }
+        # Claude Code reads only its own keys here (a SessionEnd hook's output is a
+        # systemMessage at most); which leases the end released is in the session's events.
+        out: dict[str, Any] = {}
         if result is None:
             out["systemMessage"] = local.spooled_line(what)
         elif warning:
@@ -488,12 +477,12 @@ def _record_here(
                 _forget_start(config, payload)
 
             AFTER.append(send_changes)
-            return out
+            return out or None
         changes = changes_of(record, start, config, now)
         _forget_start(config, payload)
         if changes is not None and local.store(changes, now) is None and result is not None:
             out["systemMessage"] = local.spooled_line("git changes")
-        return out
+        return out or None
     finally:
         local.close()
 

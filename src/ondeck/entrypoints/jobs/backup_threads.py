@@ -52,7 +52,7 @@ class BackupThreads:
         claims = backup_runs.claim_due(engine, now, settings.zone, runner=self.name)
         for claim in claims:
             self._spawn(engine, settings, claim)
-        summary: dict[str, Any] = dict(Counter(ran.backup.status for ran in ended))
+        summary: dict[str, Any] = dict(Counter(ran.backup.status.value for ran in ended))
         if claims:
             summary["started"] = [claim.backup_id for claim in claims]
         if writing:

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ondeck import __version__
 from ondeck.core.clock import iso, local, today
 from ondeck.core.errors import OndeckError
-from ondeck.core.humanize import relative, span
+from ondeck.core.humanize import counted, relative, span
 from ondeck.core.models import Task, details_in_zone
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.gateway import Call, call_of
@@ -129,7 +129,9 @@ _env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_env.filters.update(when=when, ago=ago, day=day, duration=duration, size=size, details=details)
+_env.filters.update(
+    when=when, ago=ago, day=day, duration=duration, size=size, details=details, counted=counted
+)
 
 
 @pass_context
