@@ -52,6 +52,7 @@ def _register() -> None:
         server,
         service,
         sessions,
+        setup,
         tasks,
         tokens,
     )
@@ -64,6 +65,7 @@ def _register() -> None:
     context.register(app)
     hooks.register(app)
     mcp.register(app)
+    setup.register(app)
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)
