@@ -54,11 +54,11 @@ export function briefOfHookOutput(stdout: string): string {
 }
 
 // The status line: the server's own line, then what the mod knows that the server cannot
-// (it is away; events went to the spool through `ondeck hook`, or wait here).
+// (it is away; events went to `ondeck hook`, which stores or spools them, or wait here).
 export function statusText(line: string, reachable: boolean, handed: number, kept: number): string {
   const parts = [line || 'ondeck']
   if (!reachable) parts.push('⚠ server unreachable')
-  if (handed > 0) parts.push(`${handed} event${handed === 1 ? '' : 's'} sent to ondeck's spool`)
+  if (handed > 0) parts.push(`${handed} event${handed === 1 ? '' : 's'} handed to \`ondeck hook\``)
   if (kept > 0) parts.push(`${kept} event${kept === 1 ? '' : 's'} kept to resend`)
   return parts.join(' · ')
 }
