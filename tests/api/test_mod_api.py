@@ -26,7 +26,13 @@ LOCAL = ("127.0.0.1", 50000)
 def mod_event(hook: str, cwd: Path, at: str, **fields: str) -> dict[str, object]:
     """As the mod's `hookEvent` makes it (claude_plugin/hooks/words.ts)."""
     names = {"session-start": "SessionStart", "stop": "Stop", "session-end": "SessionEnd"}
-    payload = {"session_id": SESSION, "cwd": str(cwd), "hook_event_name": names[hook], **fields}
+    payload = {
+        "session_id": SESSION,
+        "cwd": str(cwd),
+        "hook_event_name": names[hook],
+        "event_at": at,
+        **fields,
+    }
     event: dict[str, object] = {"hook": hook, "payload": payload, "at": at, "transcript_size": -1}
     return {**event, "context": True} if hook == "session-start" else event
 
@@ -60,6 +66,18 @@ def test_mod_events_use_the_servers_rules_and_a_resend_is_one_event(
             ]
             == "applied"
         )
+        # A resumed session ends again with the same reason: another event (its own instant).
+        ends = [
+            mod_event("session-end", repo, at.isoformat(), reason="other")
+            for at in (NOW, NOW + timedelta(minutes=5))
+        ]
+        outcomes = [
+            c.post(f"{API}/sessions/hook-events", json={"events": [end]}).json()["results"][0][
+                "outcome"
+            ]
+            for end in (ends[0], ends[0], ends[1])
+        ]
+        assert outcomes == ["applied", "duplicate", "applied"]
         [row] = c.get(f"{API}/sessions").json()
         shown = c.get(f"{API}/sessions/{row['id']}").json()
         assert shown["project"] == "website" and shown["last_word"] == answer

@@ -206,7 +206,7 @@ export const register: Register = (on, options) => {
       await current($, 'startup')
       const at = await $.clock.now()
       const summary = got.messages.find((m) => m.role === 'user')?.text ?? ''
-      const fields = { trigger: e.trigger, compact_summary: summary, compacted_at: String(at) }
+      const fields = { trigger: e.trigger, compact_summary: summary }
       await deliver($, hookEvent('post-compact', my.session, my.cwd, at, fields))
       my.brief = (await briefNow($, 'compact')) ?? my.brief
       await refresh($)

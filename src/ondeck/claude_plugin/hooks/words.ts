@@ -8,8 +8,9 @@ export type Verb = 'session-start' | 'stop' | 'post-compact' | 'session-end'
 // One event as ondeck's `POST /api/v1/sessions/hook-events` takes it (and `ondeck hook
 // <verb>` on its standard input, `payload` alone). `transcript_size` is -1 and no
 // `transcript_path` is sent: the fingerprint then depends on the payload alone, so an
-// event resent (by the mod, or handed to `ondeck hook`) is the same event, and two turns
-// ending with the same words differ by `turn_id`.
+// event resent (by the mod, or handed to `ondeck hook`) is the same event, while two
+// events of one session differ by `event_at`, the instant the mod heard it (a resumed
+// session ends again with the same reason; two turns end with the same words).
 export type HookEvent = {
   hook: Verb
   payload: Record<string, string>
@@ -32,13 +33,15 @@ export function hookEvent(
   at: number,
   fields: Record<string, string>,
 ): HookEvent {
+  const when = new Date(at).toISOString()
   const payload = {
     session_id: session,
     cwd,
     hook_event_name: HOOK_NAMES[hook],
+    event_at: when,
     ...fields,
   }
-  const event: HookEvent = { hook, payload, at: new Date(at).toISOString(), transcript_size: -1 }
+  const event: HookEvent = { hook, payload, at: when, transcript_size: -1 }
   return hook === 'session-start' ? { ...event, context: true } : event
 }
 

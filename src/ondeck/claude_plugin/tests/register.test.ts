@@ -83,7 +83,7 @@ describe('register', () => {
     expect(sentEvents.map((e) => e.hook)).toEqual(['session-start', 'stop', 'session-end'])
     expect(sentEvents[1].payload).toEqual({
       session_id: SESSION, cwd: '/work', hook_event_name: 'Stop',
-      last_assistant_message: '끝났어요', turn_id: 't1',
+      event_at: '2026-12-02T09:00:00.000Z', last_assistant_message: '끝났어요', turn_id: 't1',
     })
     expect(sentEvents[1].transcript_size).toBe(-1)
     expect(w.sent.every((s) => s.socketPath === '/data/run/server-7400.sock')).toBe(true)
