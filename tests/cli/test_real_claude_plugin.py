@@ -1,0 +1,311 @@
+"""The ondeck plugin in the real Claude Code (npm, pinned in support/claude.py), set up by
+`ondeck setup claude-code` on a fresh home, with a real `ondeck serve` and a stand-in for the
+Messages API. One scenario per store, run once (module scope), asserted many ways:
+
+    run 1   `claude -p`: the first request carries the brief with today's task, ondeck's MCP
+            tools are offered, a scripted `write_handoff` lands on this very session, the
+            session is recorded with its last word and its end, the status line speaks
+    run 2   the session resumed, `/compact` then a prompt: the compaction is recorded and the
+            request after it carries the brief again
+    run 3   the server stopped: the mod hands its events to `ondeck hook`, the status line
+            says the server is away; once the server is back the session is there, whole
+    undo    `ondeck setup claude-code --undo` leaves the settings as they were
+
+Without npm or its registry the tests skip with the reason, unless ONDECK_REQUIRE_CLAUDE=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, select
+
+from conftest import drop_pg_database, new_pg_database
+from ondeck.db.tables import events, notes, sessions
+from ondeck.entrypoints.hooks.claude_setup import plugin_dir
+from support import claude
+from support.pg import free_port
+from support.served import ONDECK, start, stop
+
+TASK = "오늘의 작업: 플러그인 출시"
+HANDOFF = "핸드오프: the mod records this session"
+ANSWERS = ("첫 답: the first run's last word.", "두 번째: after the compaction.", "offline 답.")
+WRITE_HANDOFF = "mcp__plugin_ondeck_ondeck__write_handoff"
+
+
+@pytest.fixture(scope="session")
+def claude_bin(request: pytest.FixtureRequest) -> Path:
+    folder = Path(request.config.cache.mkdir("claude-code"))
+    found = claude.install(folder)
+    if isinstance(found, str):
+        if os.environ.get("ONDECK_REQUIRE_CLAUDE") == "1":
+            pytest.fail(found)
+        pytest.skip(found)
+    return found
+
+
+@dataclass
+class Run:
+    requests: list[dict[str, Any]]
+    lines: list[dict[str, Any]]
+    stderr: str
+    returncode: int
+
+    def messages_requests(self) -> list[dict[str, Any]]:
+        return [
+            r["body"]
+            for r in self.requests
+            if r["method"] == "POST" and r["path"].split("?")[0].endswith("/v1/messages")
+        ]
+
+    def statuses(self) -> list[str]:
+        return [
+            str(line.get("text"))
+            for line in self.lines
+            if line.get("subtype") == "ui_status" and line.get("plugin") == "ondeck"
+        ]
+
+    def session_id(self) -> str:
+        return next(str(line["session_id"]) for line in self.lines if line.get("session_id"))
+
+
+@dataclass
+class Scenario:
+    db_url: str
+    home: Path
+    setup: str
+    settings_before: str
+    settings_set: dict[str, Any]
+    undo: str
+    settings_after: str
+    runs: list[Run] = field(default_factory=list)
+
+    def read(self, query: Any) -> list[dict[str, Any]]:
+        engine = create_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                return [dict(r) for r in conn.execute(query).mappings()]
+        finally:
+            engine.dispose()
+
+    def session(self, external_id: str) -> dict[str, Any]:
+        [row] = self.read(select(sessions).where(sessions.c.external_id == external_id))
+        return row
+
+
+def _claude(
+    binary: Path,
+    env: dict[str, str],
+    work: Path,
+    api: claude.Messages,
+    *args: str,
+    prompt: str | None = None,
+    stdin: str | None = None,
+) -> Run:
+    done = subprocess.run(
+        [
+            str(binary),
+            "-p",
+            *([prompt] if prompt else []),
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            *args,
+        ],
+        cwd=work,
+        env={**env, "ANTHROPIC_BASE_URL": api.url},
+        input=stdin,  # None: the prompt is an argument
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = []
+    for line in done.stdout.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            continue
+    return Run(list(api.requests), lines, done.stderr, done.returncode)
+
+
+def _user(*texts: str) -> str:
+    return "".join(
+        json.dumps({"type": "user", "message": {"role": "user", "content": t}}) + "\n"
+        for t in texts
+    )
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def scenario(
+    request: pytest.FixtureRequest, claude_bin: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Scenario]:
+    root = tmp_path_factory.mktemp(f"plugin-{request.param}")
+    home, work, data = root / "home", root / "work", root / "data"
+    work.mkdir()
+    (home / ".claude").mkdir(parents=True)
+    before = json.dumps({"theme": "dark"}, indent=2) + "\n"
+    (home / ".claude" / "settings.json").write_text(before)
+    admin = None
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{root / 'ondeck.db'}"
+    else:
+        admin = request.getfixturevalue("pg_admin_url")
+        db_url = new_pg_database(admin, request.getfixturevalue("pg_template"))
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "ENABLE_TOOL_SEARCH": "false",  # ondeck's tools in the request itself, not deferred
+        "MCP_CONNECTION_NONBLOCKING": "false",  # and there from the first request on
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(data),
+        "ONDECK_CONFIG": str(root / "no-config.toml"),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_PORT": str(port),
+    }
+    today = datetime.now(UTC).date().isoformat()
+
+    def ondeck(*args: str, api: str = "http://127.0.0.1:9") -> str:
+        # `claude plugin …` (run by the setup) with a key asks the API for something first:
+        # a stand-in on loopback answers, where the real API would keep it waiting.
+        given = {**env, "ANTHROPIC_BASE_URL": api}
+        done = subprocess.run(
+            [ONDECK, *args], env=given, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    ondeck("db", "upgrade")
+    ondeck("task", "add", TASK, "--due", today)
+    url = f"http://127.0.0.1:{port}"
+    log = root / "serve.log"
+    server = start(env, "--no-jobs", url=url, log=log)
+    try:
+        with claude.Messages("") as idle:
+            setup = ondeck("setup", "claude-code", "--claude", str(claude_bin), api=idle.url)
+        settings_set = json.loads((home / ".claude" / "settings.json").read_text())
+        runs = []
+        call = (WRITE_HANDOFF.rsplit("__", 1)[1], {"text": HANDOFF})
+        with claude.Messages(ANSWERS[0], tool_call=call) as api:
+            runs.append(
+                _claude(
+                    claude_bin,
+                    env,
+                    work,
+                    api,
+                    "--allowedTools",
+                    WRITE_HANDOFF,
+                    prompt="hi",
+                )
+            )
+        first = runs[0].session_id()
+        with claude.Messages(ANSWERS[1]) as api:
+            runs.append(
+                _claude(
+                    claude_bin,
+                    env,
+                    work,
+                    api,
+                    "--input-format",
+                    "stream-json",
+                    "--resume",
+                    first,
+                    stdin=_user("/compact", "go on"),
+                )
+            )
+        stop(server)
+        with claude.Messages(ANSWERS[2]) as api:
+            runs.append(
+                _claude(
+                    claude_bin,
+                    env,
+                    work,
+                    api,
+                    prompt="while the server is away",
+                )
+            )
+        server = start(env, "--no-jobs", url=url, log=log)
+        with claude.Messages("") as idle:
+            undo = ondeck("setup", "claude-code", "--undo", api=idle.url)
+        after = (home / ".claude" / "settings.json").read_text()
+        yield Scenario(db_url, home, setup, before, settings_set, undo, after, runs)
+    finally:
+        stop(server)
+        if admin is not None:
+            drop_pg_database(admin, db_url)
+
+
+def test_setup_installs_the_plugin_and_undo_removes_exactly_that(scenario: Scenario) -> None:
+    assert "plugin ondeck@ondeck installed" in scenario.setup, scenario.setup
+    assert str(plugin_dir()) in scenario.setup
+    set_ = scenario.settings_set
+    assert set_["enabledPlugins"] == {"ondeck@ondeck": True}
+    options = set_["pluginConfigs"]["ondeck@ondeck"]["options"]
+    assert options["socket"].endswith(".sock") and Path(options["python"]).exists()
+    assert "hooks" not in set_  # one path per session: the mod's
+    assert "plugin ondeck@ondeck uninstalled" in scenario.undo
+    assert json.loads(scenario.settings_after) == json.loads(scenario.settings_before)
+
+
+def test_the_first_request_carries_the_brief_and_ondecks_tools(scenario: Scenario) -> None:
+    run = scenario.runs[0]
+    assert run.returncode == 0, run.stderr[-2000:]
+    first = json.dumps(run.messages_requests()[0], ensure_ascii=False)
+    assert "# On deck" in first and TASK in first
+    names = [t.get("name") for t in run.messages_requests()[0].get("tools") or []]
+    assert WRITE_HANDOFF in names and "mcp__plugin_ondeck_ondeck__recall" in names
+    assert any("1 due" in s for s in run.statuses()), run.statuses()
+    assert any("jobs loop silent" in s for s in run.statuses())  # served with --no-jobs
+
+
+def test_the_handoff_lands_on_this_session_and_the_session_is_recorded(
+    scenario: Scenario,
+) -> None:
+    run = scenario.runs[0]
+    row = scenario.session(run.session_id())
+    [handoff] = scenario.read(select(notes).where(notes.c.kind == "handoff"))
+    assert handoff["text"] == HANDOFF and handoff["session_id"] == row["id"]
+    assert row["last_word"] in ANSWERS[:2]
+    kinds = [
+        r["kind"]
+        for r in scenario.read(
+            select(events.c.kind)
+            .where(events.c.subject == f"session:{row['id']}")
+            .order_by(events.c.id)
+        )
+    ]
+    assert "session.started" in kinds and "session.ended" in kinds, kinds
+
+
+def test_compact_in_a_resumed_session_brings_the_brief_back(scenario: Scenario) -> None:
+    run = scenario.runs[1]
+    assert run.returncode == 0, run.stderr[-2000:]
+    row = scenario.session(run.session_id())
+    assert row["id"] == scenario.session(scenario.runs[0].session_id())["id"]
+    assert row["last_word"] == ANSWERS[1] and row["status"] == "ended"
+    last = json.dumps(run.messages_requests()[-1], ensure_ascii=False)
+    assert "go on" in last and "# On deck" in last and TASK in last
+    kinds = [r["kind"] for r in scenario.read(select(events.c.kind))]
+    assert "session.compacted" in kinds
+
+
+def test_with_the_server_stopped_the_events_arrive_once_it_is_back(scenario: Scenario) -> None:
+    run = scenario.runs[2]
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert any("server unreachable" in s for s in run.statuses()), run.statuses()
+    row = scenario.session(run.session_id())
+    assert row["last_word"] == ANSWERS[2] and row["status"] == "ended"
+    first = json.dumps(run.messages_requests()[0], ensure_ascii=False)
+    assert TASK in first  # the brief, from `ondeck hook session-start`
