@@ -41,17 +41,6 @@ ANSWERS = ("첫 답: the first run's last word.", "두 번째: after the compact
 WRITE_HANDOFF = "mcp__plugin_ondeck_ondeck__write_handoff"
 
 
-@pytest.fixture(scope="session")
-def claude_bin(request: pytest.FixtureRequest) -> Path:
-    folder = Path(request.config.cache.mkdir("claude-code"))
-    found = claude.install(folder)
-    if isinstance(found, str):
-        if os.environ.get("ONDECK_REQUIRE_CLAUDE") == "1":
-            pytest.fail(found)
-        pytest.skip(found)
-    return found
-
-
 @dataclass
 class Run:
     requests: list[dict[str, Any]]
@@ -105,10 +94,25 @@ def _claude(
     binary: Path,
     env: dict[str, str],
     work: Path,
-    api: claude.Messages,
+    answer: str,
     *args: str,
+    tool_call: tuple[str, dict[str, Any]] | None = None,
     prompt: str | None = None,
     stdin: str | None = None,
+) -> Run:
+    with claude.Messages(answer, tool_call=tool_call) as api:
+        return _run(binary, {**env, "ANTHROPIC_BASE_URL": api.url}, work, api, *args,
+                    prompt=prompt, stdin=stdin)  # fmt: skip
+
+
+def _run(
+    binary: Path,
+    env: dict[str, str],
+    work: Path,
+    api: claude.Messages,
+    *args: str,
+    prompt: str | None,
+    stdin: str | None,
 ) -> Run:
     done = subprocess.run(
         [
@@ -121,7 +125,7 @@ def _claude(
             *args,
         ],
         cwd=work,
-        env={**env, "ANTHROPIC_BASE_URL": api.url},
+        env=env,
         input=stdin,  # None: the prompt is an argument
         capture_output=True,
         text=True,
@@ -196,46 +200,16 @@ def scenario(
         with claude.Messages("") as idle:
             setup = ondeck("setup", "claude-code", "--claude", str(claude_bin), api=idle.url)
         settings_set = json.loads((home / ".claude" / "settings.json").read_text())
-        runs = []
         call = (WRITE_HANDOFF.rsplit("__", 1)[1], {"text": HANDOFF})
-        with claude.Messages(ANSWERS[0], tool_call=call) as api:
-            runs.append(
-                _claude(
-                    claude_bin,
-                    env,
-                    work,
-                    api,
-                    "--allowedTools",
-                    WRITE_HANDOFF,
-                    prompt="hi",
-                )
-            )
-        first = runs[0].session_id()
-        with claude.Messages(ANSWERS[1]) as api:
-            runs.append(
-                _claude(
-                    claude_bin,
-                    env,
-                    work,
-                    api,
-                    "--input-format",
-                    "stream-json",
-                    "--resume",
-                    first,
-                    stdin=_user("/compact", "go on"),
-                )
-            )
+        first = _claude(claude_bin, env, work, ANSWERS[0], "--allowedTools", WRITE_HANDOFF,
+                        tool_call=call, prompt="hi")  # fmt: skip
+        again = ("--input-format", "stream-json", "--resume", first.session_id())
+        resumed = _claude(
+            claude_bin, env, work, ANSWERS[1], *again, stdin=_user("/compact", "go on")
+        )
         stop(server)
-        with claude.Messages(ANSWERS[2]) as api:
-            runs.append(
-                _claude(
-                    claude_bin,
-                    env,
-                    work,
-                    api,
-                    prompt="while the server is away",
-                )
-            )
+        away = _claude(claude_bin, env, work, ANSWERS[2], prompt="while the server is away")
+        runs = [first, resumed, away]
         server = start(env, "--no-jobs", url=url, log=log)
         with claude.Messages("") as idle:
             undo = ondeck("setup", "claude-code", "--undo", api=idle.url)
