@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -283,3 +285,38 @@ def test_with_the_server_stopped_the_events_arrive_once_it_is_back(scenario: Sce
     assert row["last_word"] == ANSWERS[2] and row["status"] == "ended"
     first = json.dumps(run.messages_requests()[0], ensure_ascii=False)
     assert TASK in first  # the brief, from `ondeck hook session-start`
+
+
+def test_claude_plugin_validate_and_the_mods_own_tests_pass(
+    claude_bin: Path, tmp_path: Path
+) -> None:
+    """`claude plugin validate --strict` (warnings fail it too) on the plugin (a copy: Claude
+    Code writes its type files beside a mod it reads) and on this repository's marketplace;
+    `claude plugin test` runs the mod's tests (claude_plugin/tests/)."""
+    folder = tmp_path / "ondeck"
+    shutil.copytree(plugin_dir(), folder)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    repository = Path(__file__).resolve().parents[2]
+    for target in (folder, repository):
+        done = subprocess.run(
+            [str(claude_bin), "plugin", "validate", "--strict", "--json", str(target)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        report = json.loads(done.stdout)
+        assert report["success"] is True
+        for part in [report["manifest"], *report["contents"]]:
+            assert part["errors"] == [] and part["warnings"] == [], part
+    tested = subprocess.run(
+        [str(claude_bin), "plugin", "test", str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = tested.stdout + tested.stderr
+    assert tested.returncode == 0, said[-3000:]
+    assert re.search(r"\b3 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
