@@ -7,6 +7,8 @@ Messages API. One scenario per store, run once (module scope), asserted many way
             session is recorded with its last word and its end, the status line speaks
     run 2   the session resumed, `/compact` then a prompt: the compaction is recorded and the
             request after it carries the brief again
+    run 4   a prompt, `/clear`, a prompt: the clear ends the session and starts the next,
+            recorded as one, whose first request carries the brief
     run 3   the server stopped: the mod hands its events to `ondeck hook`, the status line
             says the server is away; once the server is back the session is there, whole
     undo    `ondeck setup claude-code --undo` leaves the settings as they were
@@ -209,9 +211,12 @@ def scenario(
         resumed = _claude(
             claude_bin, env, work, ANSWERS[1], *again, stdin=_user("/compact", "go on")
         )
+        stream = ("--input-format", "stream-json")
+        cleared = _claude(claude_bin, env, work, ANSWERS[1], *stream,
+                          stdin=_user("before the clear", "/clear", "after the clear"))  # fmt: skip
         stop(server)
         away = _claude(claude_bin, env, work, ANSWERS[2], prompt="while the server is away")
-        runs = [first, resumed, away]
+        runs = [first, resumed, away, cleared]
         server = start(env, "--no-jobs", url=url, log=log)
         with claude.Messages("") as idle:
             undo = ondeck("setup", "claude-code", "--undo", api=idle.url)
@@ -275,6 +280,18 @@ def test_compact_in_a_resumed_session_brings_the_brief_back(scenario: Scenario) 
     assert "go on" in last and "# On deck" in last and TASK in last
     kinds = [r["kind"] for r in scenario.read(select(events.c.kind))]
     assert "session.compacted" in kinds
+
+
+def test_clear_ends_the_session_and_the_next_one_gets_the_brief(scenario: Scenario) -> None:
+    run = scenario.runs[3]
+    assert run.returncode == 0, run.stderr[-2000:]
+    before = scenario.session(run.session_id())
+    assert before["end_reason"] == "clear"
+    asked = [json.dumps(body, ensure_ascii=False) for body in run.messages_requests()]
+    after = next(a for a in asked if "after the clear" in a)
+    assert "before the clear" not in after and "# On deck" in after and TASK in after
+    [cleared] = scenario.read(select(sessions).where(sessions.c.start_source == "clear"))
+    assert cleared["status"] == "ended" and cleared["last_word"] == ANSWERS[1]
 
 
 def test_with_the_server_stopped_the_events_arrive_once_it_is_back(scenario: Scenario) -> None:
