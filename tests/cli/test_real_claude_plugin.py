@@ -336,4 +336,4 @@ def test_claude_plugin_validate_and_the_mods_own_tests_pass(
     )
     said = tested.stdout + tested.stderr
     assert tested.returncode == 0, said[-3000:]
-    assert re.search(r"\b3 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
+    assert re.search(r"\b4 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]

@@ -29,11 +29,14 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   on('turn.complete', (_: unknown, e: { answer: string }) => ({ text: e.answer }))
   on('env.set', () => ({ value: {} }))
   on('session.end', (_: unknown, e: { sessionId: string }) => ({ sessionId: e.sessionId }))
+  on('ui.open', () => ({ value: { isPlaced: true } }))
   on('http.fetch', (_: unknown, e: { url: string; init?: { body?: string; socketPath?: string } }) => {
     if (!serverUp()) return { value: { status: 503, ok: false, headers: {}, text: '' } }
     sent.push({ url: e.url, body: e.init?.body ?? '', socketPath: e.init?.socketPath })
     const text = e.url.includes('/context/status')
       ? JSON.stringify({ line: 'ondeck · 1 due' })
+      : e.url.includes('/context?')
+      ? BRIEF
       : JSON.stringify({
           results: [
             {
@@ -121,5 +124,28 @@ describe('register', () => {
     })
     expect(events(w.sent).map((e) => e.hook)).toEqual(['stop', 'session-start'])
     expect(w.status.at(-1)).toBe('ondeck · 1 due')
+  })
+
+  test('/ondeck opens a pane with the brief and the status line', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: 'terminal', isInteractive: true })
+    const ran = await $.command.run({
+      command: 'ondeck',
+      args: '',
+      origin: { kind: 'composer' },
+    } as never)
+    expect(ran.text).toBe('On deck: opened beside the transcript.')
+    const queried = w.sent.map((s) => s.url).filter((u) => u.includes('/context?'))
+    expect(queried.at(-1)).toContain('format=markdown')
+    const ui = await $.ui.mount({
+      plugin: 'ondeck',
+      surface: 'terminal',
+      component: 'Pane',
+      requestId: 'ondeck',
+      props: { title: 'On deck', isFocused: false, bodyColumns: 60, placement: 'dock', scroll: { offset: 0, bodyRows: 20 } },
+    } as never)
+    expect((await ui.find({ type: 'Text', text: /1 due/ }))?.text).toBe('ondeck · 1 due')
+    expect((await ui.find({ type: 'Markdown' }))?.text).toContain('보고서 쓰기')
+    await ui.unmount()
   })
 })
