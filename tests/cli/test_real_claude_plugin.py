@@ -337,3 +337,45 @@ def test_claude_plugin_validate_and_the_mods_own_tests_pass(
     said = tested.stdout + tested.stderr
     assert tested.returncode == 0, said[-3000:]
     assert re.search(r"\b4 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
+
+
+def test_an_older_claude_code_gets_the_settings_hooks_and_undo_removes_them(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Claude Code before mods (2.1.286): the settings hooks and `claude mcp add`, as today;
+    `--undo` leaves the settings as they were."""
+    folder = Path(request.config.cache.mkdir(f"claude-code-{claude.BEFORE_MODS}"))
+    older = claude.install(folder, claude.BEFORE_MODS)
+    if isinstance(older, str):
+        if os.environ.get("ONDECK_REQUIRE_CLAUDE") == "1":
+            pytest.fail(older)
+        pytest.skip(older)
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"theme": "dark"}\n')
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "ANTHROPIC_API_KEY": "dummy",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing asked of the real API
+        "ONDECK_DATA_DIR": str(tmp_path / "data"),
+        "ONDECK_CONFIG": str(tmp_path / "no-config.toml"),
+    }
+
+    def setup(*args: str) -> str:
+        done = subprocess.run(
+            [ONDECK, "setup", "claude-code", *args], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    said = setup("--claude", str(older))
+    assert f"Claude Code {claude.BEFORE_MODS} (no mods before 2.1.287)" in said
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "Stop", "PostCompact", "SessionEnd"}
+    servers = json.loads((tmp_path / "home" / ".claude.json").read_text())["mcpServers"]
+    assert servers["ondeck"]["args"] == ["-m", "ondeck", "mcp"]
+    assert "nothing changed" in setup("--claude", str(older))  # set up already
+    undone = setup("--undo")
+    assert "MCP server ondeck removed" in undone
+    assert json.loads(settings.read_text()) == {"theme": "dark"}

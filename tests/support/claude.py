@@ -20,16 +20,21 @@ VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
 
 
-def install(folder: Path) -> Path | str:
-    """The `claude` executable of PACKAGE installed under `folder` (reused when it is there
+# The last Claude Code before mods (2.1.287): `ondeck setup claude-code` gives it settings hooks.
+BEFORE_MODS = "2.1.286"
+
+
+def install(folder: Path, version: str = VERSION) -> Path | str:
+    """The `claude` executable of `version` installed under `folder` (reused when it is there
     already), or why it could not be installed."""
+    package = f"@anthropic-ai/claude-code@{version}"
     binary = folder / "node_modules" / ".bin" / "claude"
-    if _version(binary) == VERSION:
+    if _version(binary) == version:
         return binary
     folder.mkdir(parents=True, exist_ok=True)
     try:
         done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), PACKAGE],
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), package],
             capture_output=True,
             text=True,
             timeout=600,
@@ -38,9 +43,9 @@ def install(folder: Path) -> Path | str:
         return f"npm could not run: {exc}"
     if done.returncode != 0:
         tail = " ".join(done.stderr.split())[-300:]
-        return f"npm install {PACKAGE} failed: {tail}"
-    if _version(binary) != VERSION:
-        return f"npm installed {PACKAGE}, but {binary} does not answer --version"
+        return f"npm install {package} failed: {tail}"
+    if _version(binary) != version:
+        return f"npm installed {package}, but {binary} does not answer --version"
     return binary
 
 
