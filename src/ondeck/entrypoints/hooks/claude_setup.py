@@ -100,34 +100,38 @@ def install(setup: Setup, socket: str) -> list[str]:
         k for k in ("enabledPlugins", "extraKnownMarketplaces", "pluginConfigs") if k not in before
     ]
     done: list[str] = []
+
+    def did(key: str, value: Any) -> None:
+        # Kept after each step: a step that fails leaves what came before it to `--undo`.
+        state[key] = value
+        setup.data_dir.mkdir(parents=True, exist_ok=True)
+        setup.state_path.write_text(json.dumps(state, indent=2) + "\n")
+
     if version >= MODS_SINCE:
         folder = plugin_dir()
         setup.run("plugin", "marketplace", "add", str(folder))
-        state["marketplace"] = MARKETPLACE
+        did("marketplace", MARKETPLACE)
         config = ["--config", f"python={setup.python}", "--config", f"socket={socket}"]
         setup.run("plugin", "install", PLUGIN, *config)
-        state["plugin"] = PLUGIN
+        did("plugin", PLUGIN)
         done.append(f"Claude Code {shown}: marketplace {MARKETPLACE} added ({folder})")
         done.append(
             f"plugin {PLUGIN} installed: the mod records sessions "
             + (f"through {socket}" if socket else "through `ondeck hook` (client mode)")
             + f", and its MCP server runs `{setup.python} -m ondeck mcp`"
         )
-        removed = claude_settings.uninstall(setup.settings)
-        if removed:
-            state["hooks_removed"] = True
+        if claude_settings.uninstall(setup.settings):
+            did("hooks_removed", True)
             done.append(f"{setup.settings}: ondeck's settings hooks taken out (the mod has them)")
     else:
         claude_settings.install(setup.settings)
-        state["hooks_added"] = True
+        did("hooks_added", True)
         done.append(f"Claude Code {shown} (no mods before 2.1.287): settings hooks in "
                     f"{setup.settings}")  # fmt: skip
         setup.run("mcp", "add", "--scope", "user", MCP_NAME, "--", setup.python, "-m", "ondeck",
                   "mcp")  # fmt: skip
-        state["mcp"] = MCP_NAME
+        did("mcp", MCP_NAME)
         done.append(f"MCP server {MCP_NAME} added (user scope): {setup.python} -m ondeck mcp")
-    setup.data_dir.mkdir(parents=True, exist_ok=True)
-    setup.state_path.write_text(json.dumps(state, indent=2) + "\n")
     done.append(f"`ondeck setup claude-code --undo` removes exactly this ({setup.state_path})")
     return done
 
