@@ -176,7 +176,10 @@ def scenario(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "ENABLE_TOOL_SEARCH": "false",  # ondeck's tools in the request itself, not deferred
-        "MCP_CONNECTION_NONBLOCKING": "false",  # and there from the first request on
+        "MCP_CONNECTION_NONBLOCKING": "false",  # and there from the first request on: the
+        # first request waits for the MCP server, 5 s unless told (python's start, and
+        # Claude Code respawns ondeck's server once after its protocol probe: slow on 2 cores)
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
         "ONDECK_DATABASE_URL": db_url,
         "ONDECK_DATA_DIR": str(data),
         "ONDECK_CONFIG": str(root / "no-config.toml"),
