@@ -81,6 +81,19 @@ def test_a_malformed_record_is_rejected_with_the_reason_and_the_rest_applied(
             assert {r["outcome"] for r in answer.json()["results"]} == {"rejected"}
 
 
+def test_a_record_of_an_unknown_agent_is_rejected_and_each_known_one_kept(
+    client: TestClient,
+) -> None:
+    codex = {**sent(record("start", NOW)), "agent": "codex"}
+    unknown = {**sent(record("start", NOW, session_id="other-1")), "agent": "cursor"}
+    answer = client.post(f"{API}/sessions/records", json={"records": [codex, unknown]})
+    results = answer.json()["results"]
+    assert [r["outcome"] for r in results] == ["applied", "rejected"]
+    assert "cursor" in results[1]["reason"] and "codex" in results[1]["reason"]
+    assert [s["agent"] for s in client.get(f"{API}/sessions?agent=codex").json()] == ["codex"]
+    assert client.get(f"{API}/sessions?agent=gemini-cli").json() == []
+
+
 def test_list_show_and_move(client: TestClient, engine: Engine, settings: Settings) -> None:
     post(client, record("start", NOW), record("stop", later(NOW, minutes=1)))
     listed = client.get(f"{API}/sessions").json()
@@ -110,6 +123,8 @@ def test_list_show_and_move(client: TestClient, engine: Engine, settings: Settin
         ("/sessions?side=no%20side", 422),
         ("/sessions?limit=0", 422),
         ("/sessions?before_id=99999999999999999999", 422),
+        ("/sessions?agent=cursor", 422),
+        ("/context?brief=true&session=s1&agent=codex%27--", 422),
     ],
 )
 def test_bad_reads_are_4xx_with_the_error_shape(client: TestClient, path: str, status: int) -> None:
@@ -224,3 +239,85 @@ def test_a_place_of_another_user_is_left_to_the_hook(
     assert result["outcome"] == "declined" and "another user" in result["reason"]
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(sessions)).scalar() == 0
+
+
+def _asked(session: str, **more: str) -> dict[str, str]:
+    return {"context": "true", "format": "markdown", "brief": "true", "session": session, **more}
+
+
+def test_a_start_gets_its_context_in_the_same_answer_knowing_the_session_just_stored(
+    client: TestClient,
+) -> None:
+    start = record("start", NOW)
+    answer = client.post(
+        f"{API}/sessions/records",
+        params=_asked(SESSION_ID, source="startup"),
+        json={"records": [sent(start)]},
+    )
+    assert answer.status_code == 200, answer.text
+    number = answer.json()["results"][0]["session"]["id"]
+    context = answer.json()["context"]
+    assert context.startswith("# On deck"), context
+    assert f"This session: session {number} ({SESSION_ID})" in context
+    # Not asked: no context is made.
+    again = post(client, record("stop", later(NOW, minutes=1)))
+    assert again.status_code == 200 and again.json()["context"] is None
+
+
+def test_a_start_the_server_sends_to_its_inbox_gets_the_inbox_context_not_a_refusal(
+    engine: Engine, db_url: str, tmp_path: Any
+) -> None:
+    settings = load_settings(
+        database_url=db_url, tz="UTC", data_dir=tmp_path / "d", sides={"job": [], "home": []}
+    )
+    rules = Rules(sides={"work": ["/w"]})  # the client's side, unknown to this server
+    start = record("start", NOW, rules=rules, facts=Facts(cwd="/w/x"))
+    with time_machine.travel(NOW, tick=False), TestClient(create_app(settings, engine)) as c:
+        plain = c.get(f"{API}/context", params={"side": "work", "format": "markdown"})
+        assert plain.status_code == 422  # asked alone, the unknown side is refused
+        answer = c.post(
+            f"{API}/sessions/records",
+            params=_asked(SESSION_ID, side="work"),
+            json={"records": [sent(start)]},
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"][0]["session"]["unclassified"] is True
+        context = answer.json()["context"]
+        assert context is not None and context.startswith("# On deck"), context
+        assert "unclassified" in context.lower(), context
+        # A malformed question is refused whole, before anything is stored.
+        bad = c.post(
+            f"{API}/sessions/records",
+            params=_asked("x", project="no spaces allowed"),
+            json={"records": [sent(record("stop", later(NOW, minutes=1)))]},
+        )
+        assert bad.status_code == 422 and bad.json()["error"]["code"]
+        assert (
+            c.get(f"{API}/sessions/{answer.json()['results'][0]['session']['id']}").json()["status"]
+            == "open"
+        ), "the stop was not stored"
+
+
+def test_imported_sessions_are_a_filter_and_a_field(
+    client: TestClient, engine: Engine, tmp_path: Any
+) -> None:
+    from datetime import UTC, timedelta
+
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.session_import import import_sessions
+
+    post(client, record("start", NOW))
+    sid = "0b7e3f52-8c1d-4e6a-9f20-5d4c3b2a1908"
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    line = {"type": "user", "sessionId": sid, "timestamp": (NOW - timedelta(days=3)).isoformat()}
+    (folder / f"{sid}.jsonl").write_text(json.dumps(line) + "\n")
+    import_sessions(
+        engine, NOW, agent="claude-code", folder=str(tmp_path / "projects"),
+        config=HookConfig(), zone=UTC,
+    )  # fmt: skip
+    every = client.get("/api/v1/sessions").json()
+    assert sorted(s["imported"] for s in every) == [False, True]
+    [only] = client.get("/api/v1/sessions", params={"status": "imported"}).json()
+    assert only["external_id"] == sid and "imported" in only["badges"]
+    assert only["end_reason"] == "imported" and only["status"] == "ended"

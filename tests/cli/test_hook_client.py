@@ -46,6 +46,7 @@ NEVER = ("sqlalchemy", "psycopg", "sqlite3", "_sqlite3", "pydantic", "pydantic_s
 # its own query string.
 HEAVY = ("typing", "dataclasses", "pathlib", "inspect", "hashlib", "logging", "urllib.parse")
 HEAVY += ("subprocess", "encodings.idna", "ondeck.context.render")  # git: posix_spawn
+HEAVY += ("threading",)  # the start asks for its context in its record's request
 # The scrubber's, for the few texts that need them (a random-looking run, a file list).
 HEAVY += ("binascii", "unicodedata", "fnmatch")
 
@@ -159,6 +160,8 @@ def test_it_records_a_whole_session_on_the_server_and_prints_its_context(
     _no_database(modules)
 
     [listed] = server.get("/api/v1/sessions")
+    # Made once the start was stored (one request): it knows this very session.
+    assert f"This session: session {listed['id']} ({SESSION})" in context, context
     assert listed["status"] == "ended" and listed["project"] == "site"
     assert listed["git_root"] == str(client.repo)  # read by the hook, on the client
     # The commits and files are read and sent after the hook answered (a detached child).
@@ -251,6 +254,62 @@ def test_a_hanging_server_is_given_at_most_three_seconds(tmp_path: Path) -> None
         assert client.spooled() == 1
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("older", ["refuses the question", "ignores the question"])
+def test_a_server_of_another_version_still_takes_the_start_and_gives_the_context(
+    tmp_path: Path, older: str
+) -> None:
+    """A stand-in for a server that refuses the start's context question (422) or answers
+    without a context: the record is stored all the same, and the context asked alone."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    asked: list[str] = []
+
+    class Older(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def answer(self, status: int, body: bytes, kind: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            asked.append(f"POST {self.path}")
+            sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if "context=true" in self.path and older == "refuses the question":
+                error = {"error": {"code": "invalid_input", "message": "unknown"}}
+                self.answer(422, json.dumps(error).encode())
+                return
+            results = [
+                {"fingerprint": r["fingerprint"], "outcome": "applied", "session": {"id": 7}}
+                for r in sent["records"]
+            ]
+            self.answer(200, json.dumps({"results": results}).encode())
+
+        def do_GET(self) -> None:
+            asked.append(f"GET {self.path.split('?')[0]}")
+            self.answer(200, b"# On deck (asked alone)\n", "text/markdown")
+
+    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), Older)
+    threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+    try:
+        fake = Server(tmp_path / "server-home")
+        fake.url = f"http://127.0.0.1:{stand_in.server_address[1]}"
+        client = Client(tmp_path / "laptop-home", fake, "odk_whatever-0123456789abcdef0123456789")
+        out, _, _ = client.hook("session-start", "start")
+    finally:
+        stand_in.shutdown()
+        stand_in.server_close()
+    assert _context(out).startswith("# On deck (asked alone)"), out
+    assert client.spooled() == 0, "stored, not spooled"
+    posts = [a for a in asked if a.startswith("POST")]
+    assert "context=true" in posts[0] and asked[-1] == "GET /api/v1/context", asked
+    assert len(posts) == (2 if older == "refuses the question" else 1), asked
 
 
 def test_a_client_mode_hook_over_https_verifies_the_certificate(tmp_path: Path) -> None:

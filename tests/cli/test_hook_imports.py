@@ -104,6 +104,8 @@ def test_session_start_migrates_a_database_at_an_older_revision(db_url: str) -> 
             for table in ("tasks", "schedules"):
                 conn.execute(text(f"ALTER TABLE {table} DROP COLUMN side"))
             conn.execute(text("DROP TABLE store_identity"))  # what 0008 made
+            for column in ("imported", "imported_from", "agent_version", "transcript_path"):
+                conn.execute(text(f"ALTER TABLE sessions DROP COLUMN {column}"))  # 0011
     finally:
         engine.dispose()
     again = {"session_id": "s2", "cwd": "/", "hook_event_name": "SessionStart"}
@@ -243,7 +245,7 @@ def exit_reporting(code):
     sys.stderr.flush()
     real_exit(code)
 os._exit = exit_reporting
-sys.argv = ["ondeck", "hook", sys.argv[1]]
+sys.argv = ["ondeck", "hook", *sys.argv[1:]]
 from ondeck.entrypoints.cli import main
 main()
 """
@@ -251,7 +253,9 @@ main()
 VERBS = ("session-start", "stop", "post-compact", "session-end")
 
 
-def _loaded(env: dict[str, str], cwd: Path, verb: str, session: str) -> set[str]:
+def _loaded(
+    env: dict[str, str], cwd: Path, verb: str, session: str, agent: tuple[str, ...] = ()
+) -> set[str]:
     event = {
         "session_id": session,
         "cwd": str(cwd),
@@ -260,7 +264,7 @@ def _loaded(env: dict[str, str], cwd: Path, verb: str, session: str) -> set[str]
         "compact_summary": "summary",
     }
     result = subprocess.run(
-        [sys.executable, "-c", PROBE_MODULES.format(never=fast_path.NEVER), verb],
+        [sys.executable, "-c", PROBE_MODULES.format(never=fast_path.NEVER), verb, *agent],
         input=json.dumps(event),
         capture_output=True,
         text=True,
@@ -433,3 +437,27 @@ def test_each_hook_loads_only_its_paths_modules(db_url: str, tmp_path: Path) -> 
         )
     outside = {where: names for where, names in found.items() if names}
     assert not outside, f"loaded outside the fast path: {outside}"
+
+
+def test_another_agent_s_hook_loads_no_more_than_claude_code_s(db_url: str, tmp_path: Path) -> None:
+    """`ondeck hook VERB --agent codex|gemini-cli` on the database path: the modules of the
+    same verb for Claude Code, and nothing more (sessions/hook_agents is on every path)."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONDECK_")}
+    env.update(
+        HOME=str(tmp_path / "home"),
+        ONDECK_TZ="UTC",
+        ONDECK_DATABASE_URL=db_url,
+        ONDECK_DATA_DIR=str(tmp_path / "data"),
+        ONDECK_PORT=str(free_port()),
+    )
+    _loaded(env, repo, "session-start", "s0")  # makes the tables: the slow way, once
+    more = {}
+    for verb in VERBS:
+        claude = _loaded(env, repo, verb, "s1")
+        for agent in ("codex", "gemini-cli"):
+            loaded = _loaded(env, repo, verb, f"s-{agent}", ("--agent", agent))
+            if loaded - claude:
+                more[f"{agent} {verb}"] = sorted(loaded - claude)
+    assert not more, f"loaded beyond Claude Code's hook: {more}"

@@ -60,6 +60,8 @@ def test_list_show_and_move(
         (["session", "move", "1", "--side", "work"], 2, "no sides are configured"),
         (["session", "move", "1"], 2, "give the project"),
         (["session", "show", "x" * 300], 2, "200 printable"),
+        (["session", "import", "gemini"], 2, "not one of claude-code, codex"),
+        (["session", "import", "codex", "--since", "someday"], 2, "--since"),
     ],
 )
 def test_refusals_are_one_line_with_their_exit_code(
@@ -92,3 +94,35 @@ def test_the_inbox_and_a_move_to_a_side(
     assert "(unclassified) -> own" in capsys.readouterr().out
     assert run(["--db", db_url, "session", "list", "--status", "unclassified"]) == 0
     assert "no session records match" in capsys.readouterr().out
+
+
+def test_import_prints_and_records_its_counts(
+    engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    fixtures = Path(__file__).parents[1] / "fixtures" / "claude_transcripts" / "v2.1.332"
+    shutil.copytree(fixtures, tmp_path / "projects")
+    (tmp_path / "projects" / "-x").mkdir()
+    (tmp_path / "projects" / "-x" / "0b7e3f52-8c1d-4e6a-9f20-5d4c3b2a1908.jsonl").write_bytes(
+        b"\xff\n"
+    )
+    args = ["--db", db_url, "session", "import", "claude-code", "--dir", str(tmp_path / "projects")]
+    assert run([*args, "--dry-run", "--json"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert (dry["sessions"], dry["refused"], dry["dry_run"]) == (1, 1, True)
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "recorded 1, completed 0, unchanged 0, skipped 0, refused 1" in out
+    assert "line 1 is not UTF-8" in out
+    assert run(["--db", db_url, "session", "list", "--status", "imported", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["imported"] is True and "imported" in listed["badges"]
+    assert run(["--db", db_url, "session", "show", str(listed["id"])]) == 0
+    shown = capsys.readouterr().out
+    assert "imported    from " in shown and "claude-code 2.1.332" in shown
+    with engine.connect() as conn:
+        details = conn.execute(
+            select(events.c.details).where(events.c.kind == "sessions.imported")
+        ).scalar_one()
+    assert details["sessions"] == 1 and details["refused"] == 1

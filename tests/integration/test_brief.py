@@ -115,6 +115,25 @@ def test_a_later_session_that_left_no_handoff_is_said(engine: Engine) -> None:
     assert "git not read: no working directory given" in text
 
 
+def test_an_imported_session_is_no_later_or_recent_session(engine: Engine) -> None:
+    from sqlalchemy import update
+
+    from ondeck.db.tables import sessions
+
+    with engine.begin() as conn:
+        last = make_session(
+            conn, NOW - timedelta(hours=5), external_id="s1", side="work", project="api"
+        )
+        # Imported after it (a higher id), though it ran months before ondeck.
+        old = make_session(
+            conn, NOW - timedelta(days=90), external_id="s0", side="work", project="api"
+        )
+        conn.execute(update(sessions).where(sessions.c.id == old).values(imported=True))
+    text = markdown(engine, work())
+    assert f"the last session ({last})" in text
+    assert f"({old})" not in text and f"session {old}" not in text
+
+
 def test_no_handoff_yet_says_so_and_names_the_last_session(engine: Engine) -> None:
     with engine.begin() as conn:
         last = make_session(
@@ -176,6 +195,39 @@ def test_recent_sessions_one_line_each_with_tasks_and_commits(engine: Engine) ->
     assert [f"- session {i}:" in text for i in ids] == [False, False, True, True, True]
     assert f"- session {ids[-1]}: started" in text and f"tasks #{task.id}" in text
     assert "4 commit(s)" in text and "24 min" in text and "no handoff" in text
+
+
+def test_another_agent_s_sessions_say_whose_and_its_own_is_found_by_agent(
+    engine: Engine,
+) -> None:
+    with engine.begin() as conn:
+        claude = make_session(
+            conn, NOW - timedelta(hours=3), external_id="s1", side="work", project="api"
+        )
+        codex = make_session(
+            conn,
+            NOW - timedelta(hours=2),
+            external_id="c1",
+            side="work",
+            project="api",
+            agent="codex",
+        )
+        # The same id in two agents: each session is its own agent's.
+        gemini = make_session(
+            conn,
+            NOW - timedelta(hours=1),
+            external_id="c1",
+            side="work",
+            project="api",
+            agent="gemini-cli",
+            status="open",
+        )
+    text = markdown(engine, work())
+    assert f"- session {codex} (codex): started" in text
+    assert f"- session {claude}: started" in text  # Claude Code's: unlabelled
+    assert context(engine, work(session="c1", agent="gemini-cli")).brief.this_session == gemini
+    assert context(engine, work(session="c1", agent="codex")).brief.this_session == codex
+    assert context(engine, work(session="c1")).brief.this_session is None
 
 
 def test_after_compact_or_resume_only_the_handoff(engine: Engine) -> None:

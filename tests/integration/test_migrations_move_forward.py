@@ -484,6 +484,19 @@ def _seed_0009() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0011() -> dict[str, list[dict[str, Any]]]:
+    """0011: sessions made by `session import` (the file it came from, the agent's version)
+    beside hooks' sessions that keep their transcript's path."""
+    seed = _seed_0009()
+    for number, row in enumerate(seed["sessions"]):
+        imported = number % 2 == 0
+        row["imported"] = imported
+        row["imported_from"] = "/home/me/.claude/projects/-w/세션.jsonl" if imported else None
+        row["agent_version"] = "2.1.332"
+        row["transcript_path"] = None if imported else "/home/me/.claude/projects/-w/a.jsonl"
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -494,6 +507,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0007": _seed_0007(),
     "0008": _seed_0008(),
     "0009": _seed_0009(),
+    "0011": _seed_0011(),  # rechain: 0010 lands first
 }
 
 

@@ -416,3 +416,15 @@ def test_letters_beyond_ascii_fold_their_case_by_either_way_in(
             assert refs(engine, query) == [f"note {found.id}"], query
     finally:
         recall_module.statement.cache_clear()
+
+
+def test_a_last_word_says_which_agent_said_it(engine: Engine) -> None:
+    with engine.begin() as conn:
+        codex = make_session(
+            conn, NOW, external_id="01a235aa-7bea", agent="codex", last_word="코덱스 배포 끝"
+        )
+        claude = make_session(conn, NOW, external_id="3f1c2d3e-5b6a", last_word="클로드 배포 끝")
+    with engine.connect() as conn:
+        hits = {h.session_id: h.origin for h in recall(conn, "배포", POOL, DAY).hits}
+    assert hits[codex] == f"session {codex}'s last word (codex, 01a235aa-7be)"
+    assert hits[claude] == f"session {claude}'s last word (3f1c2d3e-5b6)"

@@ -448,7 +448,14 @@ def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
         spool.append(settings.spool_dir, {**made, "at": made["at"].isoformat()})
     jobs = Jobs(engine=engine, settings=settings, name="jobs@t:1")
     summary = jobs.tick(later(NOW, minutes=5))["sessions"]
-    assert summary == {"drained": 3, "rejected": 0, "waiting": 0, "lost": 0, "ids": []}
+    assert summary == {
+        "drained": 3,
+        "rejected": 0,
+        "waiting": 0,
+        "transcripts_read": 0,
+        "lost": 0,
+        "ids": [],
+    }
     s = the_session(engine)
     assert (s.compactions, s.status) == (1, "open")
     assert jobs.tick(later(NOW, minutes=6))["sessions"]["drained"] == 0

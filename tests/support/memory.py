@@ -30,11 +30,12 @@ def make_session(
     end_head: str | None = None,
     commits: list[tuple[str, str]] | None = None,
     end_reason: str | None = "prompt_input_exit",
+    agent: str = "claude-code",
 ) -> int:
     """A session row; returns its id. `at` is its start; it lasted `minutes`."""
     end = at + timedelta(minutes=minutes)
     values: dict[str, Any] = {
-        "agent": "claude-code",
+        "agent": agent,
         "external_id": external_id,
         "status": status,
         "started_at": at,

@@ -4,8 +4,10 @@ spool on the System page."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +155,53 @@ def test_a_session_silent_past_the_grace_is_lost_on_the_pages_before_any_tick(
     with engine.connect() as conn:
         number = svc.find_session(conn, SESSION_ID).id
     assert 'class="badge badge-lost"' in sided.get(f"/sessions/{number}").text
+
+
+def test_the_sessions_page_filters_imported_sessions(
+    dash: Dashboard, engine: Engine, tmp_path: Path
+) -> None:
+    from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.session_import import import_sessions
+
+    apply(engine, record("start", NOW, session_id="h" * 8))  # one the hooks recorded
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    sid = "0b7e3f52-8c1d-4e6a-9f20-5d4c3b2a1908"
+    said = (NOW - timedelta(days=30)).isoformat()
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "가져온 답"}]}
+    line = {
+        "type": "assistant",
+        "sessionId": sid,
+        "timestamp": said,
+        "version": "2.1.332",
+        "cwd": "/w/site",
+        "message": answer,
+    }
+    (folder / f"{sid}.jsonl").write_text(json.dumps(line, ensure_ascii=False) + "\n")
+    report = import_sessions(
+        engine, NOW, agent="claude-code", folder=str(tmp_path / "projects"),
+        config=HookConfig(), zone=UTC,
+    )  # fmt: skip
+    assert report.sessions == 1
+    page = dash.get("/sessions?status=imported")
+    assert page.status_code == 200
+    assert len(_rows(page.text)) == 1 and "가져온 답" in page.text
+    assert 'class="badge badge-imported"' in page.text
+    assert len(_rows(dash.get("/sessions").text)) == 2
+    with engine.connect() as conn:
+        imported = svc.find_session(conn, sid)
+    shown = dash.get(f"/sessions/{imported.id}").text
+    assert "session import" in shown and "claude-code 2.1.332" in shown
+
+
+def test_the_sessions_page_shows_and_filters_the_agent(dash: Dashboard, engine: Engine) -> None:
+    codex = "01a235aa-7bea-7882-ad24-c72bd6cd8948"
+    apply(engine, record("start", NOW))
+    apply(engine, record("start", later(NOW, minutes=1), session_id=codex, ondeck_agent="codex"))
+    html = dash.get("/sessions").text
+    assert '<td class="agent">codex</td>' in html and '<td class="agent">claude-code</td>' in html
+    only = dash.get("/sessions", params={"agent": "codex"}).text
+    assert len(_rows(only)) == 1 and '<td class="agent">codex</td>' in only
+    assert '<option value="codex" selected>' in only
+    # An agent ondeck does not know filters nothing (as an unknown status does).
+    assert len(_rows(dash.get("/sessions", params={"agent": "cursor"}).text)) == 2

@@ -21,6 +21,7 @@ COLUMN_LIMITS = {
     "sessions.project": 64,
     "sessions.side_rule": 16,
     "sessions.project_rule": 16,
+    "sessions.agent_version": 32,
     "session_compactions.trigger": 16,
     "hook_receipts.fingerprint": 64,
     "hook_receipts.kind": 16,

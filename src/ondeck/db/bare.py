@@ -20,7 +20,7 @@ from ondeck.db import gate
 
 # The schema version the code expects (Alembic's head; db/migrate.py takes it from here and
 # tests/integration/test_migrations.py holds it to Alembic's).
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0011"  # rechain: 0010 lands first
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # = db.engine.SQLITE_BUSY_TIMEOUT_MS
 PG_CONNECT_TIMEOUT_S = 5  # = db.engine.PG_CONNECT_TIMEOUT_S
 
@@ -119,7 +119,9 @@ def _classify(dialect: str, exc: Exception) -> Exception | None:
         if not isinstance(exc, sqlite3.DatabaseError):  # OperationalError is one too
             return None
         lowered = message.lower()
-        if "no such table" in lowered or "no such column" in lowered:
+        # An INSERT naming a column a migration adds says "has no column named".
+        behind = ("no such table", "no such column", "has no column named")
+        if any(words in lowered for words in behind):
             return SchemaBehind(message)
         if is_content(exc):
             return RecordRefused(message)

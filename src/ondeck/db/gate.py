@@ -50,6 +50,9 @@ SCRUBBED: dict[str, dict[str, int | None]] = {
         "project": 64,
         "last_word": None,
         "git_note": None,
+        "imported_from": None,
+        "agent_version": 32,
+        "transcript_path": None,
     },
     "session_compactions": {"trigger": 16, "summary": None},
     "notes": {
@@ -87,7 +90,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ),
     ("workers", "tz"): "a zone name the zone database knows, refused otherwise",
     ("backups", "status"): _ENUM,
-    ("sessions", "agent"): "made by ondeck: claude-code (a record of another agent is refused)",
+    ("sessions", "agent"): "made by ondeck: claude-code, codex or gemini-cli (any other refused)",
     ("sessions", "external_id"): (
         "the agent's id of the session (a UUID): the key every hook looks its session up by,"
         " on either path; scrubbing it would part a session from its own lookups"

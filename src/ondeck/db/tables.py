@@ -293,6 +293,15 @@ sessions = Table(
     Column("redaction_kinds", ScrubbedJson(), nullable=False),
     Column("created_at", Instant, nullable=False),
     Column("updated_at", Instant, nullable=False),
+    # Made by `ondeck session import` from a transcript on disk (issue 26), not by hooks;
+    # the file it came from (NULL when the session does not capture: a path is a place).
+    Column("imported", Boolean, nullable=False, server_default=text("false")),
+    Column("imported_from", ScrubbedText()),
+    # The agent's version as its transcript gave it (Claude Code's `version`).
+    Column("agent_version", ScrubbedText(32)),
+    # The transcript a hook named (checked: a file under ~/.claude/projects): the jobs
+    # tick reads the last activity and answer of a session whose end never came from it.
+    Column("transcript_path", ScrubbedText()),
     UniqueConstraint("agent", "external_id"),
     CheckConstraint(_in("status", SessionStatus), name="status"),
     CheckConstraint(

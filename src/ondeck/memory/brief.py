@@ -51,6 +51,7 @@ class BriefRequest:
     unclassified: bool = False
     source: str | None = None  # startup, resume, clear, compact
     session: str | None = None  # this session's own id (its agent's)
+    agent: str = AGENT  # whose id it is: claude-code, codex, gemini-cli
     cwd: str | None = None  # where git is read for the handoff's drift
     # cwd's repository (host.git.Repo) as this session's record read it a moment ago, so
     # that the drift does not read it again; None: read it.
@@ -61,6 +62,7 @@ class BriefRequest:
 class SessionLine:
     id: int
     external_id: str
+    agent: str
     started_at: datetime
     last_seen_at: datetime
     ended_at: datetime | None
@@ -129,7 +131,8 @@ _NOTE_COLUMNS = (
     " notes.head, notes.redactions, notes.created_at, notes.updated_at"
 )
 _SESSION_COLUMNS = (
-    "sessions.id, sessions.external_id, sessions.started_at, sessions.last_seen_at,"
+    "sessions.id, sessions.external_id, sessions.agent, sessions.started_at,"
+    " sessions.last_seen_at,"
     f" sessions.ended_at, {SESSION_STATUS} AS status, sessions.end_reason, sessions.branch,"
     " sessions.commits, sessions.start_head"
 )
@@ -145,6 +148,9 @@ def _sessions_sql(sides_on: bool, project_null: bool, mine: bool, what: str, lim
     `closed` (the last that ended or was lost), `later` (the last that ended after the
     handoff's session without an active handoff)."""
     where = [_in_project("sessions.project", project_null), "NOT sessions.unclassified"]
+    # Sessions are newest first by id; an imported one's id says when it was imported, not
+    # when it ran (months ago, before ondeck): it is no recent or later session.
+    where.append("NOT sessions.imported")
     if sides_on:
         where.append("sessions.side = :side")
     if mine:
@@ -236,6 +242,7 @@ def _session_lines(
         lines[row["id"]] = SessionLine(
             id=row["id"],
             external_id=row["external_id"],
+            agent=row["agent"],
             started_at=row["started_at"],
             last_seen_at=row["last_seen_at"],
             ended_at=row["ended_at"],
@@ -326,7 +333,9 @@ def build_brief(
     brief = Brief(request=request, generated_at=now)
     brief.only_handoff = (request.source or "") in ONLY_HANDOFF
     if request.session:
-        found = SESSIONS.read(db, _THIS_SESSION, {"agent": AGENT, "session": request.session})
+        found = SESSIONS.read(
+            db, _THIS_SESSION, {"agent": request.agent, "session": request.session}
+        )
         brief.this_session = found[0]["id"] if found else None
     if scope_of(request) is None:
         brief.closed = (

@@ -17,6 +17,7 @@ from typing import Any
 
 from ondeck.core.humanize import span
 from ondeck.memory.brief import Brief, Handoff, SessionLine
+from ondeck.sessions.hook_agents import CLAUDE_CODE
 
 # The whole hook output (JSON), in UTF-16 code units (see `cost`), and what is kept of it for
 # the hook's own notes about this session (entrypoints/hooks/verbs.py: spooled, unclassified).
@@ -90,7 +91,9 @@ def _session_words(line: SessionLine, now: datetime) -> str:
     else:
         bits.append(f"{line.commits} commit(s)")
     bits.append(f"handoff note {line.handoff}" if line.handoff else "no handoff")
-    return f"session {line.id}: " + ", ".join(bits)
+    # Claude Code's sessions are unlabelled (most are, and the brief's room is counted).
+    agent = f" ({line.agent})" if line.agent != CLAUDE_CODE else ""
+    return f"session {line.id}{agent}: " + ", ".join(bits)
 
 
 def _drift_line(h: Handoff) -> str | None:

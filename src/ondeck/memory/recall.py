@@ -50,6 +50,7 @@ from ondeck.memory.recall_query import (
     parse_kinds,
     parse_query,
 )
+from ondeck.sessions.hook_agents import CLAUDE_CODE
 from ondeck.system.caller import Caller
 
 __all__ = [
@@ -150,13 +151,18 @@ def _search_sessions(
             side=row.side,
             project=row.project,
             status=_session_status(row, lost_before),
-            origin=f"session {row.id}'s last word ({row.external_id[:12]})",
+            origin=f"session {row.id}'s last word ({_whose(row.agent)}{row.external_id[:12]})",
             true=True,
             label=None,
             whole=whole,
         )
         for row in found_rows(conn, "session_words", terms, scope, limit, skip, guess=guess)
     ]
+
+
+def _whose(agent: str) -> str:
+    """Another agent's session says whose it is; Claude Code's, as the brief, goes unlabelled."""
+    return "" if agent == CLAUDE_CODE else f"{agent}, "
 
 
 def _session_status(row: Any, lost_before: datetime | None) -> str:

@@ -161,6 +161,7 @@ _COLUMNS = {
     "session_words": (
         sessions.c.id,
         sessions.c.external_id,
+        sessions.c.agent,
         sessions.c.last_word,
         sessions.c.last_word_at,
         sessions.c.last_seen_at,

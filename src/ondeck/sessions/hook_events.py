@@ -1,4 +1,5 @@
-"""Hook records: what a Claude Code hook event becomes before anything is stored.
+"""Hook records: what an agent's hook event becomes before anything is stored (Claude Code's
+payload is the shape; Codex's and Gemini's are made into it first, sessions/hook_agents.py).
 
 A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
 with the facts the hook saw (working directory, git) and the classification its rules gave.
@@ -22,6 +23,7 @@ import json
 from datetime import UTC, datetime
 
 from ondeck.core.column_limits import COLUMN_LIMITS
+from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from ondeck.sessions.classify import Classification
 
 VERSION = 1
-AGENT = "claude-code"
+AGENT = CLAUDE_CODE  # the agent of a payload no other agent's hook marked (hook_agents.py)
 KINDS = ("start", "stop", "compact", "end", "changes")
 HOOK_KINDS = {  # `ondeck hook VERB` → record kind
     "session-start": "start",
@@ -266,14 +268,27 @@ def brief_fields(
     source = payload.get("source")
     cwd = payload.get("cwd")
     return {
+        "agent": agent_of(payload),
         "sides_on": sides_on,
         "side": (classification.get("side") or {}).get("value"),
         "project": (classification.get("project") or {}).get("value"),
         "unclassified": unclassified,
-        "source": source if isinstance(source, str) and source.isalpha() else None,
+        "source": source if _is_source(source) else None,
         "session": session.strip()[:200] if isinstance(session, str) and session.strip() else None,
         "cwd": cwd if isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd else None,
     }
+
+
+def _is_source(value: Any) -> bool:
+    """A start's source as the context's question takes it (`[a-z_]{1,16}`): a payload's
+    other text (`시작`, `Startup`) is not one."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 16
+        and value.isascii()
+        and value.replace("_", "a").isalpha()
+        and value.islower()
+    )
 
 
 def repo_of(facts: Any, cwd: Any) -> Repo | None:
@@ -299,13 +314,17 @@ def make_record(
 ) -> dict[str, Any] | None:
     """The record of a hook event as the hook saw it (None: no usable session id). `last`:
     at an end, the transcript's last assistant message (sessions/transcript.py).
-    `classified` is given the record's classification as soon as it is known, before the
-    fingerprint scrubs every string of the payload: a session start asks for its context
-    with it meanwhile, and the server works while the hook does."""
+    `classified` is given the record's classification as soon as it is known: a session
+    start in client mode asks for its context with it, in the record's request."""
     if session_id_of(payload) is None:
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
+    from ondeck.sessions.transcript import owned_transcript
+
+    transcript = owned_transcript(payload.get("transcript_path"))
+    if transcript is not None:
+        facts["transcript"] = transcript
     if classified is not None:
         classified(_classification_json(classification))
     record = new_record(kind, payload, at=at, facts=facts, classification=classification, size=size)
@@ -353,7 +372,7 @@ def new_record(
     record: dict[str, Any] = {
         "v": VERSION,
         "kind": kind,
-        "agent": AGENT,
+        "agent": agent_of(payload),
         "session": session,
         "at": at.astimezone(UTC).isoformat(),
         "fingerprint": fingerprint(kind, payload, size),
@@ -418,9 +437,10 @@ def sha(data: str | bytes) -> str:
     return str(sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:32])
 
 
-# Facts a record may carry besides the place: the main checkout of a worktree, and why git
-# gave less than it should have (it did not answer). Older records have neither.
-MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300))
+# Facts a record may carry besides the place: the main checkout of a worktree, why git
+# gave less than it should have (it did not answer), and the session's transcript (checked
+# on the hook's machine: transcript.owned_transcript). Older records have none of them.
+MORE_FACTS = (("worktree_of", PLACE_MAX), ("git_note", 300), ("transcript", PATH_MAX))
 
 
 def _facts(facts: dict[str, Any]) -> dict[str, Any]:

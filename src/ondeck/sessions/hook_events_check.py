@@ -8,8 +8,8 @@ shape, so the limits are `hook_events`' own.
 
 from __future__ import annotations
 
+from ondeck.sessions.hook_agents import AGENTS
 from ondeck.sessions.hook_events import (
-    AGENT,
     INPUT_NOTE_MAX,
     INPUT_NOTES_MAX,
     KINDS,
@@ -42,8 +42,9 @@ def parse_record(data: Any) -> dict[str, Any]:
     kind = data.get("kind")
     if kind not in KINDS:
         raise ValueError(f"record kind {str(kind)[:20]!r} is not one of {', '.join(KINDS)}")
-    if data.get("agent") != AGENT:
-        raise ValueError(f"record agent {str(data.get('agent'))[:40]!r} is not {AGENT}")
+    agent = data.get("agent")
+    if agent not in AGENTS:
+        raise ValueError(f"record agent {str(agent)[:40]!r} is not one of {', '.join(AGENTS)}")
     session = session_id_of({"session_id": data.get("session")})
     if session is None:
         raise ValueError("record session must be a session id (1 to 200 printable characters)")
@@ -62,7 +63,7 @@ def parse_record(data: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "v": VERSION,
         "kind": kind,
-        "agent": AGENT,
+        "agent": agent,
         "session": session,
         "at": at,
         "fingerprint": fp,

@@ -35,12 +35,13 @@ from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db import predicates
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions
+from ondeck.sessions.hook_agents import AGENTS
 from ondeck.sessions.records_tasks import TaskActedOn, tasks_acted_on
 
 log = logs.logger("ondeck.sessions")
 
 STATUSES = tuple(SessionStatus)
-FILTERS = (*STATUSES, "unclassified")
+FILTERS = (*STATUSES, "unclassified", "imported")
 MAX_LIMIT = 500
 PREVIEW = 200
 HISTORY_MAX = 500
@@ -81,6 +82,11 @@ class Session:
     redaction_kinds: dict[str, int]
     created_at: datetime
     updated_at: datetime
+    # Made by `session import` from a transcript (sessions/session_import.py), and from which.
+    imported: bool
+    imported_from: str | None
+    agent_version: str | None
+    transcript_path: str | None
     # Shown lost (silent past the grace) while its row still says open: no jobs tick has
     # recorded it yet.
     presumed_lost: bool = False
@@ -96,6 +102,8 @@ class Session:
             found.append("unclassified")
         if not self.capture:
             found.append("capture off")
+        if self.imported:
+            found.append("imported")
         return found
 
     def summary_json(self, zone: tzinfo) -> dict[str, Any]:
@@ -126,6 +134,7 @@ class Session:
             "redactions": self.redactions,
             "last_word_preview": None if word is None else word[:PREVIEW],
             "presumed_lost": self.presumed_lost,
+            "imported": self.imported,
         }
 
     def to_json(self, zone: tzinfo) -> dict[str, Any]:
@@ -143,6 +152,9 @@ class Session:
             "files": self.files,
             "git_note": self.git_note,
             "redaction_kinds": self.redaction_kinds,
+            "imported_from": self.imported_from,
+            "agent_version": self.agent_version,
+            "transcript_path": self.transcript_path,
             "created_at": iso(self.created_at, zone),
             "updated_at": iso(self.updated_at, zone),
         }
@@ -239,13 +251,15 @@ def list_sessions(
     status: str | None = None,
     side: str | None = None,
     project: str | None = None,
+    agent: str | None = None,
     before_id: int | None = None,
     limit: int = 50,
     lost_before: datetime | None = None,
 ) -> list[Session]:
-    """Newest first (by id); `before_id` pages back. `status` is open, ended, lost or
-    unclassified (the inbox); open and lost as shown (silent since before `lost_before`:
-    lost; every entry point gives it, None reads the rows' own statuses)."""
+    """Newest first (by id); `before_id` pages back. `status` is open, ended, lost,
+    unclassified (the inbox) or imported (made by `session import`); open and lost as
+    shown (silent since before `lost_before`: lost; every entry point gives it, None reads
+    the rows' own statuses)."""
     query = reading(lost_before)
     query = query.order_by(sessions.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
     if status is not None:
@@ -253,6 +267,8 @@ def list_sessions(
             raise InvalidInput(f"status {status[:20]!r} is not one of {', '.join(FILTERS)}")
         if status == "unclassified":
             query = query.where(_inbox())
+        elif status == "imported":
+            query = query.where(sessions.c.imported.is_(True))
         elif status == SessionStatus.OPEN and lost_before is not None:
             query = query.where(shown(predicates.SESSION_SHOWN_OPEN, lost_before))
         elif status == SessionStatus.LOST and lost_before is not None:
@@ -263,6 +279,10 @@ def list_sessions(
         query = query.where(sessions.c.side == check_side_name(side))
     if project is not None:
         query = query.where(sessions.c.project == check_project(project))
+    if agent is not None:
+        if agent not in AGENTS:
+            raise InvalidInput(f"agent {agent[:40]!r} is not one of {', '.join(AGENTS)}")
+        query = query.where(sessions.c.agent == agent)
     if before_id is not None:
         query = query.where(sessions.c.id < before_id)
     return [session_from_row(row) for row in conn.execute(query)]

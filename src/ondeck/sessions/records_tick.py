@@ -1,4 +1,5 @@
-"""What the jobs tick does for sessions: drain the spool into the store, then record as
+"""What the jobs tick does for sessions: drain the spool into the store, let the transcripts
+of silent sessions say when they were last active (records_transcripts.py), then record as
 lost the open sessions silent past ONDECK_SESSION_GRACE.
 
 Every reader already shows such a session lost (db/predicates.SESSION_STATUS): recording it
@@ -21,6 +22,7 @@ from ondeck.db.engine import writing
 from ondeck.db.tables import sessions
 from ondeck.sessions.hook_events_check import parse_record
 from ondeck.sessions.records import shown, status_is
+from ondeck.sessions.records_transcripts import read_before_lost
 from ondeck.system import events as event_log
 
 if TYPE_CHECKING:
@@ -54,9 +56,13 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
 
     drained = spool.drain(settings.spool_dir, apply, parse_record, wait_s=0.0)
     with writing(engine) as conn:
+        # A transcript may show the session active, or its last answer, after its last hook.
+        read = read_before_lost(conn, now, settings.session_grace)
         lost = mark_lost(conn, now, settings.session_grace)
     if drained.applied or drained.rejected:
         log.info("spool: %d applied, %d rejected", drained.applied, drained.rejected)
+    if read:
+        log.info("read the transcripts of %d silent sessions: ids %s", len(read), read[:50])
     if lost:
         log.info("marked %d silent sessions lost: ids %s", len(lost), lost[:50])
     return {
@@ -64,6 +70,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
         "rejected": drained.rejected,
         "waiting": drained.left,
         **({"why": drained.why} if drained.left and drained.why else {}),
+        "transcripts_read": len(read),
         "lost": len(lost),
         "ids": lost[:50],
     }

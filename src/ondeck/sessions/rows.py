@@ -58,9 +58,6 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
     capture = record["capture"]
     facts = record["facts"] if capture else {}
     start = record["kind"] == "start"
-    signal_disagreements = [
-        {"kind": "signals", "at": record["at"].isoformat(), **d} for d in c["disagreements"]
-    ]
     return {
         "agent": record["agent"],
         "external_id": record["session"],
@@ -74,6 +71,23 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
         "branch": facts.get("branch"),
         "start_head": facts.get("head") if start else None,
         "capture": capture,
+        **classified_columns(c, record["at"]),
+        "compactions": 0,
+        "redactions": 0,
+        "redaction_kinds": {},
+        "created_at": now,
+        "updated_at": now,
+        "transcript_path": facts.get("transcript"),
+    }
+
+
+def classified_columns(c: dict[str, Any], at: datetime) -> dict[str, Any]:
+    """The columns of a new session row its classification (as records carry it) gives,
+    with the signals that disagreed as of `at`."""
+    signal_disagreements = [
+        {"kind": "signals", "at": at.isoformat(), **d} for d in c["disagreements"]
+    ]
+    return {
         "side": c["side"]["value"],
         "project": c["project"]["value"],
         "side_rule": c["side"]["rule"],
@@ -81,11 +95,6 @@ def _new_row(record: dict[str, Any], now: datetime) -> dict[str, Any]:
         "unclassified": c["unclassified"],
         "classification": c,
         "disagreements": signal_disagreements[:DISAGREEMENTS_MAX],
-        "compactions": 0,
-        "redactions": 0,
-        "redaction_kinds": {},
-        "created_at": now,
-        "updated_at": now,
     }
 
 
@@ -233,6 +242,7 @@ def apply(
     getattr(change, f"on_{record['kind']}")(created)
     if not created:
         change.place()
+        change.transcript()
     skew = record.get("clock_skew")
     if skew is not None:
         change.event(

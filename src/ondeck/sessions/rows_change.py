@@ -159,6 +159,9 @@ class Change:
     def on_stop(self, created: bool) -> None:
         self.reopen_if_lost("stop")
         text = self.record.get("text")
+        if self.capture and text is None and self.record.get("input"):
+            # A turn the agent sent no answer for: said (its input notes), never guessed.
+            self.event("session.no_answer", {})
         if not self.capture or text is None:
             return
         self.last_word(text, self.record["at"], None)
@@ -250,6 +253,13 @@ class Change:
                 "note": r["note"],
             },
         )
+
+    def transcript(self) -> None:
+        """The transcript a hook names, kept when the record has none yet (the jobs tick
+        reads it for a session whose end never came: records_transcripts.py)."""
+        named = self.record["facts"].get("transcript") if self.capture else None
+        if named and not self.get("transcript_path"):
+            self.set("transcript_path", named)
 
     def place(self) -> None:
         """A record whose place classifies otherwise than the start: a disagreement."""

@@ -17,7 +17,7 @@ INSTANTS = frozenset(
     {"started_at", "last_seen_at", "ended_at", "last_word_at", "created_at", "updated_at"}
 )
 JSONS = frozenset({"classification", "disagreements", "commits", "files", "redaction_kinds"})
-BOOLS = frozenset({"capture", "unclassified"})
+BOOLS = frozenset({"capture", "unclassified", "imported"})
 
 
 # --- statements -----------------------------------------------------------------------------
@@ -47,11 +47,18 @@ INSERTED = (  # what a new row is given; the others keep their defaults
     "redaction_kinds",
     "created_at",
     "updated_at",
+    "transcript_path",
 )
 # Every column but the key, the session's identity and when its row was made: what the
 # inserted ones become, and what only later records set.
 _LATER = ("ended_at", "end_reason", "end_head", "last_word", "last_word_at", "commits", "files")
-UPDATABLE = frozenset((*INSERTED, *_LATER, "git_note")) - {"agent", "external_id", "created_at"}
+# What `session import` sets (sessions/session_import.py); no hook record changes them.
+_IMPORTED = ("imported", "imported_from", "agent_version")
+UPDATABLE = frozenset((*INSERTED, *_LATER, *_IMPORTED, "git_note")) - {
+    "agent",
+    "external_id",
+    "created_at",
+}
 
 SQL = {
     "session": "SELECT * FROM sessions WHERE agent = :agent AND external_id = :external_id",

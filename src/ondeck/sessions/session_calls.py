@@ -24,6 +24,7 @@ def list_sessions(
     status: str | None = None,
     side: str | None = None,
     project: str | None = None,
+    agent: str | None = None,
     before_id: int | None = None,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
@@ -33,6 +34,7 @@ def list_sessions(
         status=status,
         side=side,
         project=project,
+        agent=agent,
         before_id=before_id,
         limit=limit,
         lost_before=records.lost_before(at.now(), at.settings),

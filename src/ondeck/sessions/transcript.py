@@ -34,17 +34,70 @@ def last_message(payload: dict[str, Any]) -> dict[str, Any] | None:
     """{"text", "at"} of the transcript's last assistant message with text (`at`: its
     timestamp as ISO-8601 UTC, or None when the line has none usable); None when there is
     no transcript, it cannot be read, or it holds no such message."""
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
-        return None
-    tail = _tail(path)
+    tail = _tail_of(payload)
     if tail is None:
         return None
     for line in reversed(tail.split(b"\n")):
-        found = _assistant_text(line)
+        found = assistant_text(line)
         if found is not None:
             return found
     return None
+
+
+def last_activity(payload: dict[str, Any]) -> str | None:
+    """The latest timestamp of the transcript's last lines (ISO-8601 UTC), or None: when the
+    session was last active, as its transcript says."""
+    tail = _tail_of(payload)
+    if tail is None:
+        return None
+    latest: str | None = None
+    for line in tail.split(b"\n")[-200:]:
+        if b'"timestamp"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        at = instant_of(entry.get("timestamp")) if isinstance(entry, dict) else None
+        if at is not None and (latest is None or at > latest):
+            latest = at
+    return latest
+
+
+def owned_transcript(value: Any) -> str | None:
+    """The real path of `value` when that is a transcript file of this user's Claude Code:
+    a `.jsonl` regular file of this user under ~/.claude/projects (or
+    $CLAUDE_CONFIG_DIR/projects), symbolic links and `..` resolved first; else None. A
+    hook's payload names it, and nothing outside that folder is ever kept or read."""
+    import os
+    import stat
+
+    if not isinstance(value, str) or not value.startswith("/") or "\x00" in value:
+        return None
+    if len(value) > 1_000 or not value.endswith(".jsonl"):
+        return None
+    roots = [os.path.expanduser("~/.claude")]
+    if os.environ.get("CLAUDE_CONFIG_DIR", "").startswith("/"):
+        roots.append(os.environ["CLAUDE_CONFIG_DIR"])
+    try:
+        real = os.path.realpath(value)
+        info = os.lstat(real)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or len(real) > 1_000:
+        return None
+    for root in roots:
+        projects = os.path.join(os.path.realpath(root), "projects") + os.sep
+        if real.startswith(projects):
+            return real
+    return None
+
+
+def _tail_of(payload: dict[str, Any]) -> bytes | None:
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+        return None
+    return _tail(path)
 
 
 def _tail(path: str) -> bytes | None:
@@ -78,7 +131,9 @@ def _tail(path: str) -> bytes | None:
     return data
 
 
-def _assistant_text(line: bytes) -> dict[str, Any] | None:
+def assistant_text(line: bytes) -> dict[str, Any] | None:
+    """{"text", "at"} of one transcript line when it is the session's own assistant message
+    with text, else None."""
     line = line.strip()
     if not line.startswith(b"{") or b'"assistant"' not in line:
         return None  # most lines are not the assistant's: skip them unparsed
@@ -86,6 +141,12 @@ def _assistant_text(line: bytes) -> dict[str, Any] | None:
         entry = json.loads(line)
     except (ValueError, RecursionError):
         return None
+    return answer_of(entry)
+
+
+def answer_of(entry: Any) -> dict[str, Any] | None:
+    """{"text", "at"} of a parsed transcript entry when it is the session's own assistant
+    message with text (the reader of sessions/transcript_read.py shares it), else None."""
     if not isinstance(entry, dict) or entry.get("type") != "assistant":
         return None
     if entry.get("isSidechain") is True:  # a subagent's answer, not the session's
@@ -109,10 +170,11 @@ def _assistant_text(line: bytes) -> dict[str, Any] | None:
     text = "\n\n".join(t for t in texts if t.strip())
     if not text:
         return None  # a turn's tool call: the answer, if any, comes after it
-    return {"text": text[:TEXT_MAX], "at": _instant(entry.get("timestamp"))}
+    return {"text": text[:TEXT_MAX], "at": instant_of(entry.get("timestamp"))}
 
 
-def _instant(value: Any) -> str | None:
+def instant_of(value: Any) -> str | None:
+    """A transcript's timestamp as ISO-8601 UTC, or None when it is not a usable one."""
     if not isinstance(value, str) or len(value) > 40:
         return None
     try:

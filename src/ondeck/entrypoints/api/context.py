@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from ondeck.context.render import Format
@@ -12,6 +12,8 @@ from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import errors
+from ondeck.entrypoints.gateway import Call
+from ondeck.sessions.hook_agents import AGENT_PATTERN, CLAUDE_CODE
 
 router = APIRouter(tags=["context"])
 
@@ -22,6 +24,103 @@ MEDIA_TYPES = {
 }
 
 
+class ContextQuestion:
+    """What a session's context is asked with (the query of `GET /context`, and of a session
+    start's `POST /sessions/records?context=true`, which gets it in the same answer)."""
+
+    def __init__(
+        self,
+        project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
+        format: Annotated[Format, Query()] = Format.json,
+        budget: Annotated[int, Query(ge=1, le=500)] = 20,
+        brief: Annotated[
+            bool, Query(description="Add the brief: handoff, pinned notes, recent sessions.")
+        ] = False,
+        side: Annotated[
+            str | None,
+            Query(pattern=PROJECT_PATTERN, description="The session's side (the brief's notes)."),
+        ] = None,
+        unclassified: Annotated[
+            bool, Query(description="The session is unclassified: the brief shows no memory.")
+        ] = False,
+        source: Annotated[
+            str | None,
+            Query(pattern=r"^[a-z_]{1,16}$", description="How the session started: startup, …"),
+        ] = None,
+        session: Annotated[
+            str | None, Query(min_length=1, max_length=200, description="The session's own id.")
+        ] = None,
+        cwd: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=4000,
+                description="The session's directory on this machine: the handoff's git drift.",
+            ),
+        ] = None,
+        brief_project: Annotated[
+            str | None,
+            Query(
+                pattern=PROJECT_PATTERN,
+                description="The brief's project, when it is not `project` (the lists' filter).",
+            ),
+        ] = None,
+        agent: Annotated[
+            str, Query(pattern=AGENT_PATTERN, description="Whose session id `session` is.")
+        ] = CLAUDE_CODE,
+    ) -> None:
+        self.project = project
+        self.format = format
+        self.budget = budget
+        self.brief = brief
+        self.side = side
+        self.unclassified = unclassified
+        self.source = source
+        self.session = session
+        self.cwd = cwd
+        self.brief_project = brief_project
+        self.agent = agent
+
+    def as_unclassified(self) -> None:
+        """The server put the session in its inbox (a side it does not know): the context
+        of an unclassified session, whatever the asker thought."""
+        self.unclassified = True
+        self.side = None
+        self.project = None
+        self.brief_project = None
+
+
+def context_text(store: Call, http: Request, asked: ContextQuestion) -> str:
+    """The context `asked` for, in its format; InvalidInput for a side not configured."""
+    from ondeck.core.sides import SideView
+    from ondeck.memory.brief import BriefRequest
+
+    settings = store.settings
+    request = None
+    side = store.limited(asked.side)
+    if side is not None and side not in settings.sides:
+        from ondeck.core.errors import InvalidInput
+
+        raise InvalidInput(f"side {side!r} is not configured")
+    # The lists' side is the session's: none named (or an unclassified session) lists none.
+    view = SideView(sides_on=bool(settings.sides), side=None if asked.unclassified else side)
+    if asked.brief:
+        cwd = asked.cwd
+        request = BriefRequest(
+            sides_on=bool(settings.sides),
+            side=side,
+            project=asked.brief_project or asked.project,
+            unclassified=asked.unclassified,
+            source=asked.source,
+            session=asked.session,
+            agent=asked.agent,
+            # git is read in `cwd` on this machine: only for a caller on this machine (the
+            # session hook), as the hooks' events are.
+            cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,
+        )
+    return store.context_text(asked.format, asked.project, asked.budget, brief=request, view=view)
+
+
 @router.get(
     "/context",
     responses={
@@ -30,72 +129,9 @@ MEDIA_TYPES = {
     },
 )
 def get_context(
-    store: StoreDep,
-    http: Request,
-    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
-    format: Annotated[Format, Query()] = Format.json,
-    budget: Annotated[int, Query(ge=1, le=500)] = 20,
-    brief: Annotated[
-        bool, Query(description="Add the brief: handoff, pinned notes, recent sessions.")
-    ] = False,
-    side: Annotated[
-        str | None,
-        Query(pattern=PROJECT_PATTERN, description="The session's side (the brief's notes)."),
-    ] = None,
-    unclassified: Annotated[
-        bool, Query(description="The session is unclassified: the brief shows no memory.")
-    ] = False,
-    source: Annotated[
-        str | None,
-        Query(pattern=r"^[a-z_]{1,16}$", description="How the session started: startup, …"),
-    ] = None,
-    session: Annotated[
-        str | None, Query(min_length=1, max_length=200, description="The session's own id.")
-    ] = None,
-    cwd: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=4000,
-            description="The session's directory on this machine: the handoff's git drift.",
-        ),
-    ] = None,
-    brief_project: Annotated[
-        str | None,
-        Query(
-            pattern=PROJECT_PATTERN,
-            description="The brief's project, when it is not `project` (the lists' filter).",
-        ),
-    ] = None,
+    store: StoreDep, http: Request, asked: Annotated[ContextQuestion, Depends()]
 ) -> Response:
-    from ondeck.core.sides import SideView
-    from ondeck.memory.brief import BriefRequest
-
-    settings = store.settings
-    request = None
-    side = store.limited(side)
-    if side is not None and side not in settings.sides:
-        from ondeck.core.errors import InvalidInput
-
-        raise InvalidInput(f"side {side!r} is not configured")
-    # The lists' side is the session's: none named (or an unclassified session) lists none.
-    view = SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
-    if brief:
-        request = BriefRequest(
-            sides_on=bool(settings.sides),
-            side=side,
-            project=brief_project or project,
-            unclassified=unclassified,
-            source=source,
-            session=session,
-            # git is read in `cwd` on this machine: only for a caller on this machine (the
-            # session hook), as the hooks' events are.
-            cwd=cwd if cwd and "\x00" not in cwd and from_loopback(http) else None,
-        )
-    return Response(
-        store.context_text(format, project, budget, brief=request, view=view),
-        media_type=MEDIA_TYPES[format],
-    )
+    return Response(context_text(store, http, asked), media_type=MEDIA_TYPES[asked.format])
 
 
 @router.get("/context/status", responses=errors(e422="Invalid input; nothing was written."))

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Header, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request
 from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.context.render import Format
 from ondeck.core.errors import Conflict, OndeckError
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
+from ondeck.entrypoints.api.context import ContextQuestion, context_text
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, StrictBody, errors
 from ondeck.sessions import intake, session_calls
 from ondeck.sessions import records as sessions
+from ondeck.sessions.hook_agents import AGENT_PATTERN
 
 router = APIRouter(tags=["sessions"])
 
@@ -43,8 +45,8 @@ class SessionOut(BaseModel):
     unclassified: bool = Field(description="In the inbox: shown to no other session.")
     capture: bool = Field(description="False: only times, side and project are kept.")
     badges: list[str] = Field(
-        description="The status, then `unclassified` and `capture off` where they apply: as "
-        "the lists and the dashboard show a session."
+        description="The status, then `unclassified`, `capture off` and `imported` where "
+        "they apply: as the lists and the dashboard show a session."
     )
     side: str | None
     project: str | None
@@ -66,6 +68,10 @@ class SessionOut(BaseModel):
         False,
         description="Shown lost (silent past ONDECK_SESSION_GRACE) while no jobs tick has "
         "recorded it yet.",
+    )
+    imported: bool = Field(
+        False,
+        description="Made by `ondeck session import` from a transcript, not by hooks.",
     )
 
 
@@ -135,6 +141,12 @@ class RecordResult(BaseModel):
 
 class RecordsOut(BaseModel):
     results: list[RecordResult]
+    context: str | None = Field(
+        None,
+        description="With `?context=true`: the session context asked for by the query (as "
+        "`GET /context` takes it), made once the records are stored; none when it could not "
+        "be made (the asker then asks `GET /context`, which says why).",
+    )
 
 
 class HookEventResult(RecordResult):
@@ -155,11 +167,14 @@ ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was writte
 def list_sessions(
     store: StoreDep,
     status: Annotated[
-        Literal["open", "ended", "lost", "unclassified"] | None,
-        Query(description="unclassified: the inbox."),
+        Literal["open", "ended", "lost", "unclassified", "imported"] | None,
+        Query(description="unclassified: the inbox; imported: made by `session import`."),
     ] = None,
     side: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, max_length=64)] = None,
+    agent: Annotated[
+        str | None, Query(pattern=AGENT_PATTERN, description="claude-code, codex or gemini-cli.")
+    ] = None,
     before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=sessions.MAX_LIMIT)] = 50,
 ) -> list[dict[str, Any]]:
@@ -170,6 +185,7 @@ def list_sessions(
             status=status,
             side=side,
             project=project,
+            agent=agent,
             before_id=before_id,
             limit=limit,
         )
@@ -201,7 +217,16 @@ def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, An
 )
 def post_records(
     store: StoreDep,
+    http: Request,
     body: RecordsIn,
+    asked: Annotated[ContextQuestion, Depends()],
+    context: Annotated[
+        bool,
+        Query(
+            description="Answer with the session context too (a session start in client "
+            "mode: one request, and the context knows the session just stored)."
+        ),
+    ] = False,
     expected: Annotated[
         str | None,
         Header(
@@ -220,7 +245,16 @@ def post_records(
         sides=store.settings.sides,
         sent_at=body.sent_at,
     )
-    return {"results": results}
+    if not context:
+        return {"results": results}
+    stored = (results[-1].get("session") or {}) if results else {}
+    if stored.get("unclassified") and not asked.unclassified:
+        asked.as_unclassified()  # the server's inbox, not the side the client gave
+    try:
+        text: str | None = context_text(store, http, asked)
+    except OndeckError:  # stored all the same: `GET /context` says what is wrong
+        text = None
+    return {"results": results, "context": text}
 
 
 @router.post(

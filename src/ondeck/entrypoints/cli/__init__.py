@@ -14,14 +14,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
-# The hooks Claude Code runs: at every session start and end, and at every turn (stop).
+# The hooks an agent runs: at every session start and end, and at every turn (stop); another
+# agent than Claude Code names itself (`--agent codex|gemini-cli`, sessions/hook_agents.py).
 HOOKS = ("session-start", "stop", "post-compact", "session-end")
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] == "hook" and args[1] in HOOKS:
-        _hook(args[1])
+    if len(args) in (2, 4) and args[0] == "hook" and args[1] in HOOKS:
+        if len(args) == 2:
+            _hook(args[1])
+        from ondeck.sessions.hook_agents import AGENTS
+
+        if args[2] == "--agent" and args[3] in AGENTS:
+            _hook(args[1], args[3])
     if args == ["mcp"]:
         proxied = _mcp_client()
         if proxied is not None:
@@ -51,7 +57,7 @@ def _mcp_client() -> int | None:
         return exc.exit_code
 
 
-def _hook(verb: str) -> NoReturn:
+def _hook(verb: str, agent: str = "claude-code") -> NoReturn:
     """Runs at every agent session start and end and every turn, so it skips Typer and
     answers straight away.
 
@@ -74,9 +80,9 @@ def _hook(verb: str) -> NoReturn:
     from ondeck.entrypoints.hooks import verbs as hooks
 
     if verb == "session-start":
-        code = hooks.session_start(sys.stdin, sys.stdout)
+        code = hooks.session_start(sys.stdin, sys.stdout, agent=agent)
     else:
-        code = hooks.run_hook(verb, sys.stdin, sys.stdout)
+        code = hooks.run_hook(verb, sys.stdin, sys.stdout, agent=agent)
     for stream in (sys.stdout, sys.stderr):
         # A reader that went away is told nothing more; the exit code stands. (Not
         # `contextlib.suppress`: nothing else on the hooks' server path imports contextlib.)

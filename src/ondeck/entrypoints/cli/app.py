@@ -52,11 +52,11 @@ def _register() -> None:
         server,
         service,
         sessions,
-        setup,
         tasks,
         tokens,
     )
     from ondeck.entrypoints.cli import hook_commands as hooks
+    from ondeck.entrypoints.cli import setup_commands as setup
 
     server.register(app)
     service.register(app)
@@ -64,8 +64,8 @@ def _register() -> None:
     app.add_typer(tasks.app, name="task")
     context.register(app)
     hooks.register(app)
-    mcp.register(app)
     setup.register(app)
+    mcp.register(app)
     rules.register(app)
     app.add_typer(schedules.app, name="schedule")
     backup.register(app)

@@ -1,4 +1,6 @@
-"""`ondeck hook session-start|session-end|install|uninstall` for Claude Code."""
+"""`ondeck hook session-start|stop|post-compact|session-end|install|uninstall`: Claude Code's
+hooks, and with `--agent codex|gemini-cli` the same commands for those agents' hooks (the
+usual path is entrypoints/cli.main's, which runs them without Typer)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,25 @@ import typer
 
 from ondeck.entrypoints.cli.common import cli_of, echo
 
+Agent = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        help="Whose hook this is: claude-code, codex or gemini-cli.",
+        callback=lambda value: _agent(value),
+    ),
+]
+
+
+def _agent(value: str) -> str:
+    from ondeck.core.errors import InvalidInput
+    from ondeck.sessions.hook_agents import AGENTS
+
+    if value not in AGENTS:
+        raise InvalidInput(f"agent {value[:40]!r} is not one of {', '.join(AGENTS)}")
+    return value
+
+
 app = typer.Typer(
     help="Claude Code hooks: session context in, session records kept, leases released out.",
     no_args_is_help=True,
@@ -17,36 +38,36 @@ app = typer.Typer(
 
 
 @app.command("session-start")
-def session_start(ctx: typer.Context) -> int:
+def session_start(ctx: typer.Context, agent: Agent = "claude-code") -> int:
     """Read the SessionStart hook JSON on stdin, print the hook JSON with today's context."""
     from ondeck.entrypoints.hooks.verbs import session_start as run
 
-    return run(sys.stdin, sys.stdout, cli_of(ctx).db_url)
+    return run(sys.stdin, sys.stdout, cli_of(ctx).db_url, agent)
 
 
 @app.command("stop")
-def stop(ctx: typer.Context) -> int:
+def stop(ctx: typer.Context, agent: Agent = "claude-code") -> int:
     """Read the Stop hook JSON on stdin, keep the session's last word."""
     from ondeck.entrypoints.hooks.verbs import run_hook
 
-    return run_hook("stop", sys.stdin, sys.stdout, cli_of(ctx).db_url)
+    return run_hook("stop", sys.stdin, sys.stdout, cli_of(ctx).db_url, agent)
 
 
 @app.command("post-compact")
-def post_compact(ctx: typer.Context) -> int:
+def post_compact(ctx: typer.Context, agent: Agent = "claude-code") -> int:
     """Read the PostCompact hook JSON on stdin, keep Claude's summary of the compaction."""
     from ondeck.entrypoints.hooks.verbs import run_hook
 
-    return run_hook("post-compact", sys.stdin, sys.stdout, cli_of(ctx).db_url)
+    return run_hook("post-compact", sys.stdin, sys.stdout, cli_of(ctx).db_url, agent)
 
 
 @app.command("session-end")
-def session_end(ctx: typer.Context) -> int:
+def session_end(ctx: typer.Context, agent: Agent = "claude-code") -> int:
     """Read the SessionEnd hook JSON on stdin: end the session's record (with what git says
     it did) and release the leases it held."""
     from ondeck.entrypoints.hooks.verbs import run_hook
 
-    return run_hook("session-end", sys.stdin, sys.stdout, cli_of(ctx).db_url)
+    return run_hook("session-end", sys.stdin, sys.stdout, cli_of(ctx).db_url, agent)
 
 
 ProjectDir = Annotated[

@@ -1,4 +1,4 @@
-"""`ondeck session list|show|move`: the records of agent sessions. Thin: parse, call one
+"""`ondeck session list|show|move|import`: the records of agent sessions. Thin: parse, call one
 service, print. Human lines and tables by default; `--json` prints what the API gives."""
 
 from __future__ import annotations
@@ -44,10 +44,17 @@ def list_(
     ctx: typer.Context,
     status: Annotated[
         str | None,
-        typer.Option("--status", help="open, ended, lost, or unclassified (the inbox)."),
+        typer.Option(
+            "--status",
+            help="open, ended, lost, unclassified (the inbox), or imported (session import).",
+        ),
     ] = None,
     side: Annotated[str | None, typer.Option("--side", help="Only this side.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only this agent's: claude-code, codex or gemini-cli."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many.")] = 50,
     as_json: JsonOpt = False,
 ) -> None:
@@ -59,10 +66,10 @@ def list_(
 
         with cli.read() as conn:
             return session_calls.list_sessions(
-                conn, cli, status=status, side=side, project=project, limit=limit
+                conn, cli, status=status, side=side, project=project, agent=agent, limit=limit
             )
 
-    params = {"status": status, "side": side, "project": project, "limit": limit}
+    params = {"status": status, "side": side, "project": project, "agent": agent, "limit": limit}
     found = cli.fetch("GET", "/sessions", local, params=params)
     if as_json:
         print_json(found)
@@ -125,6 +132,12 @@ def _detail_lines(s: dict[str, Any]) -> list[str]:
             f"place       {s['cwd']}"
             + (f"  (git {s['git_root']}, {s['branch'] or 'detached'})" if s["git_root"] else "")
         )
+    if s["imported"]:
+        lines.append(
+            f"imported    from {s['imported_from'] or '(its file: not kept, capture off)'}"
+        )
+    if s["agent_version"]:
+        lines.append(f"version     {s['agent']} {s['agent_version']}")
     if s["disagreements"]:
         lines.append("disagreements")
         lines += [f"  - {_disagreement(d)}" for d in s["disagreements"]]
@@ -215,3 +228,62 @@ def move(
         print_json(moved)
         return
     echo(f"session {moved['id']} moved: {_place(done['before'])} -> {_place(moved)}")
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code or codex.")],
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Only sessions active on or after it."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Read and count; store nothing.")
+    ] = False,
+    folder: Annotated[
+        str | None,
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help="The transcripts' folder (default ~/.claude/projects or ~/.codex/sessions).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a record of each past session the agent's transcripts on this machine tell of:
+    classified, scrubbed, marked imported. Twice changes nothing; a session hooks already
+    recorded only takes what it lacks."""
+    from ondeck.core.errors import InvalidInput
+    from ondeck.core.validation import parse_date
+    from ondeck.host.quick_settings_read import hook_config_of
+    from ondeck.sessions.session_import import AGENTS, default_folder, import_sessions
+
+    cli = cli_of(ctx)
+    if agent not in AGENTS:
+        raise InvalidInput(f"agent {agent[:40]!r} is not one of {', '.join(AGENTS)}")
+    day = parse_date(since, "--since") if since is not None else None
+    cli.needs_database()
+    report = import_sessions(
+        cli.engine,
+        cli.now(),
+        agent=agent,
+        folder=folder or default_folder(agent),
+        config=hook_config_of(cli.settings),
+        zone=cli.settings.zone,
+        since=day,
+        dry_run=dry_run,
+    )
+    found = report.to_json()
+    if as_json:
+        print_json(found)
+        return
+    verb = "would record" if dry_run else "recorded"
+    echo(
+        f"{agent} sessions in {found['folder']}: {verb} {found['sessions']}, completed "
+        f"{found['completed']}, unchanged {found['unchanged']}, skipped {found['skipped']}, "
+        f"refused {found['refused']}; {found['redactions']} redactions; "
+        f"{found['unknown_records']} unknown records skipped"
+    )
+    for refused in found["refused_files"]:
+        echo(f"  refused {refused['file']}: {refused['reason']}")

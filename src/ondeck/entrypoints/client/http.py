@@ -21,10 +21,6 @@ from __future__ import annotations
 
 import _socket
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 MAX_RESPONSE = 4 * 1024 * 1024
 # A body this large is announced first (`Expect: 100-continue`): a server that refuses it
 # (413, over its limit) says so before it is sent, instead of resetting the connection
@@ -75,11 +71,10 @@ def request(
     headers: dict[str, str] | None = None,
     timeout: float = 3.0,
     owner_socket: str | None = None,
-    sent: Callable[[], None] | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
     """(status, headers in lower case, body); raises HttpError when there is no answer.
     With `owner_socket` (a Unix socket's path) the request goes there and nowhere else; `base`
-    gives only its Host header. `sent` is called once the whole request is written."""
+    gives only its Host header."""
     host, port = split_url(base)
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
     for name, value in (headers or {}).items():
@@ -108,8 +103,6 @@ def request(
                 sock.sendall(body or b"")
             else:
                 sock.sendall(head + (body or b""))
-            if sent is not None:
-                sent()
             chunks = [_rest(sock)]
         finally:
             sock.close()

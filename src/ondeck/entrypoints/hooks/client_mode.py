@@ -37,17 +37,10 @@ from ondeck.sessions.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
-    import threading
-    from collections.abc import Callable
     from datetime import datetime
     from typing import Any
 
     from ondeck.host.quick_settings import HookConfig
-
-
-# How long a session start waits for its context's question to be written before it goes
-# on (a server slow to accept a connection is not waited for here).
-SEND_WAIT_S = 0.05
 
 
 class TooLarge(Exception):
@@ -56,6 +49,10 @@ class TooLarge(Exception):
 
 class ServerRefused(Exception):
     """The server answered, but will not take what was sent (token, or an error of its own)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Unanswered(Exception):
@@ -72,7 +69,9 @@ class RemoteServer:
         self.problem = ""  # why the server did not take a record (or a request) last
         self._failed: Exception | None = None  # the server did not answer: not asked again
         self._spool_problem = ""
-        self._pending: tuple[str, threading.Thread, dict[str, Any]] | None = None
+        # A session start's context: asked with its record, answered with it.
+        self._asked: str | None = None
+        self._given: str | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
         self._drained = False
         # The store this machine's events are captured for, learned from the first server
@@ -90,11 +89,9 @@ class RemoteServer:
         body: bytes | None = None,
         *,
         store: str | None = None,
-        sent: Callable[[], None] | None = None,
     ) -> bytes:
         """The answer's body (status 200); ServerRefused or Unanswered, saying why, otherwise. With
-        `store`, the server refuses (409) unless it serves that store; `sent` is called once
-        the request is written."""
+        `store`, the server refuses (409) unless it serves that store."""
         if self._failed is not None:
             raise self._failed
         from ondeck.entrypoints.client.http import HttpError, request
@@ -113,7 +110,6 @@ class RemoteServer:
                 body=None if body is None else body,
                 headers=headers,
                 timeout=left,
-                sent=sent,
             )
         except HttpError as exc:
             self._failed = Unanswered(f"the server {self.url} did not answer ({exc})")
@@ -133,7 +129,7 @@ class RemoteServer:
                 f"the server {self.url} refused {who}: {status} {said}; on the server, "
                 "`ondeck token create NAME` makes a device token for ONDECK_TOKEN here"
             )
-        raise ServerRefused(f"the server {self.url} answered {status}: {said}")
+        raise ServerRefused(f"the server {self.url} answered {status}: {said}", status)
 
     def _other_store(self, expected: str) -> str:
         now = f" (id {self.server_store})" if self.server_store else ""
@@ -156,14 +152,27 @@ class RemoteServer:
         # leaves room for it.
         sent_at = json.dumps(clock.now().isoformat()).encode()
         body = b'{"records":[' + b",".join(encoded) + b'],"sent_at":' + sent_at + b"}"
-        answer = self.request("POST", RECORDS_PATH, body, store=store)
+        asked, self._asked = self._asked, None
+        path = f"{RECORDS_PATH}?{asked}" if asked else RECORDS_PATH
+        try:
+            answer = self.request("POST", path, body, store=store)
+        except ServerRefused as exc:
+            if not asked or exc.status != 422:
+                raise
+            # A server that will not take the question (another version's rules) still
+            # takes the records: `context` asks for the context on its own, and says why.
+            answer = self.request("POST", RECORDS_PATH, body, store=store)
         self._learn()
         try:
-            results = json.loads(answer)["results"]
+            data = json.loads(answer)
+            results = data["results"]
         except (ValueError, KeyError, TypeError):
             results = None
         if not isinstance(results, list) or len(results) != len(encoded):
             raise ServerRefused(f"the server {self.url} answered for other records")
+        if asked:  # a server older than the question leaves it out: `context` asks again
+            given = data.get("context")
+            self._given = given if isinstance(given, str) and given else None
         return results
 
     # --- records ---------------------------------------------------------------------------
@@ -274,41 +283,17 @@ class RemoteServer:
         The working directory is not sent: the server is not to read this machine's paths,
         so the brief says its git drift was not read (host/git.drift would need the
         handoff's HEAD, which only the server knows, and this machine's repository)."""
-        path = _context_path(project, brief)
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] == path:
-            _, thread, box = pending
-            thread.join()
-            if isinstance(box.get("failed"), Exception):
-                raise box["failed"]
-            answer = box["answer"]
-        else:
-            answer = self.request("GET", path)
+        given, self._given = self._given, None
+        if given is not None:
+            return given
+        answer = self.request("GET", f"/api/v1/context?{_context_query(project, brief)}")
         return bytes(answer).decode("utf-8", "replace")
 
-    def context_soon(self, project: str | None, brief: dict[str, Any]) -> None:
-        """Start asking for the context (on a thread): `context` with the same question
-        takes its answer."""
-        import threading
-
-        path = _context_path(project, brief)
-        box: dict[str, Any] = {}
-        out = threading.Event()
-
-        def ask() -> None:
-            try:
-                box["answer"] = self.request("GET", path, sent=out.set)
-            except (ServerRefused, Unanswered) as exc:
-                box["failed"] = exc
-            finally:
-                out.set()
-
-        thread = threading.Thread(target=ask, name="ondeck-context", daemon=True)
-        thread.start()
-        self._pending = (path, thread, box)
-        # Until the question is out: the hook's own work next (scrubbing) holds the
-        # interpreter, and the thread would send it only once the hook waits for something.
-        out.wait(SEND_WAIT_S)
+    def ask_with_start(self, project: str | None, brief: dict[str, Any]) -> None:
+        """The context is asked for with the start's record (one request): the server makes
+        it once the session is stored, so it knows the session, and for the side the server
+        gave it. `context` then takes it; a server that gave none is asked again there."""
+        self._asked = "context=true&" + _context_query(project, brief)
 
     def unavailable(self, exc: BaseException) -> str:
         """The context when the server gave none: which server, and why."""
@@ -331,7 +316,7 @@ def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return parts
 
 
-def _context_path(project: str | None, brief: dict[str, Any]) -> str:
+def _context_query(project: str | None, brief: dict[str, Any]) -> str:
     from ondeck.entrypoints.client.http import query_string
 
     asked: dict[str, str] = {"format": "markdown", "brief": "true"}  # Format.markdown
@@ -342,7 +327,9 @@ def _context_path(project: str | None, brief: dict[str, Any]) -> str:
             asked[key] = str(brief[key])
     if brief.get("unclassified"):
         asked["unclassified"] = "true"
-    return f"/api/v1/context?{query_string(asked)}"
+    if brief.get("agent") not in (None, "claude-code"):  # the default: not said
+        asked["agent"] = str(brief["agent"])
+    return query_string(asked)
 
 
 def _sentence(text: str) -> str:

@@ -61,6 +61,7 @@ COMMON = frozenset(
         "ondeck.host.quick_settings_read",
         "ondeck.host.quick_settings_rules",
         "ondeck.sessions",
+        "ondeck.sessions.hook_agents",
         "ondeck.sessions.hook_events",
         "ondeck.sessions.hook_events_changes",
         "ondeck.sessions.hook_events_check",

@@ -46,6 +46,7 @@ from ondeck.entrypoints.hooks.delivery import (
     Server,
     debug,
 )
+from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of, normalise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -61,11 +62,12 @@ if TYPE_CHECKING:
 AFTER: list[Callable[[], None]] = []
 
 
-def read_payload(stream: TextIO) -> dict[str, Any]:
-    """The hook's JSON object, mended where it is not clean text (entrypoints/hooks/payload)."""
+def read_payload(stream: TextIO, verb: str = "", agent: str = CLAUDE_CODE) -> dict[str, Any]:
+    """The hook's JSON object, mended where it is not clean text (entrypoints/hooks/payload),
+    and made into Claude Code's shape when another agent sent it (sessions/hook_agents)."""
     from ondeck.entrypoints.hooks.payload import read_payload as read
 
-    return read(stream)
+    return normalise(agent, verb, read(stream))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -75,10 +77,12 @@ def _one_line(exc: BaseException) -> str:
 # --- session-start -----------------------------------------------------------------------------
 
 
-def session_start(stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+def session_start(
+    stdin: TextIO, stdout: TextIO, db_url: str | None = None, agent: str = CLAUDE_CODE
+) -> int:
     from ondeck.sessions.hook_events import hook_output
 
-    payload = read_payload(stdin)
+    payload = read_payload(stdin, "session-start", agent)
     try:
         markdown = _start(payload, db_url)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
@@ -121,10 +125,10 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
         markdown = None
         facts: dict[str, Any] | None = None  # the place as the record read it (git)
         if session_id_of(payload) is not None and client is not None:
-            # The context is asked for while the start is sent: two requests, one wait.
+            # The context is asked for with the start's record: one request.
             def ask(c: dict[str, Any]) -> None:
                 brief = _brief_of(payload, config, c, bool(c.get("unclassified")))
-                client.context_soon(c["project"]["value"], brief)
+                client.ask_with_start(c["project"]["value"], brief)
 
             classification, session_number, facts = _start_here(
                 client, payload, now, notes, meanwhile=ask
@@ -156,11 +160,12 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
         brief = _brief_of(payload, config, classification, unclassified)
+        source = config.owner_socket
         if client is not None:
-            markdown = _context_from_client(client, project, brief)
+            markdown = _context_from_client(client, project, brief)  # says where from
+            source = ""
         if markdown is None and server.ok:
             markdown = _context_from_server(config, server.expected(), project, brief)
-        source = config.owner_socket
         if markdown is None:
             source = "the database"
             try:
@@ -168,7 +173,8 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
                 markdown = _context_from_database(local, config, project, now, brief, facts)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
-        debug(f"session context from {source}")
+        if source:
+            debug(f"session context from {source}")
     finally:
         local.close()
     return _with_notes(markdown, notes)
@@ -298,6 +304,8 @@ def _context_from_server(
             asked[key] = brief[key]
     if brief.get("unclassified"):
         asked["unclassified"] = "true"
+    if brief.get("agent") not in (None, "claude-code"):  # the default: not said
+        asked["agent"] = brief["agent"]
     query = urllib.parse.urlencode(asked)
     headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
     try:
@@ -337,15 +345,24 @@ def _context_from_database(
 # --- stop, post-compact, session-end ---------------------------------------------------------
 
 
-def run_hook(verb: str, stdin: TextIO, stdout: TextIO, db_url: str | None = None) -> int:
+def run_hook(
+    verb: str,
+    stdin: TextIO,
+    stdout: TextIO,
+    db_url: str | None = None,
+    agent: str = CLAUDE_CODE,
+) -> int:
     """`ondeck hook stop|post-compact|session-end`: record the event; never fail the session."""
-    payload = read_payload(stdin)
+    payload = read_payload(stdin, verb, agent)
     try:
         message = _record(verb, payload, db_url)
     except Exception as exc:  # never fail the session: say what went wrong instead
         message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
         if verb == "session-end":
             message.update({"released": [], "owner": _owner(payload)})
+    if message and agent != CLAUDE_CODE:
+        # Codex refuses an answer with fields it does not know; Gemini reads JSON only.
+        message = {k: v for k, v in message.items() if k == "systemMessage"}
     if message:
         stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     return 0
@@ -370,7 +387,9 @@ def _record(verb: str, payload: dict[str, Any], db_url: str | None) -> dict[str,
     config = load_hook_config(db_url)
     now = clock.now()
     last = None
-    if kind == "end":  # the last turn's answer, in case Claude Code cancelled its Stop
+    if kind == "end" and agent_of(payload) == CLAUDE_CODE:
+        # The last turn's answer, in case Claude Code cancelled its Stop (the others wait
+        # for theirs, and their transcripts are not Claude Code's).
         from ondeck.sessions.transcript import last_message
 
         last = last_message(payload)

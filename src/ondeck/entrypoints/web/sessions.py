@@ -24,6 +24,7 @@ from ondeck.entrypoints.web.render import (
 )
 from ondeck.sessions import records as sessions
 from ondeck.sessions import records_move
+from ondeck.sessions.hook_agents import AGENTS
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50
@@ -41,10 +42,13 @@ def sessions_page(
     status: Annotated[str, Query(max_length=20)] = "",
     side: Annotated[str, Query(max_length=64)] = "",
     project: Annotated[str, Query(max_length=64)] = "",
+    agent: Annotated[str, Query(max_length=32)] = "",
     before: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
 ) -> Response:
     if status not in STATUS_CHOICES:
         status = ""
+    if agent not in AGENTS:
+        agent = ""
     store = store_of(request)
     extra: dict[str, Any] = {}
     cutoff = sessions.lost_before(store.now(), store.settings)
@@ -55,6 +59,7 @@ def sessions_page(
                 status=status or None,
                 side=side.strip() or None,
                 project=project.strip() or None,
+                agent=agent or None,
                 before_id=before,
                 limit=PAGE_SIZE + 1,
                 lost_before=cutoff,
@@ -62,7 +67,7 @@ def sessions_page(
         except InvalidInput as exc:  # a side or project that is not a name
             found = []
             extra = {"flash": str(exc), "flash_kind": "error"}
-        filtered = bool(status or side or project or before)
+        filtered = bool(status or side or project or agent or before)
         inbox = (
             []
             if filtered
@@ -85,6 +90,8 @@ def sessions_page(
             "status": status,
             "side": side,
             "project": project,
+            "agent": agent,
+            "agents": AGENTS,
             "status_choices": STATUS_CHOICES,
             "sides": sorted(store.settings.sides),
             "projects": projects,

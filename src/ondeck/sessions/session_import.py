@@ -1,0 +1,443 @@
+"""`ondeck session import`: a record of each past session an agent's transcripts on disk
+tell of, made as hooks would have made it had ondeck been installed (issue 26).
+
+Each session's transcript is read whole (sessions/transcript_read.py, or codex_read.py),
+classified by today's rules on its directory (sessions/classify.py, as a hook would, with
+the reason), its texts scrubbed and capped as a hook's (hook_events.scrubbed), and stored
+in one transaction of its own: a file that cannot be read is reported and nothing of it
+stored. A session already recorded (by hooks, or an import before) is never duplicated or
+overwritten: it is completed with what it lacks (its last word when no Stop brought one,
+its compaction summaries when none were heard, the agent's version), so importing twice
+changes nothing. A session a hook has not ended keeps its status: the jobs tick decides
+when it is lost (records_tick.py).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy.exc import DBAPIError
+
+from ondeck.core import logs
+from ondeck.core.clock import aware, local
+from ondeck.core.session_terms import SessionStatus
+from ondeck.db.engine import writing
+from ondeck.db.refusals import is_content
+from ondeck.db.tables import session_compactions, sessions
+from ondeck.sessions.hook_events import (
+    LAST_WORD_MAX,
+    SUMMARY_MAX,
+    clean_text,
+    observe,
+    scrubbed,
+    session_id_of,
+)
+from ondeck.sessions.rows import classified_columns
+from ondeck.sessions.transcript_read import Empty, Transcript, Unreadable
+from ondeck.system import events as event_log
+
+if TYPE_CHECKING:
+    from ondeck.host.quick_settings import HookConfig
+
+log = logs.logger("ondeck.sessions")
+
+AGENTS = ("claude-code", "codex")
+END_REASON = "imported"
+ACTOR = "import"
+REFUSED_SHOWN = 50
+
+
+@dataclass
+class ImportReport:
+    agent: str
+    folder: str
+    dry_run: bool
+    sessions: int = 0  # recorded now (new records)
+    completed: int = 0  # records that existed and took what they lacked
+    unchanged: int = 0  # records that existed and lacked nothing
+    skipped: int = 0  # before --since, or holding no session (empty, titles only)
+    refused: list[dict[str, str]] = field(default_factory=list)  # {"file", "reason"}
+    redactions: int = 0
+    unknown_records: int = 0  # entries of record types this reader does not know
+    subagent_files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "folder": self.folder,
+            "dry_run": self.dry_run,
+            "sessions": self.sessions,
+            "completed": self.completed,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "refused": len(self.refused),
+            "refused_files": self.refused[:REFUSED_SHOWN],
+            "redactions": self.redactions,
+            "unknown_records": self.unknown_records,
+            "subagent_files": self.subagent_files,
+        }
+
+
+def default_folder(agent: str) -> str:
+    """Where the agent keeps its transcripts for the user running this."""
+    if agent == "codex":
+        base = os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
+        return os.path.join(base, "sessions")
+    return os.path.join(os.path.expanduser("~/.claude"), "projects")
+
+
+def import_sessions(
+    engine: Engine,
+    now: datetime,
+    *,
+    agent: str,
+    folder: str,
+    config: HookConfig,
+    zone: tzinfo,
+    since: date | None = None,
+    dry_run: bool = False,
+) -> ImportReport:
+    """Import every session of `agent` under `folder` (its projects or sessions folder).
+    `since`: only sessions last active on or after that day (in `zone`). `dry_run`: read,
+    classify and count, store nothing. The run's counts are recorded as the event
+    `sessions.imported` (not on a dry run)."""
+    report = ImportReport(agent=agent, folder=folder, dry_run=dry_run)
+    found_files = list(_files(agent, folder))
+    subagents = _subagents(found_files, now, report)
+    for kind, path, reason in found_files:
+        if kind == SUBAGENT:
+            continue
+        if reason is not None:
+            report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
+            continue
+        try:
+            found = _read(agent, path, now)
+        except Empty:
+            report.skipped += 1
+            continue
+        except Unreadable as exc:
+            report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
+            continue
+        report.unknown_records += sum(found.unknown.values())
+        if found.session_id is None or found.first_at is None or found.last_at is None:
+            report.skipped += 1  # no session in it (Claude Code 1.0 keeps titles alone)
+            continue
+        for sub in subagents.get(found.session_id, []):
+            found.first_at = min(found.first_at, sub.first_at or found.first_at)
+            found.last_at = max(found.last_at, sub.last_at or found.last_at)
+            found.sidechain += sub.sidechain
+        if since is not None and local(found.last_at, zone).date() < since:
+            report.skipped += 1
+            continue
+        record = SessionImport(agent, found, config, now)
+        if dry_run:
+            report.sessions += 1
+            report.redactions += record.redactions
+            continue
+        try:
+            with writing(engine) as conn:
+                outcome = record.store(conn)
+        except DBAPIError as exc:
+            if exc.orig is None or not is_content(exc.orig):
+                raise  # the store takes nothing now: the command says so, and stops
+            # The store refused this session for its content (a CHECK, a length): it alone.
+            reason = " ".join(str(exc.orig or exc).split())[:300]
+            report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
+            continue
+        if outcome != "unchanged":
+            report.redactions += record.stored_redactions
+        setattr(report, outcome, getattr(report, outcome) + 1)
+    if not dry_run:
+        with writing(engine) as conn:
+            event_log.record(
+                conn,
+                now,
+                actor=ACTOR,
+                kind="sessions.imported",
+                subject=f"import:{agent}",
+                details=report.to_json(),
+            )
+    return report
+
+
+def _read(agent: str, path: str, now: datetime) -> Transcript:
+    if agent == "codex":
+        from ondeck.sessions.codex_read import read_rollout
+
+        return read_rollout(path, now)
+    from ondeck.sessions.transcript_read import read_transcript
+
+    found = read_transcript(path, now)
+    # Claude Code names the file for the session (the id its hooks send): the name is
+    # the session's, whatever id its entries carry (a copied or forked history).
+    found.session_id = session_id_of({"session_id": _stem(path)})
+    return found
+
+
+def _subagents(
+    files: list[tuple[str, str, str | None]], now: datetime, report: ImportReport
+) -> dict[str, list[Transcript]]:
+    """The subagents' transcripts by their session's id: read for their activity (a session
+    was active while its subagent was), counted; one unreadable is skipped and counted."""
+    from ondeck.sessions.transcript_read import read_transcript
+
+    found: dict[str, list[Transcript]] = {}
+    for kind, path, reason in files:
+        if kind != SUBAGENT:
+            continue
+        report.subagent_files += 1
+        if reason is not None:
+            report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
+            continue
+        try:
+            sub = read_transcript(path, now, subagent=True)
+        except Unreadable as exc:
+            report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
+            continue
+        report.unknown_records += sum(sub.unknown.values())
+        # Under <session>/subagents/ (2.1) the folder names the session; agent-*.jsonl
+        # beside the sessions (2.0) says it in its entries.
+        parts = path.split(os.sep)
+        owner = parts[-3] if len(parts) > 3 and parts[-2] == "subagents" else sub.session_id
+        if owner:
+            found.setdefault(owner, []).append(sub)
+    return found
+
+
+def _clean(value: str | None) -> str | None:
+    """A short text of a transcript as the stores take it (no NUL, no lone surrogate)."""
+    return clean_text(value) if value else None
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path).removesuffix(".jsonl")
+
+
+SESSION, SUBAGENT = "session", "subagent"
+
+
+def _files(agent: str, folder: str) -> Iterator[tuple[str, str, str | None]]:
+    """(kind, path, None) of each session or subagent file under `folder`; (kind, path,
+    why) of one refused. Nothing is followed through a symbolic link (a link out of the
+    folder reads nothing)."""
+    try:
+        top = os.lstat(folder)
+    except OSError as exc:
+        yield SESSION, folder, f"no such folder: {exc.strerror or exc}"
+        return
+    if not stat.S_ISDIR(top.st_mode):
+        yield SESSION, folder, "not a folder (a symbolic link is not followed)"
+        return
+    yield from _walk(agent, folder, 0)
+
+
+def _walk(agent: str, folder: str, depth: int) -> Iterator[tuple[str, str, str | None]]:
+    # Claude Code: projects/<folder>/<session>.jsonl, its subagents in
+    # <folder>/<session>/subagents/ (2.1) or <folder>/agent-*.jsonl (2.0); 1.0 writes them
+    # into the session's own file. Codex: sessions/YYYY/MM/DD/rollout-*.jsonl.
+    kind = SUBAGENT if agent == "claude-code" and depth >= 2 else SESSION
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        yield kind, folder, f"cannot list it: {exc.strerror or exc}"
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            yield kind, entry.path, "a symbolic link: not followed"
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if depth < 3:
+                yield from _walk(agent, entry.path, depth + 1)
+            continue
+        if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
+            continue
+        if agent == "codex":
+            if entry.name.startswith("rollout-"):
+                yield SESSION, entry.path, None
+        elif depth >= 2 or entry.name.startswith("agent-"):
+            yield SUBAGENT, entry.path, None
+        elif depth == 1:
+            yield SESSION, entry.path, None
+
+
+class SessionImport:
+    """One transcript made into what its record keeps: classified, scrubbed, capped."""
+
+    def __init__(self, agent: str, found: Transcript, config: HookConfig, now: datetime) -> None:
+        if found.session_id is None or found.first_at is None or found.last_at is None:
+            raise ValueError("a transcript without its session id or times")
+        self.agent, self.found, self.now = agent, found, aware(now)
+        self.session_id, self.first_at, self.last_at = (
+            found.session_id,
+            found.first_at,
+            found.last_at,
+        )
+        facts, classification = observe(found.cwd, config)
+        self.capture = bool(classification.capture.value)
+        self.classification = classification.to_json(private=not self.capture)
+        self.facts = facts
+        self.redactions = 0  # what the scrubber took out of the texts read
+        self.stored_redactions = 0  # of those, in what was stored
+        self.kinds: dict[str, int] = {}
+        self.last_word: dict[str, Any] | None = None
+        self.summaries: list[dict[str, Any]] = []
+        if self.capture and found.last_word is not None:
+            self.last_word = self._scrubbed(found.last_word["text"], LAST_WORD_MAX)
+            said = found.last_word.get("at")
+            self.last_word["at"] = datetime.fromisoformat(said) if said else self.last_at
+        for summary in found.summaries if self.capture else []:
+            text = self._scrubbed(summary["text"], SUMMARY_MAX)
+            self.summaries.append({**text, "at": summary["at"], "trigger": summary["trigger"]})
+
+    def _scrubbed(self, text: str, limit: int) -> dict[str, Any]:
+        done = scrubbed(text, limit)
+        self.redactions += done["redactions"]
+        for kind, n in done["kinds"].items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + n
+        return done
+
+    def store(self, conn: Connection) -> str:
+        """Record it, or complete the record there is: "sessions", "completed" or
+        "unchanged" (the counts of ImportReport)."""
+        row = (
+            conn.execute(
+                select(sessions)
+                .where(sessions.c.agent == self.agent)
+                .where(sessions.c.external_id == self.session_id)
+                .with_for_update()
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            self._insert(conn)
+            return "sessions"
+        return "completed" if self._complete(conn, dict(row)) else "unchanged"
+
+    def _insert(self, conn: Connection) -> None:
+        found, c, facts = self.found, self.classification, self.facts
+        place = self.capture
+        word = self.last_word
+        values = {
+            "agent": self.agent,
+            "external_id": self.session_id,
+            "status": SessionStatus.ENDED.value,
+            "started_at": self.first_at,
+            "last_seen_at": self.last_at,
+            "ended_at": self.last_at,
+            "end_reason": END_REASON,
+            "resumes": 0,
+            "cwd": clean_text(found.cwd) if place and found.cwd else None,
+            "git_root": facts.get("git_root") if place else None,
+            # The branch the session was on, as its transcript says; else today's.
+            "branch": _clean(found.branch or facts.get("branch")) if place else None,
+            "git_note": facts.get("git_note") if place else None,
+            "capture": self.capture,
+            **classified_columns(c, self.first_at),
+            "last_word": word["value"] if word else None,
+            "last_word_at": word["at"] if word else None,
+            "compactions": len(self.summaries),
+            "redactions": self.redactions,
+            "redaction_kinds": self.kinds,
+            "created_at": self.now,
+            "updated_at": self.now,
+            "imported": True,
+            "imported_from": clean_text(found.path) if place else None,
+            "agent_version": _clean(found.version),
+        }
+        session_id = conn.execute(
+            insert(sessions).values(**values).returning(sessions.c.id)
+        ).scalar_one()
+        self.stored_redactions = self.redactions
+        self._add_summaries(conn, session_id, self.summaries)
+        event_log.record(
+            conn,
+            self.now,
+            actor=ACTOR,
+            kind="session.imported",
+            subject=f"session:{session_id}",
+            details={
+                "started_at": self.first_at.isoformat(),
+                "ended_at": self.last_at.isoformat(),
+                "agent_version": _clean(found.version),
+                "side": c["side"]["value"],
+                "project": c["project"]["value"],
+                "unclassified": c["unclassified"],
+                "reason": c["reason"],
+                "compactions": len(self.summaries),
+                "redactions": self.redactions,
+                "unknown_records": dict(list(found.unknown.items())[:20]),
+                "sidechain_entries": found.sidechain,
+            },
+        )
+
+    def _complete(self, conn: Connection, row: dict[str, Any]) -> bool:
+        """Add what the record lacks; never replace what hooks stored. An imported record
+        whose transcript went on (a session resumed since) takes its later end and word."""
+        found = self.found
+        values: dict[str, Any] = {}
+        added: list[str] = []
+        capture = bool(row["capture"]) and self.capture
+        word = self.last_word
+        if capture and word is not None:
+            older = row["last_word_at"] is not None and aware(row["last_word_at"]) < word["at"]
+            if row["last_word"] is None or (row["imported"] and older):
+                values.update(last_word=word["value"], last_word_at=word["at"])
+                added.append("last_word")
+        if row["imported"] and aware(row["last_seen_at"]) < self.last_at:
+            values.update(last_seen_at=self.last_at, ended_at=self.last_at)
+            added.append("ended_at")
+        known = aware(row["last_seen_at"]) if row["compactions"] else None
+        later = [s for s in self.summaries if s["at"] and (known is None or s["at"] > known)]
+        if capture and later and (row["imported"] or not row["compactions"]):
+            values["compactions"] = row["compactions"] + len(later)
+            added.append("compactions")
+        if row["agent_version"] is None and found.version is not None:
+            values["agent_version"] = _clean(found.version)
+            added.append("agent_version")
+        if not values:
+            return False
+        redactions = (word["redactions"] if "last_word" in added and word else 0) + sum(
+            s["redactions"] for s in later if "compactions" in added
+        )
+        self.stored_redactions = redactions
+        if redactions:
+            values["redactions"] = row["redactions"] + redactions
+            kinds = dict(row["redaction_kinds"] or {})
+            for kind, n in self.kinds.items():
+                kinds[kind] = int(kinds.get(kind, 0)) + n
+            values["redaction_kinds"] = kinds
+        values["updated_at"] = self.now
+        conn.execute(update(sessions).where(sessions.c.id == row["id"]).values(**values))
+        if "compactions" in added:
+            self._add_summaries(conn, row["id"], later)
+        event_log.record(
+            conn,
+            self.now,
+            actor=ACTOR,
+            kind="session.completed",
+            subject=f"session:{row['id']}",
+            details={"from": "transcript", "added": added},
+        )
+        return True
+
+    def _add_summaries(
+        self, conn: Connection, session_id: int, found: list[dict[str, Any]]
+    ) -> None:
+        for summary in found:
+            conn.execute(
+                insert(session_compactions).values(
+                    session_id=session_id,
+                    at=summary["at"] or self.last_at,
+                    trigger=summary["trigger"],
+                    summary=summary["value"],
+                    chars=summary["chars"],
+                    redactions=summary["redactions"],
+                )
+            )
