@@ -3,9 +3,11 @@ the database made unreachable for the hooks and back."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,3 +62,19 @@ def outage(db_url: str) -> Iterator[tuple[str, Any, Any]]:
         yield db_url, cut, restore
     finally:
         restore()
+
+
+@pytest.fixture(scope="session")
+def claude_bin(request: pytest.FixtureRequest) -> Path:
+    """The real Claude Code (support/claude.py), installed once per test run into pytest's
+    cache folder; without npm or its registry the test skips with the reason, unless
+    ONDECK_REQUIRE_CLAUDE=1."""
+    from support import claude
+
+    folder = Path(request.config.cache.mkdir("claude-code"))
+    found = claude.install(folder)
+    if isinstance(found, str):
+        if os.environ.get("ONDECK_REQUIRE_CLAUDE") == "1":
+            pytest.fail(found)
+        pytest.skip(found)
+    return found

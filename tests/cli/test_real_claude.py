@@ -29,17 +29,6 @@ from support.pg import free_port
 ANSWER = "마지막 답: 테스트는 끝났어요. The last word of the run."
 
 
-@pytest.fixture(scope="session")
-def claude_bin(request: pytest.FixtureRequest) -> Path:
-    folder = Path(request.config.cache.mkdir("claude-code"))
-    found = claude.install(folder)
-    if isinstance(found, str):
-        if os.environ.get("ONDECK_REQUIRE_CLAUDE") == "1":
-            pytest.fail(found)
-        pytest.skip(found)
-    return found
-
-
 class Run:
     """One Claude Code home (settings with ondeck's hooks), working directory and store."""
 

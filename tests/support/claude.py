@@ -20,16 +20,21 @@ VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
 
 
-def install(folder: Path) -> Path | str:
-    """The `claude` executable of PACKAGE installed under `folder` (reused when it is there
+# The last Claude Code before mods (2.1.287): `ondeck setup claude-code` gives it settings hooks.
+BEFORE_MODS = "2.1.286"
+
+
+def install(folder: Path, version: str = VERSION) -> Path | str:
+    """The `claude` executable of `version` installed under `folder` (reused when it is there
     already), or why it could not be installed."""
+    package = f"@anthropic-ai/claude-code@{version}"
     binary = folder / "node_modules" / ".bin" / "claude"
-    if _version(binary) == VERSION:
+    if _version(binary) == version:
         return binary
     folder.mkdir(parents=True, exist_ok=True)
     try:
         done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), PACKAGE],
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), package],
             capture_output=True,
             text=True,
             timeout=600,
@@ -38,9 +43,9 @@ def install(folder: Path) -> Path | str:
         return f"npm could not run: {exc}"
     if done.returncode != 0:
         tail = " ".join(done.stderr.split())[-300:]
-        return f"npm install {PACKAGE} failed: {tail}"
-    if _version(binary) != VERSION:
-        return f"npm installed {PACKAGE}, but {binary} does not answer --version"
+        return f"npm install {package} failed: {tail}"
+    if _version(binary) != version:
+        return f"npm installed {package}, but {binary} does not answer --version"
     return binary
 
 
@@ -58,10 +63,13 @@ def _version(binary: Path) -> str | None:
 
 
 class Messages:
-    """A Messages API on 127.0.0.1 answering every request with `answer`."""
+    """A Messages API on 127.0.0.1 answering every request with `answer`; with `tool_call`
+    (a tool's name as the model sees it, or its end, and its input), a request that offers
+    that tool and holds no result of it yet is answered with a call of it instead."""
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, tool_call: tuple[str, dict[str, Any]] | None = None) -> None:
         self.answer = answer
+        self.tool_call = tool_call
         self.requests: list[dict[str, Any]] = []
         owner = self
 
@@ -92,7 +100,10 @@ class Messages:
                         self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
                     return
                 model = str(body.get("model") or "claude-sonnet-4-5")
-                if body.get("stream"):
+                call = owner.call_for(body)
+                if call is not None:
+                    self._send_events(owner.tool_events(model, *call))
+                elif body.get("stream"):
                     self._stream(model)
                 else:
                     self._json(200, owner.message(model))
@@ -106,11 +117,14 @@ class Messages:
                 self.wfile.write(out)
 
             def _stream(self, model: str) -> None:
+                self._send_events(owner.events(model))
+
+            def _send_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
                 self.end_headers()
-                for name, data in owner.events(model):
+                for name, data in events:
                     line = f"event: {name}\ndata: {json.dumps(data)}\n\n"
                     self.wfile.write(line.encode())
                     self.wfile.flush()
@@ -131,6 +145,35 @@ class Messages:
             "stop_sequence": None,
             "usage": {"input_tokens": 12, "output_tokens": 8},
         }
+
+    def call_for(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The tool to call in answer to this request, or None."""
+        if self.tool_call is None or not body.get("stream"):
+            return None
+        wanted, given = self.tool_call
+        names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        name = next((n for n in names if isinstance(n, str) and n.endswith(wanted)), None)
+        if name is None or "tool_result" in json.dumps(body.get("messages")):
+            return None
+        return name, given
+
+    def tool_events(
+        self, model: str, name: str, given: dict[str, Any]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        start = {**self.message(model), "content": [], "stop_reason": None}
+        block = {"type": "tool_use", "id": "toolu_ondeck_1", "name": name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(given)}
+        return [
+            ("message_start", {"type": "message_start", "message": start}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta",
+                               "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                               "usage": {"output_tokens": 8}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]  # fmt: skip
 
     def events(self, model: str) -> list[tuple[str, dict[str, Any]]]:
         start = {**self.message(model), "content": [], "stop_reason": None}

@@ -132,3 +132,33 @@ def get_context(
     store: StoreDep, http: Request, asked: Annotated[ContextQuestion, Depends()]
 ) -> Response:
     return Response(context_text(store, http, asked), media_type=MEDIA_TYPES[asked.format])
+
+
+@router.get("/context/status", responses=errors(e422="Invalid input; nothing was written."))
+def get_status_line(
+    store: StoreDep,
+    project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
+    side: Annotated[
+        str | None,
+        Query(pattern=PROJECT_PATTERN, description="The session's side (its lists)."),
+    ] = None,
+    unclassified: Annotated[
+        bool, Query(description="The session is unclassified: its lists are empty.")
+    ] = False,
+    session: Annotated[
+        str | None,
+        Query(min_length=1, max_length=200, description="The session's own id (its lease)."),
+    ] = None,
+) -> dict[str, str]:
+    """What is on deck in one short line (context/status_line.py): Claude Code's status line."""
+    from ondeck.context.status_line import status_line
+    from ondeck.core.sides import SideView
+
+    settings = store.settings
+    side = store.limited(side)
+    if side is not None and side not in settings.sides:
+        from ondeck.core.errors import InvalidInput
+
+        raise InvalidInput(f"side {side!r} is not configured")
+    view = SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
+    return {"line": status_line(store.context(project, view=view), session)}

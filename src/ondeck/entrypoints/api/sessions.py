@@ -110,9 +110,11 @@ class HookEventsIn(BaseModel):
         "post-compact, session-end), payload (Claude Code's JSON), at (ISO-8601 instant), "
         "transcript_size, context (true: answer with the session context too).",
     )
-    rules: dict[str, Any] = Field(
+    rules: dict[str, Any] | None = Field(
+        None,
         description="The hook's classification rules: projects, sides, remotes, "
-        "no_capture, private_globs (as in the config file)."
+        "no_capture, private_globs (as in the config file); absent, the server's own (the "
+        "Claude Code mod, which runs on the server's machine under its owner's settings).",
     )
 
 
@@ -285,11 +287,16 @@ def post_hook_events(
         raise Forbidden()
     _same_store(store.store.store_id(fresh=expected is not None), expected)
     now = store.now()
+    rules = body.rules
+    if rules is None:
+        from ondeck.host.quick_settings_read import hook_config_of
+
+        rules = hook_config_of(store.settings).rules()
     results = intake.record_hook_events(
         store.engine,
         now,
         body.events,
-        body.rules,
+        rules,
         grace=store.settings.session_grace,
         sides=store.settings.sides,
         later=background.add_task,
@@ -299,7 +306,7 @@ def post_hook_events(
         facts = result.pop("facts", None)  # the place the record read: the brief's git
         if event.get("context") is True and result.get("classification"):
             project = result["classification"]["project"]["value"]
-            brief = _brief_of(event, result["classification"], body.rules, facts)
+            brief = _brief_of(event, result["classification"], rules, facts)
             result["context"] = store.context_text(Format.markdown, project, brief=brief)
     return {"results": results}
 

@@ -69,6 +69,10 @@ def _hook(verb: str, agent: str = "claude-code") -> NoReturn:
     is already disposed, and nothing else holds work to finish). Nor does pydantic look for
     plugins in every installed distribution's metadata to validate the settings.
     """
+    if os.environ.get("ONDECK_MOD") == "1":
+        # The ondeck mod has this session (it set this in Claude Code's environment, which the
+        # settings hooks inherit): one path per session, so a settings hook stands down.
+        os._exit(0)
     import gc
 
     gc.disable()

@@ -1,5 +1,7 @@
-"""`ondeck setup codex|gemini [--undo]`: ondeck's hooks and MCP server in another agent's
-settings (entrypoints/hooks/agent_settings.py). Thin: parse, call, print what changed."""
+"""`ondeck setup claude-code|codex|gemini [--undo]`: ondeck in an agent, in one step: for
+Claude Code its plugin (entrypoints/hooks/claude_setup.py), for the others ondeck's hooks and
+MCP server in their settings (entrypoints/hooks/agent_settings.py). Thin: parse, call, print
+what changed."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import typer
 from ondeck.entrypoints.cli.common import echo
 
 app = typer.Typer(
-    help="Install ondeck's hooks and MCP server into an agent (Codex CLI, Gemini CLI).",
+    help="Install ondeck into an agent (Claude Code, Codex CLI, Gemini CLI).",
     no_args_is_help=True,
 )
 
@@ -29,6 +31,46 @@ CODEX_TRUST = (
     "Codex runs new or changed hooks only once you trust them: start `codex`, open /hooks "
     "and trust ondeck's (ondeck does not decide that for you)."
 )
+
+
+@app.command("claude-code")
+def claude_code(
+    ctx: typer.Context,
+    undo: Undo = False,
+    claude: Annotated[
+        str | None, typer.Option("--claude", help="Claude Code's executable (default: on PATH).")
+    ] = None,
+) -> None:
+    """The ondeck plugin (a mod, with the MCP server) for Claude Code 2.1.287 and later; the
+    settings hooks and `claude mcp add` for an older one. Says what it did."""
+    import shutil
+
+    from ondeck.core.errors import InvalidInput
+    from ondeck.entrypoints.cli.common import cli_of
+    from ondeck.entrypoints.hooks.claude_settings import settings_path
+    from ondeck.entrypoints.hooks.claude_setup import Setup, install
+    from ondeck.entrypoints.hooks.claude_setup import undo as run_undo
+
+    settings = cli_of(ctx).settings
+    found = claude or shutil.which("claude")
+    if found is None and undo:
+        found = "claude"  # the undo runs the `claude` its setup ran (its state file says)
+    if found is None:
+        raise InvalidInput("Claude Code is not on PATH (`claude`): name it with --claude PATH")
+    setup = Setup(
+        claude=found,
+        settings=settings_path(None, user=True),
+        data_dir=Path(settings.data_dir).expanduser(),
+    )
+    if undo:
+        lines = run_undo(setup)
+    else:
+        from ondeck.host.quick_settings_read import hook_config_of
+
+        # Client mode has no server here: the mod hands every event to `ondeck hook`.
+        lines = install(setup, "" if settings.server_url else hook_config_of(settings).owner_socket)
+    for line in lines:
+        echo(line)
 
 
 @app.command("codex")

@@ -1,0 +1,248 @@
+// ondeck inside Claude Code (a mod, Claude Code 2.1.287 and later).
+//
+// Each session event goes to this machine's ondeck server as the hooks send it today
+// (`POST /api/v1/sessions/hook-events`), over the server's owner-only Unix socket: only
+// the owner can open it (its directory is 0700), so no token rides and no other user's
+// listener on the TCP port hears a word. No process runs per event. When the server does
+// not answer, the event is handed to `python -m ondeck hook <verb>`, which stores it in the
+// database or its spool (and in client mode, where there is no socket, it always is: the
+// hook makes the record on this machine and sends it with the token). What even that
+// cannot take is kept here and sent with the next event. The status line says which.
+//
+// The brief (`session-start`'s answer) reaches the model as a `prompt.context` block: at the
+// first request, after a compaction (fetched again then) and after a `/clear` (a new
+// session, recorded as one).
+
+import type { EngineInterface, Register } from 'claude-code'
+import { briefOfHookOutput, contextQuery, hookEvent, statusText } from './words'
+import type { HookEvent } from './words'
+
+const BASE = 'http://127.0.0.1/api/v1'
+const PANE = 'ondeck'
+const BLOCK = 'ondeck'
+// A hook's process may wait for a locked database (5 s) and read git (1 s).
+const HOOK_TIMEOUT_MS = 20000
+
+type Facts = { project?: string; side?: string; unclassified?: boolean; session?: string }
+type Answer = Record<string, unknown>
+
+type Dollar = EngineInterface
+
+// This process's state: one session at a time (a `/clear` starts the next).
+const my = {
+  python: 'python3',
+  socket: '',
+  session: '', // the session recorded as started in this process
+  cwd: '',
+  started: undefined as Promise<void> | undefined,
+  brief: '',
+  facts: {} as Facts,
+  line: '',
+  reachable: true,
+  handed: 0,
+  kept: [] as HookEvent[],
+}
+
+
+async function ask($: Dollar, method: string, path: string, body?: unknown) {
+  if (!my.socket) return undefined
+  try {
+    const init = { method, headers: { 'content-type': 'application/json' }, socketPath: my.socket }
+    const sent = body === undefined ? init : { ...init, body: JSON.stringify(body) }
+    const answer = await $.http.fetch(`${BASE}${path}`, sent)
+    return answer.ok ? answer.text : undefined
+  } catch {
+    return undefined
+  }
+}
+
+// The server's result for the event, or undefined when it did not take it.
+async function viaServer($: Dollar, event: HookEvent): Promise<Answer | undefined> {
+  const text = await ask($, 'POST', '/sessions/hook-events', { events: [event] })
+  if (text === undefined) {
+    if (my.socket) my.reachable = false
+    return undefined
+  }
+  try {
+    const result = (JSON.parse(text) as { results: Answer[] }).results[0]
+    if (result === undefined || result.outcome === 'declined' || result.outcome === 'rejected') {
+      return undefined
+    }
+    my.reachable = true
+    return result
+  } catch {
+    return undefined
+  }
+}
+
+async function viaHook($: Dollar, event: HookEvent): Promise<string | undefined> {
+  try {
+    const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', event.hook], {
+      stdin: JSON.stringify(event.payload),
+      // The settings hooks stand down while this variable is "1" (the mod has the
+      // my.session); this very hand-over is the mod's and must not.
+      env: { ONDECK_MOD: '' },
+      timeoutMs: HOOK_TIMEOUT_MS,
+    })
+    return ran.exitCode === 0 ? ran.stdout : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function deliver($: Dollar, event: HookEvent): Promise<Answer | string | undefined> {
+  const result = await viaServer($, event)
+  if (result !== undefined) {
+    await resend($)
+    return result
+  }
+  const out = await viaHook($, event)
+  if (out === undefined) my.kept.push(event)
+  else my.handed += 1
+  return out
+}
+
+async function resend($: Dollar) {
+  while (my.kept.length > 0) {
+    const first = my.kept[0]
+    if (first === undefined || (await viaServer($, first)) === undefined) return
+    my.kept.shift()
+  }
+}
+
+async function refresh($: Dollar) {
+  const text = await ask($, 'GET', `/context/status?${contextQuery(my.facts, {})}`)
+  if (text !== undefined) {
+    try {
+      my.line = String((JSON.parse(text) as { line?: unknown }).line ?? '')
+    } catch {
+      my.line = ''
+    }
+  }
+  $.ui.status(statusText(my.line, my.reachable, my.handed, my.kept.length))
+}
+
+// The brief as the server renders it now (after a compaction: what changed since).
+async function briefNow($: Dollar, source: string): Promise<string | undefined> {
+  const query = contextQuery(my.facts, { format: 'markdown', brief: 'true', source, cwd: my.cwd })
+  return ask($, 'GET', `/context?${query}`)
+}
+
+async function begin($: Dollar, source: string) {
+  const id = await $.session.id()
+  my.cwd = await $.session.cwd()
+  my.session = id
+  my.facts = { session: id }
+  const event = hookEvent('session-start', id, my.cwd, await $.clock.now(), { source })
+  const result = await deliver($, event)
+  if (typeof result === 'string') {
+    my.brief = briefOfHookOutput(result)
+  } else if (result !== undefined) {
+    const c = (result.classification ?? {}) as {
+      project?: { value?: string | null }
+      side?: { value?: string | null }
+      unclassified?: boolean
+    }
+    my.facts = {
+      session: id,
+      project: c.project?.value ?? undefined,
+      side: c.side?.value ?? undefined,
+      unclassified: c.unclassified === true,
+    }
+    my.brief = typeof result.context === 'string' ? result.context : ''
+  }
+  await refresh($)
+}
+
+// The session this process is in, recorded as started (once per session id; after a
+// `/clear` the next one, whose start Claude Code announces to no hook).
+async function current($: Dollar, source: string): Promise<void> {
+  if (my.started !== undefined) await my.started
+  const id = await $.session.id()
+  if (my.started === undefined || id !== my.session) {
+    my.started = begin($, my.session && id !== my.session ? 'clear' : source)
+  }
+  await my.started
+}
+
+export const register: Register = (on, options) => {
+  my.python = typeof options.python === 'string' && options.python ? options.python : 'python3'
+  my.socket = typeof options.socket === 'string' ? options.socket : ''
+
+  on('session.start', async ($, e, next) => {
+    const got = await next(e)
+    await $.env.set('ONDECK_MOD', '1')
+    await $.command.register({
+      name: 'ondeck',
+      description: "What is on deck: this session's brief and today's items",
+    })
+    const turns = await $.session.turns()
+    my.started = begin($, turns > 0 ? 'resume' : 'startup')
+    return got
+  })
+
+  on('prompt.context', async ($, e, next) => {
+    const got = await next(e)
+    await current($, 'startup')
+    if (!my.brief) return got
+    const blocks = got.blocks.filter((b) => b.name !== BLOCK)
+    return { ...got, blocks: [...blocks, { name: BLOCK, text: my.brief }] }
+  })
+
+  on('turn.complete', async ($, e, next) => {
+    const got = await next(e)
+    if (e.agentId === undefined && e.reason === 'answer' && e.answer) {
+      await current($, 'startup')
+      const fields = { last_assistant_message: e.answer, turn_id: e.turnId }
+      await deliver($, hookEvent('stop', my.session, my.cwd, await $.clock.now(), fields))
+      await refresh($)
+    }
+    return got
+  })
+
+  on('session.compact', async ($, e, next) => {
+    const got = await next(e)
+    if (e.agentId === undefined && e.trigger !== 'precompute' && got.messages !== undefined) {
+      await current($, 'startup')
+      const at = await $.clock.now()
+      const summary = got.messages.find((m) => m.role === 'user')?.text ?? ''
+      const fields = { trigger: e.trigger, compact_summary: summary }
+      await deliver($, hookEvent('post-compact', my.session, my.cwd, at, fields))
+      my.brief = (await briefNow($, 'compact')) ?? my.brief
+      await refresh($)
+    }
+    return got
+  })
+
+  on('session.end', async ($, e, next) => {
+    const where = my.cwd || (await $.session.cwd())
+    const event = hookEvent('session-end', e.sessionId, where, await $.clock.now(), {
+      reason: e.reason,
+    })
+    await deliver($, event)
+    if (e.sessionId === my.session) {
+      my.started = undefined
+      my.brief = ''
+    }
+    return next(e)
+  })
+
+  on('command.run', { command: 'ondeck' }, async ($) => {
+    await current($, 'startup')
+    my.brief = (await briefNow($, 'command')) ?? my.brief
+    await refresh($)
+    const opened = await $.ui.open({ id: PANE, title: 'On deck', closeOnEscape: true })
+    const text = opened.isPlaced ? 'On deck: opened beside the transcript.' : my.brief
+    return { text: text || 'ondeck: no brief yet.' }
+  })
+
+  on('ui.render', { component: 'Pane', requestId: PANE }, async ($, e) => {
+    const { Box, Markdown, Text } = $.ui.resolve(e)
+    return (
+      <Box flexDirection="column">
+        <Text dimColor>{statusText(my.line, my.reachable, my.handed, my.kept.length)}</Text>
+        <Markdown text={my.brief || 'ondeck: no brief yet.'} />
+      </Box>
+    )
+  })
+}

@@ -1,0 +1,151 @@
+import { describe, expect, mock, test, tier } from 'claude-code/testing'
+
+tier('user')
+
+const OPTIONS = { options: { python: '/venv/bin/python', socket: '/data/run/server-7400.sock' } }
+const SESSION = 'sess-1'
+const BRIEF = '# On deck 2026-12-02\n\n## Due\n- #1 보고서 쓰기 (due today)\n'
+
+type Sent = { url: string; body: string; socketPath?: string }
+type Ran = { argv: readonly string[]; stdin?: string; env?: Record<string, string> }
+
+// The engine beneath the mod: a session in /work, and ondeck's server answering (or not).
+function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
+  const sent: Sent[] = []
+  const ran: Ran[] = []
+  const status: (string | undefined)[] = []
+  mock.clock(on, { now: Date.UTC(2026, 11, 2, 9, 0) })
+  mock.env(on, {})
+  on('session.start', (_: unknown, e: { cwd: string }) => ({ cwd: e.cwd }))
+  on('session.id', () => ({ value: SESSION }))
+  on('session.cwd', () => ({ value: '/work' }))
+  on('session.turns', () => ({ value: 0 }))
+  on('command.register', () => ({ value: { command: 'ondeck' } }))
+  on('ui.status', (_: unknown, e: { text?: string }) => {
+    status.push(e.text)
+    return { value: undefined }
+  })
+  on('prompt.context', (_: unknown, e: unknown) => e)
+  on('turn.complete', (_: unknown, e: { answer: string }) => ({ text: e.answer }))
+  on('env.set', () => ({ value: {} }))
+  on('session.end', (_: unknown, e: { sessionId: string }) => ({ sessionId: e.sessionId }))
+  on('ui.open', () => ({ value: { isPlaced: true } }))
+  on('http.fetch', (_: unknown, e: { url: string; init?: { body?: string; socketPath?: string } }) => {
+    if (!serverUp()) return { value: { status: 503, ok: false, headers: {}, text: '' } }
+    sent.push({ url: e.url, body: e.init?.body ?? '', socketPath: e.init?.socketPath })
+    const text = e.url.includes('/context/status')
+      ? JSON.stringify({ line: 'ondeck · 1 due' })
+      : e.url.includes('/context?')
+      ? BRIEF
+      : JSON.stringify({
+          results: [
+            {
+              outcome: 'applied',
+              classification: { project: { value: 'website' }, side: { value: null } },
+              context: BRIEF,
+            },
+          ],
+        })
+    return { value: { status: 200, ok: true, headers: {}, text } }
+  })
+  on('process.run', (_: unknown, e: { argv: readonly string[]; init?: Ran }) => {
+    ran.push({ argv: e.argv, stdin: e.init?.stdin, env: e.init?.env })
+    const out = e.argv.includes('session-start')
+      ? JSON.stringify({ hookSpecificOutput: { additionalContext: 'BRIEF FROM THE HOOK' } })
+      : ''
+    return {
+      value: {
+        exitCode: hookOk() ? 0 : 1,
+        stdout: out,
+        stderr: '',
+        isStdoutTruncated: false,
+        isStderrTruncated: false,
+      },
+    }
+  })
+  return { sent, ran, status }
+}
+
+const events = (sent: Sent[]) =>
+  sent
+    .filter((s) => s.url.endsWith('/sessions/hook-events'))
+    .map((s) => JSON.parse(s.body).events[0])
+
+describe('register', () => {
+  test('a session goes to the server through the owner socket, its brief to the model', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    const context = await $.prompt.context({ blocks: [{ name: 'currentDate', text: 'today' }] })
+    expect(context.blocks.map((b) => b.name)).toEqual(['currentDate', 'ondeck'])
+    expect(context.blocks[1]?.text).toBe(BRIEF)
+    await $.turn.complete({
+      answer: '끝났어요', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
+    })
+    await $.session.end({ reason: 'other', sessionId: SESSION, resume: { sessionId: SESSION } } as never)
+    const sentEvents = events(w.sent)
+    expect(sentEvents.map((e) => e.hook)).toEqual(['session-start', 'stop', 'session-end'])
+    expect(sentEvents[1].payload).toEqual({
+      session_id: SESSION, cwd: '/work', hook_event_name: 'Stop',
+      event_at: '2026-12-02T09:00:00.000Z', last_assistant_message: '끝났어요', turn_id: 't1',
+    })
+    expect(sentEvents[1].transcript_size).toBe(-1)
+    expect(w.sent.every((s) => s.socketPath === '/data/run/server-7400.sock')).toBe(true)
+    expect(w.ran).toEqual([])
+    expect(w.status.at(-1)).toBe('ondeck · 1 due')
+  })
+
+  test('with the server away an event goes to `ondeck hook`, and the status line says so', OPTIONS, async ($, on) => {
+    const w = world(on, () => false, () => true)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    const context = await $.prompt.context({ blocks: [] })
+    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK')
+    await $.turn.complete({
+      answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
+    })
+    expect(w.ran.map((r) => r.argv)).toEqual([
+      ['/venv/bin/python', '-m', 'ondeck', 'hook', 'session-start'],
+      ['/venv/bin/python', '-m', 'ondeck', 'hook', 'stop'],
+    ])
+    expect(JSON.parse(w.ran[1]?.stdin ?? '{}').last_assistant_message).toBe('done')
+    expect(w.ran[1]?.env).toEqual({ ONDECK_MOD: '' })
+    expect(w.status.at(-1)).toContain('server unreachable')
+    expect(w.status.at(-1)).toContain('2 events handed to `ondeck hook`')
+  })
+
+  test('what neither takes is kept and sent with the next event', OPTIONS, async ($, on) => {
+    let up = false
+    const w = world(on, () => up, () => false)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    await $.prompt.context({ blocks: [] })
+    expect(w.status.at(-1)).toContain('1 event kept to resend')
+    up = true
+    await $.turn.complete({
+      answer: 'back', durationMs: 5, isAborted: false, turnId: 't2', reason: 'answer',
+    })
+    expect(events(w.sent).map((e) => e.hook)).toEqual(['stop', 'session-start'])
+    expect(w.status.at(-1)).toBe('ondeck · 1 due')
+  })
+
+  test('/ondeck opens a pane with the brief and the status line', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: 'terminal', isInteractive: true })
+    const ran = await $.command.run({
+      command: 'ondeck',
+      args: '',
+      origin: { kind: 'composer' },
+    } as never)
+    expect(ran.text).toBe('On deck: opened beside the transcript.')
+    const queried = w.sent.map((s) => s.url).filter((u) => u.includes('/context?'))
+    expect(queried.at(-1)).toContain('format=markdown')
+    const ui = await $.ui.mount({
+      plugin: 'ondeck',
+      surface: 'terminal',
+      component: 'Pane',
+      requestId: 'ondeck',
+      props: { title: 'On deck', isFocused: false, bodyColumns: 60, placement: 'dock', scroll: { offset: 0, bodyRows: 20 } },
+    } as never)
+    expect((await ui.find({ type: 'Text', text: /1 due/ }))?.text).toBe('ondeck · 1 due')
+    expect((await ui.find({ type: 'Markdown' }))?.text).toContain('보고서 쓰기')
+    await ui.unmount()
+  })
+})
