@@ -245,7 +245,7 @@ def test_an_import_after_a_restore_brings_what_changed_and_a_cut_export_is_refus
     assert refused.stderr.startswith("ondeck: error: incomplete export"), refused.stderr
     assert refused.stderr.count("\n") == 1
     out = _ok(env, "import", str(exported))
-    assert "1 note(s)" in out and "3 brought to the export's newer state" in out, out
+    assert "1 note and" in out and "3 brought to the export's newer state" in out, out
     brief = _ok(env, "context", "--format", "markdown", "--project", "api")
     assert "배포는 목요일" in brief and "next: 새 계획" in brief
     for stale in ("배포는 금요일", "the grace is 6 h", "next: the old plan"):

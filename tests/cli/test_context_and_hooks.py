@@ -119,7 +119,7 @@ def test_context_command_formats(
         )
     assert run(["--db", db_url, "context"]) == 0
     markdown = capsys.readouterr().out
-    assert "## Due" in markdown and "overdue" in markdown and "2 day(s) overdue" in markdown
+    assert "## Due" in markdown and "overdue" in markdown and "2 days overdue" in markdown
     assert run(["--db", db_url, "context", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tasks"]["due"][0]["overdue_days"] == 2

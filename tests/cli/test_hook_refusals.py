@@ -140,7 +140,7 @@ def test_a_read_only_store_keeps_every_event_in_the_spool_with_its_reason(
     hooks = Hooks(tmp_path, url)
     lock()
     started = hooks.hook("session-start", "start")
-    assert "kept in the spool (1 event(s) waiting" in _context(started)
+    assert "kept in the spool (1 event waiting" in _context(started)
     said = hooks.hook("stop", "stop", last_assistant_message="읽기 전용이었다 (read-only)")
     assert "kept in the spool" in said["systemMessage"]
     # The store's own reason (SQLite cannot even open a WAL database on a read-only mount).
@@ -211,7 +211,7 @@ def test_a_record_the_store_refuses_is_set_aside_and_the_rest_go_on(
     said = hooks.hook("post-compact", "compact", trigger="auto")
     assert "set aside" in said["systemMessage"] and len(hooks.rejected()) == 3
     started = hooks.hook("session-start", "resume")
-    assert "3 spooled hook event(s) could not be applied" in _context(started)
+    assert "3 spooled hook events could not be applied" in _context(started)
 
 
 def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
@@ -362,10 +362,10 @@ def test_a_lone_surrogate_anywhere_is_stored_as_a_replacement_character(
     assert hooks.waiting() == []
     assert _session(engine).last_word == "다 됐어요 \ufffd"
     assert _input_notes(engine, "session.started") == [
-        "1 lone UTF-16 surrogate(s) replaced by U+FFFD"
+        "1 lone UTF-16 surrogate replaced by U+FFFD"
     ]
     assert _input_notes(engine, "session.last_word") == [
-        "1 lone UTF-16 surrogate(s) replaced by U+FFFD"
+        "1 lone UTF-16 surrogate replaced by U+FFFD"
     ]
 
 
@@ -379,7 +379,7 @@ def test_deeply_nested_input_is_cut_and_the_event_stored(
     assert _context(json.loads(done.stdout)).startswith("# On deck")
     assert _session(engine).status == "open"
     [note] = _input_notes(engine, "session.started")
-    assert note == "1 structure(s) nested over 64 levels cut"
+    assert note == "1 structure nested over 64 levels cut"
 
 
 @pytest.mark.slow
