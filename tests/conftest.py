@@ -23,7 +23,6 @@ from ondeck.db.engine import make_engine
 from ondeck.db.migrate import upgrade
 from ondeck.host.settings import Settings, load_settings
 from support import pg
-from support.pg_pool import PgPool
 
 # A fixed instant the unit tests read time from: Monday 2026-06-15, 09:00 UTC.
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -86,14 +85,6 @@ def pg_template(pg_admin_url: str) -> Iterator[str]:
     engine.dispose()
     yield PG_TEMPLATE
     admin.dispose()
-
-
-@pytest.fixture(scope="session")
-def pg_pool(pg_admin_url: str, pg_template: str) -> Iterator[PgPool]:
-    """Clones of the template made before the tests take them, dropped after (support/pg_pool)."""
-    pool = PgPool(pg_admin_url, pg_template)
-    yield pool
-    pool.close()
 
 
 def new_pg_database(admin_url: str, template: str) -> str:
@@ -159,12 +150,12 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         shutil.copyfile(template, path)
         yield f"sqlite:///{path}"
         return
-    pool: PgPool = request.getfixturevalue("pg_pool")
-    url = pool.take()
+    admin_url = request.getfixturevalue("pg_admin_url")
+    url = new_pg_database(admin_url, request.getfixturevalue("pg_template"))
     try:
         yield url
     finally:
-        pool.give_back(url)
+        drop_pg_database(admin_url, url)
 
 
 @pytest.fixture

@@ -361,9 +361,7 @@ def test_a_lone_surrogate_anywhere_is_stored_as_a_replacement_character(
     _raw_hook(hooks, "stop", json.dumps(stop).encode())
     assert hooks.waiting() == []
     assert _session(engine).last_word == "다 됐어요 \ufffd"
-    assert _input_notes(engine, "session.started") == [
-        "1 lone UTF-16 surrogate replaced by U+FFFD"
-    ]
+    assert _input_notes(engine, "session.started") == ["1 lone UTF-16 surrogate replaced by U+FFFD"]
     assert _input_notes(engine, "session.last_word") == [
         "1 lone UTF-16 surrogate replaced by U+FFFD"
     ]

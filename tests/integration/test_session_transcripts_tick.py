@@ -100,7 +100,10 @@ def test_the_tick_takes_the_transcripts_last_activity_and_answer_before_lost(
     assert final["status"] == "lost" and final["last_seen_at"] == after["last_seen_at"]
     with engine.connect() as conn:
         kinds = list(conn.scalars(select(events.c.kind).order_by(events.c.id)))
-    assert kinds.count("session.transcript_read") == 1 and kinds[-1] == "session.lost"
+    # (The ticks also fire what the store's schedules hold by then: the backup's, whose time
+    # follows the wall clock, so only the order of the session's own events is asked.)
+    ours = [k for k in kinds if k.startswith("session.")]
+    assert ours.count("session.transcript_read") == 1 and ours[-1] == "session.lost", ours
 
 
 def test_a_transcript_outside_the_owners_projects_is_never_kept_or_read(

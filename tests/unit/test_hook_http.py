@@ -65,17 +65,6 @@ def test_a_body_by_length_and_the_request_as_sent(peer: Peer) -> None:
     assert b"Authorization: Bearer t\r\n" in sent and sent.endswith('{"한": 1}'.encode())
 
 
-def test_sent_is_told_once_the_request_is_written(peer: Peer) -> None:
-    """A session start goes on with its own work once its context's question is out."""
-    peer.answers.append(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-    told: list[str] = []
-    status, _, body = request(peer.url, "GET", "/x", sent=lambda: told.append("sent"))
-    assert (status, body, told) == (200, b"ok", ["sent"])
-    with pytest.raises(HttpError):  # nothing written, nothing told
-        request("http://127.0.0.1:1", "GET", "/x", timeout=1, sent=lambda: told.append("again"))
-    assert told == ["sent"]
-
-
 def test_a_chunked_body(peer: Peer) -> None:
     peer.answers.append(
         b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
