@@ -15,12 +15,13 @@ loopback (as support/claude.py does for Claude Code).
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from support import npm
 
 
 @dataclass(frozen=True)
@@ -37,39 +38,7 @@ GEMINI = Agent("@google/gemini-cli", "0.61.0", "gemini")
 def install(folder: Path, agent: Agent) -> Path | str:
     """The executable of `agent` installed under `folder` (reused when it is there already),
     or why it could not be installed."""
-    binary = folder / "node_modules" / ".bin" / agent.binary
-    if _version(binary) == agent.version:
-        return binary
-    folder.mkdir(parents=True, exist_ok=True)
-    spec = f"{agent.package}@{agent.version}"
-    try:
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), spec],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"npm could not run: {exc}"
-    if done.returncode != 0:
-        tail = " ".join(done.stderr.split())[-300:]
-        return f"npm install {spec} failed: {tail}"
-    if _version(binary) != agent.version:
-        return f"npm installed {spec}, but {binary} does not answer --version"
-    return binary
-
-
-def _version(binary: Path) -> str | None:
-    if not binary.exists():
-        return None
-    try:
-        done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = done.stdout.split()
-    return words[-1] if done.returncode == 0 and words else None
+    return npm.install(folder, agent.package, agent.version, agent.binary)
 
 
 class ModelApi:

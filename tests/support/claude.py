@@ -10,11 +10,12 @@ runs with no login and no network.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from support import npm
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
@@ -27,39 +28,7 @@ BEFORE_MODS = "2.1.286"
 def install(folder: Path, version: str = VERSION) -> Path | str:
     """The `claude` executable of `version` installed under `folder` (reused when it is there
     already), or why it could not be installed."""
-    package = f"@anthropic-ai/claude-code@{version}"
-    binary = folder / "node_modules" / ".bin" / "claude"
-    if _version(binary) == version:
-        return binary
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), package],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"npm could not run: {exc}"
-    if done.returncode != 0:
-        tail = " ".join(done.stderr.split())[-300:]
-        return f"npm install {package} failed: {tail}"
-    if _version(binary) != version:
-        return f"npm installed {package}, but {binary} does not answer --version"
-    return binary
-
-
-def _version(binary: Path) -> str | None:
-    if not binary.exists():
-        return None
-    try:
-        done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = done.stdout.split()
-    return words[0] if done.returncode == 0 and words else None
+    return npm.install(folder, "@anthropic-ai/claude-code", version, "claude", timeout=600)
 
 
 class Messages:

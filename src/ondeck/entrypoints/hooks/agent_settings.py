@@ -19,10 +19,12 @@ import json
 import os
 import re
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
+from ondeck.entrypoints.hooks import settings_hooks
 from ondeck.entrypoints.hooks.claude_settings import ondeck_argv, ondeck_command
 from ondeck.sessions.hook_agents import CODEX, GEMINI
 
@@ -127,7 +129,7 @@ def _hook_command(command: str, agent: str, verb: str) -> str:
     return f"{command} hook {verb} --agent {agent}"
 
 
-def _is_ours(hook: Any, agent: str, verb: str) -> bool:
+def _is_ours(hook: Any, *, agent: str, verb: str) -> bool:
     command = hook.get("command", "") if isinstance(hook, dict) else ""
     return (
         isinstance(command, str)
@@ -137,67 +139,26 @@ def _is_ours(hook: Any, agent: str, verb: str) -> bool:
 
 
 def _add_hooks(agent: str, data: dict[str, Any], path: Path, command: str) -> list[str]:
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InvalidInput(f"{path}: 'hooks' is not an object; nothing changed")
-    for event in EVENTS[agent]:  # every event checked before any is changed
-        if not isinstance(hooks.get(event, []), list):
-            raise InvalidInput(f"{path}: hooks.{event} is not a list; nothing changed")
-    changes = []
-    for event, verb in EVENTS[agent].items():
-        groups = hooks.setdefault(event, [])
-        options = OPTIONS[agent].get(event, {})
-        ours = [
-            h
-            for g in groups
-            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            for h in g["hooks"]
-            if _is_ours(h, agent, verb)
-        ]
-        for hook in ours:
-            missing = {k: v for k, v in options.items() if hook.get(k) != v}
-            if missing:
-                hook.update(missing)
-                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in missing.items())
-                changes.append(f"updated hooks.{event}: {hook['command']} ({shown})")
-        if ours:
-            continue
-        line = _hook_command(command, agent, verb)
-        groups.append({"hooks": [{"type": "command", "command": line, **options}]})
-        extra = "".join(f", {k}={json.dumps(v)}" for k, v in options.items())
-        changes.append(f"added hooks.{event}: {line}{extra}")
-    return changes
+    wanted = [
+        settings_hooks.Wanted(
+            event,
+            _hook_command(command, agent, verb),
+            OPTIONS[agent].get(event, {}),
+            partial(_is_ours, agent=agent, verb=verb),
+        )
+        for event, verb in EVENTS[agent].items()
+    ]
+    return settings_hooks.add(data, path, wanted)
 
 
 def _remove_hooks(agent: str, data: dict[str, Any]) -> list[str]:
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return []
-    changes = []
-    for event, verb in EVENTS[agent].items():
-        groups = hooks.get(event)
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-                kept_groups.append(group)
-                continue
-            kept = [h for h in group["hooks"] if not _is_ours(h, agent, verb)]
-            changes += [
-                f"removed hooks.{event}: {h['command']}"
-                for h in group["hooks"]
-                if _is_ours(h, agent, verb)
-            ]
-            if kept:
-                kept_groups.append({**group, "hooks": kept})
-        if kept_groups:
-            hooks[event] = kept_groups
-        else:
-            del hooks[event]
-    if not hooks:
-        del data["hooks"]
-    return changes
+    return settings_hooks.remove(
+        data,
+        [
+            (event, partial(_is_ours, agent=agent, verb=verb))
+            for event, verb in EVENTS[agent].items()
+        ],
+    )
 
 
 # --- the MCP server ------------------------------------------------------------------------

@@ -11,10 +11,12 @@ import os
 import shlex
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
+from ondeck.entrypoints.hooks import settings_hooks
 
 EVENTS = {
     "SessionStart": "session-start",
@@ -76,7 +78,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _is_ours(hook: Any, verb: str) -> bool:
+def _is_ours(hook: Any, *, verb: str) -> bool:
     command = hook.get("command", "") if isinstance(hook, dict) else ""
     return "ondeck" in command and command.rstrip().endswith(f"hook {verb}")
 
@@ -86,34 +88,13 @@ def install(path: Path, command: str | None = None) -> list[str]:
     nothing). An entry of an earlier install gets the options it lacks."""
     command = command or ondeck_command()
     data = _load(path)
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InvalidInput(f"{path}: 'hooks' is not an object; nothing changed")
-    changes = []
-    for event, verb in EVENTS.items():
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise InvalidInput(f"{path}: hooks.{event} is not a list; nothing changed")
-        options = OPTIONS.get(event, {})
-        ours = [
-            h
-            for g in groups
-            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            for h in g["hooks"]
-            if _is_ours(h, verb)
-        ]
-        for hook in ours:
-            missing = {k: v for k, v in options.items() if hook.get(k) != v}
-            if missing:
-                hook.update(missing)
-                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in missing.items())
-                changes.append(f"updated hooks.{event}: {hook['command']} ({shown})")
-        if ours:
-            continue
-        entry = {"type": "command", "command": f"{command} hook {verb}", **options}
-        groups.append({"hooks": [entry]})
-        extra = "".join(f", {k}={json.dumps(v)}" for k, v in options.items())
-        changes.append(f"added hooks.{event}: {command} hook {verb}{extra}")
+    wanted = [
+        settings_hooks.Wanted(
+            event, f"{command} hook {verb}", OPTIONS.get(event, {}), partial(_is_ours, verb=verb)
+        )
+        for event, verb in EVENTS.items()
+    ]
+    changes = settings_hooks.add(data, path, wanted)
     if changes:
         _save(path, data)
     return changes
@@ -122,31 +103,9 @@ def install(path: Path, command: str | None = None) -> list[str]:
 def uninstall(path: Path) -> list[str]:
     """Remove exactly the entries `install` adds; returns what changed."""
     data = _load(path)
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return []
-    changes = []
-    for event, verb in EVENTS.items():
-        groups = hooks.get(event)
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-                kept_groups.append(group)
-                continue
-            kept = [h for h in group["hooks"] if not _is_ours(h, verb)]
-            for h in group["hooks"]:
-                if _is_ours(h, verb):
-                    changes.append(f"removed hooks.{event}: {h['command']}")
-            if kept:
-                kept_groups.append({**group, "hooks": kept})
-        if kept_groups:
-            hooks[event] = kept_groups
-        else:
-            del hooks[event]
-    if not hooks:
-        del data["hooks"]
+    changes = settings_hooks.remove(
+        data, [(event, partial(_is_ours, verb=verb)) for event, verb in EVENTS.items()]
+    )
     if changes:
         _save(path, data)
     return changes
