@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from ondeck.context.render import Format
+from ondeck.core.sides import SideView
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
@@ -90,20 +91,27 @@ class ContextQuestion:
         self.brief_project = None
 
 
-def context_text(store: Call, http: Request, asked: ContextQuestion) -> str:
-    """The context `asked` for, in its format; InvalidInput for a side not configured."""
-    from ondeck.core.sides import SideView
-    from ondeck.memory.brief import BriefRequest
+def _side_view(store: Call, side: str | None, unclassified: bool) -> tuple[str | None, SideView]:
+    """The session's side as the caller's token allows it, and the lists' view: the session's
+    side (none named, or an unclassified session, lists none); InvalidInput for a side not
+    configured."""
 
     settings = store.settings
-    request = None
-    side = store.limited(asked.side)
+    side = store.limited(side)
     if side is not None and side not in settings.sides:
         from ondeck.core.errors import InvalidInput
 
         raise InvalidInput(f"side {side!r} is not configured")
-    # The lists' side is the session's: none named (or an unclassified session) lists none.
-    view = SideView(sides_on=bool(settings.sides), side=None if asked.unclassified else side)
+    return side, SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
+
+
+def context_text(store: Call, http: Request, asked: ContextQuestion) -> str:
+    """The context `asked` for, in its format; InvalidInput for a side not configured."""
+    from ondeck.memory.brief import BriefRequest
+
+    settings = store.settings
+    request = None
+    side, view = _side_view(store, asked.side, asked.unclassified)
     if asked.brief:
         cwd = asked.cwd
         request = BriefRequest(
@@ -152,13 +160,6 @@ def get_status_line(
 ) -> dict[str, str]:
     """What is on deck in one short line (context/status_line.py): Claude Code's status line."""
     from ondeck.context.status_line import status_line
-    from ondeck.core.sides import SideView
 
-    settings = store.settings
-    side = store.limited(side)
-    if side is not None and side not in settings.sides:
-        from ondeck.core.errors import InvalidInput
-
-        raise InvalidInput(f"side {side!r} is not configured")
-    view = SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
+    _, view = _side_view(store, side, unclassified)
     return {"line": status_line(store.context(project, view=view), session)}

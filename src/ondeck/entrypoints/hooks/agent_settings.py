@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -72,17 +73,11 @@ def install(agent: str, place: Path, command: str | None = None) -> list[str]:
     settings file); returns what changed (empty: nothing)."""
     command = command or ondeck_command()
     if agent == CODEX:
-        hooks_file, config = place / "hooks.json", place / "config.toml"
-        data = _load_json(hooks_file)
-        # Both files made before either is written: a refusal changes nothing.
-        changes = _with_path(hooks_file, _add_hooks(agent, data, hooks_file, command))
-        toml = _add_codex_mcp(config, _load_toml(config))
-        if changes:
-            _save(hooks_file, _json_text(data))
-        if toml is None:
-            return changes
-        _save(config, toml[0])
-        return [*changes, f"{config}: {toml[1]}"]
+        return _codex(
+            place,
+            lambda data, hooks_file: _add_hooks(agent, data, hooks_file, command),
+            _add_codex_mcp,
+        )
     data = _load_json(place)
     changes = _add_hooks(agent, data, place, command)
     added = _add_gemini_mcp(data, place)
@@ -95,16 +90,7 @@ def install(agent: str, place: Path, command: str | None = None) -> list[str]:
 def uninstall(agent: str, place: Path) -> list[str]:
     """Remove exactly what `install` adds; returns what changed."""
     if agent == CODEX:
-        hooks_file, config = place / "hooks.json", place / "config.toml"
-        data = _load_json(hooks_file)
-        changes = _with_path(hooks_file, _remove_hooks(agent, data))
-        toml = _remove_codex_mcp(config, _load_toml(config))
-        if changes:
-            _save(hooks_file, _json_text(data))
-        if toml is None:
-            return changes
-        _save(config, toml[0])
-        return [*changes, f"{config}: {toml[1]}"]
+        return _codex(place, lambda data, _: _remove_hooks(agent, data), _remove_codex_mcp)
     data = _load_json(place)
     changes = _remove_hooks(agent, data)
     servers = data.get("mcpServers")
@@ -116,6 +102,25 @@ def uninstall(agent: str, place: Path) -> list[str]:
     if changes:
         _save(place, _json_text(data))
     return _with_path(place, changes)
+
+
+def _codex(
+    place: Path,
+    hooks_change: Callable[[dict[str, Any], Path], list[str]],
+    mcp_change: Callable[[Path, Any], tuple[str, str] | None],
+) -> list[str]:
+    """Codex's two files, `hooks.json` and `config.toml`, changed together: both are made
+    before either is written, so a refusal of one changes nothing."""
+    hooks_file, config = place / "hooks.json", place / "config.toml"
+    data = _load_json(hooks_file)
+    changes = _with_path(hooks_file, hooks_change(data, hooks_file))
+    toml = mcp_change(config, _load_toml(config))
+    if changes:
+        _save(hooks_file, _json_text(data))
+    if toml is None:
+        return changes
+    _save(config, toml[0])
+    return [*changes, f"{config}: {toml[1]}"]
 
 
 def _with_path(path: Path, changes: list[str]) -> list[str]:
