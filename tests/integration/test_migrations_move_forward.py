@@ -517,7 +517,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0007": _seed_0007(),
     "0008": _seed_0008(),
     "0009": _seed_0009(),
-    "0011": _seed_0011(),  # rechain: 0010 lands first
+    "0011": _seed_0011(),
 }
 
 

@@ -1,7 +1,7 @@
 """imported sessions
 
 Revision ID: 0011
-Revises: 0010
+Revises: 0009
 Create Date: 2026-12-16 09:00:00
 
 The sessions before ondeck (issue 26): `ondeck session import` makes records of the
@@ -18,7 +18,9 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"  # rechain to 0010 on merge
+down_revision = (
+    "0009"  # no 0010: the recall index (issue 24) waits on its branch and follows as 0012
+)
 branch_labels = None
 depends_on = None
 
