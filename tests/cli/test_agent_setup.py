@@ -124,3 +124,25 @@ def test_a_file_that_does_not_parse_is_refused_and_left_alone(
         assert done.stderr.count("\n") == 1 and "nothing changed" in done.stderr
     assert path.read_text() == text
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini", "claude-hooks"])
+def test_a_place_that_cannot_be_written_is_refused_in_one_line(tmp_path: Path, agent: str) -> None:
+    """A project folder where nothing can be made (a file stands where the folder would go)."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    command = (
+        ["hook", "install", "--project-dir", str(blocked)]
+        if agent == "claude-hooks"
+        else ["setup", agent, "--project-dir", str(blocked)]
+    )
+    done = subprocess.run(
+        [ONDECK, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "cannot be written" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and blocked.read_text() == "a file, not a folder"

@@ -297,3 +297,21 @@ def test_the_fixtures_are_in_place() -> None:
     for version in ("v1.0.128", "v2.0.77", "v2.1.332"):
         assert (FIXTURES / version / FOLDER).is_dir()
     assert (FIXTURES / "v2.1.332" / FOLDER / V21 / "subagents").is_dir()
+
+
+def test_a_machine_without_transcripts_imports_nothing_and_refuses_nothing(
+    engine: Engine, tmp_path: Path, config: HookConfig
+) -> None:
+    found = run(engine, tmp_path / "no-such-folder", config)
+    assert (found["sessions"], found["refused"], found["refused_files"]) == (0, 0, [])
+
+
+def test_links_that_could_be_no_transcript_are_not_reported(
+    engine: Engine, tmp_path: Path, config: HookConfig
+) -> None:
+    root = tmp_path / "projects" / "-w"
+    root.mkdir(parents=True)
+    (root / "notes.txt").symlink_to("/etc/hostname")
+    (root / "x.jsonl").symlink_to("/etc/hostname")
+    found = run(engine, tmp_path / "projects", config)
+    assert [Path(r["file"]).name for r in found["refused_files"]] == ["x.jsonl"]

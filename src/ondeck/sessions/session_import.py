@@ -228,8 +228,10 @@ def _files(agent: str, folder: str) -> Iterator[tuple[str, str, str | None]]:
     folder reads nothing)."""
     try:
         top = os.lstat(folder)
+    except FileNotFoundError:
+        return  # no transcripts on this machine: nothing to import, nothing refused
     except OSError as exc:
-        yield SESSION, folder, f"no such folder: {exc.strerror or exc}"
+        yield SESSION, folder, f"cannot read it: {exc.strerror or exc}"
         return
     if not stat.S_ISDIR(top.st_mode):
         yield SESSION, folder, "not a folder (a symbolic link is not followed)"
@@ -249,7 +251,9 @@ def _walk(agent: str, folder: str, depth: int) -> Iterator[tuple[str, str, str |
         return
     for entry in entries:
         if entry.is_symlink():
-            yield kind, entry.path, "a symbolic link: not followed"
+            # Said only where a transcript or its folder could be: other links are not ours.
+            if entry.name.endswith(".jsonl") or entry.is_dir(follow_symlinks=True):
+                yield kind, entry.path, "a symbolic link: not followed"
             continue
         if entry.is_dir(follow_symlinks=False):
             if depth < 3:

@@ -258,6 +258,8 @@ def import_(
     """Make a record of each past session the agent's transcripts on this machine tell of:
     classified, scrubbed, marked imported. Twice changes nothing; a session hooks already
     recorded only takes what it lacks."""
+    import os
+
     from ondeck.core.errors import InvalidInput
     from ondeck.core.validation import parse_date
     from ondeck.host.quick_settings_read import hook_config_of
@@ -267,6 +269,8 @@ def import_(
     if agent not in AGENTS:
         raise InvalidInput(f"agent {agent[:40]!r} is not one of {', '.join(AGENTS)}")
     day = parse_date(since, "--since") if since is not None else None
+    if folder is not None and not os.path.isdir(folder):
+        raise InvalidInput(f"--dir {folder[:200]!r} is not a folder")
     cli.needs_database()
     report = import_sessions(
         cli.engine,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -314,15 +313,4 @@ def _json_text(data: dict[str, Any]) -> str:
 
 
 def _save(path: Path, text: str) -> None:
-    """Written whole or not at all, the owner's alone as the file was (0600 when new)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    settings_hooks.write(path, text)

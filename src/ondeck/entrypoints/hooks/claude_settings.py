@@ -7,10 +7,8 @@ and matcher in the file stays as it was.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
-import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -70,12 +68,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings-", suffix=".json")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(tmp, path)
+    settings_hooks.write(path, json.dumps(data, indent=2) + "\n")
 
 
 def _is_ours(hook: Any, *, verb: str) -> bool:

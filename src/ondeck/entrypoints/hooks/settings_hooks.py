@@ -9,6 +9,8 @@ say which are, and what each event runs).
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,3 +95,24 @@ def _entries(groups: list[Any]) -> list[Any]:
         if isinstance(g, dict) and isinstance(g.get("hooks"), list)
         for h in g["hooks"]
     ]
+
+
+def write(path: Path, text: str) -> None:
+    """An agent's settings file written whole or not at all, the owner's alone as it was
+    (0600 when new); a place that cannot be written is refused in one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InvalidInput(f"{path}: cannot be written ({exc.strerror or exc})") from None
+        raise
