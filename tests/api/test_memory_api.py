@@ -141,7 +141,7 @@ def test_a_personal_note_never_comes_back_to_a_work_query(client: TestClient) ->
     [
         ("get", "/recall", {"params": {"q": "deploy"}}, 422, "give side"),
         ("get", "/recall", {"params": {"q": "deploy", "side": "hobby"}}, 422, "not configured"),
-        ("get", "/recall", {"params": {"q": "a", "side": "work"}}, 422, "at least one term"),
+        ("get", "/recall", {"params": {"q": "a", "side": "work"}}, 422, "nothing to look for"),
         ("get", "/recall", {"params": {"q": "x", "side": "work", "kind": "memo"}}, 422, "not one"),
         ("get", "/notes", {}, 422, "give side"),
         ("post", "/notes", {"json": {"text": "x"}}, 422, "give the side"),

@@ -124,7 +124,7 @@ def test_delete_asks_and_without_a_terminal_needs_yes(ondeck: Any, db_url: str) 
         (("note", "show", "42"), 4, "no note 42"),
         (("note", "wrong", "42"), 2, "reason"),
         (("handoff", "words", "--session", "nope-nope-nope"), 4, "no session"),
-        (("recall", "a"), 2, "at least one term"),
+        (("recall", "the"), 2, "nothing to look for"),
         (("recall", "x" * 300), 2, "at most 200"),
         (("recall", "deploy", "--kind", "memo"), 2, "not one of"),
         (("recall", "deploy", "--limit", "0"), 2, "limit"),

@@ -14,7 +14,7 @@ from ondeck.core.models import BackupStatus, MissedPolicy, ScheduleKind, TaskSta
 from ondeck.db.engine import make_engine
 from ondeck.db.fulltext import include_name
 from ondeck.db.migrate import HEAD, alembic_head, ensure_schema, read_revision, upgrade
-from ondeck.db.tables import metadata
+from ondeck.db.schema import metadata
 
 
 def test_head_constant_matches_alembic() -> None:

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, MetaData, Table, insert, null, select, text
 from ondeck.db import tables
 from ondeck.db.engine import make_engine
 from ondeck.db.fulltext import is_fulltext
+from ondeck.db.recall_tables import is_index
 from ondeck.db.migrate import HEAD, read_revision, upgrade
 from ondeck.entrypoints.gateway import Store
 from ondeck.host.settings import Settings, load_settings
@@ -507,6 +508,12 @@ def _seed_0011() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0012() -> dict[str, list[dict[str, Any]]]:
+    """0012: recall's word index, made from the rows (its tables are left out of the seeds,
+    as the full-text tables were: `_reflect`); 0011's rows, found by recall at head."""
+    return _seed_0011()
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -518,6 +525,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0008": _seed_0008(),
     "0009": _seed_0009(),
     "0011": _seed_0011(),
+    "0012": _seed_0012(),
 }
 
 
@@ -527,8 +535,9 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
 def _reflect(engine: Engine) -> dict[str, Table]:
     """The tables as they are in the database (at whatever revision it is)."""
     reflected = MetaData()
-    # Recall's full-text tables are kept by triggers from the rows (db/fulltext.py).
-    reflected.reflect(bind=engine, only=lambda name, _: not is_fulltext(name))
+    # Recall's full-text tables, and its word index after them, are made from the rows
+    # (db/fulltext.py, db/recall_tables.py).
+    reflected.reflect(bind=engine, only=lambda name, _: not is_fulltext(name) and not is_index(name))
     return {name: t for name, t in reflected.tables.items() if name != "alembic_version"}
 
 

@@ -15,7 +15,7 @@ from ondeck.core.humanize import span
 from ondeck.core.memory import Scope
 
 QUERY_MAX = 200
-TERMS_MAX = 8
+TERMS_MAX = 16  # words of a query, as typed
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 SNIPPET = 160
@@ -29,17 +29,53 @@ _NOTE_KINDS = frozenset({"note", "decision", "handoff"})
 
 
 @dataclass(frozen=True, slots=True)
+class Word:
+    """One word of a query (or a quoted phrase) and what recall looks for with it."""
+
+    typed: str  # as typed; a phrase without its quotes
+    terms: tuple[str, ...]  # its index terms (memory/recall_words.py), each once
+    # Case folded text an item must hold as it is for the word to count: a quoted phrase's,
+    # an identifier's (`src/ondeck/db`, `v2.1.332`); None for a plain word.
+    exact: str | None
+    required: bool  # a quoted phrase: an item without it is no match
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     text: str  # as typed, white space collapsed
-    terms: tuple[str, ...]
+    terms: tuple[str, ...]  # the words as typed (a phrase as one)
+    words: tuple[Word, ...] = ()  # those that say something: what is looked for
 
     @property
     def phrase(self) -> str | None:
-        """The whole query, when it is more than one term: matching it ranks first."""
+        """The whole query, when it is more than one term (`whole_query` says who holds it)."""
         return self.text if len(self.terms) > 1 and len(self.text) >= 2 else None
 
 
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
+# Signs around a word that are not part of it (`deploy?`, `(v2.1)`).
+_EDGE = "\"'`.,;:!?()[]{}<>"
+
+
+def _word(token: str, quoted: bool) -> Word | None:
+    from ondeck.memory.recall_words import runs, word_terms
+
+    parts = list(runs(token))
+    found: list[str] = []
+    for part in parts:
+        for term in word_terms(part):
+            if term not in found:
+                found.append(term)
+    if not found:
+        return None
+    folded = " ".join(token.split()).casefold()
+    if quoted:
+        return Word(typed=token, terms=tuple(found), exact=folded, required=True)
+    # An identifier: parts joined by signs (not a Korean particle glued to a Latin word).
+    core = folded.strip(_EDGE)
+    joined = len(parts) > 1 and any(not ch.isalnum() for ch in core)
+    return Word(typed=token, terms=tuple(found), exact=core if joined else None, required=False)
+
 
 
 def parse_query(text: str | None) -> Query:
@@ -55,21 +91,30 @@ def parse_query(text: str | None) -> Query:
     except UnicodeEncodeError:
         raise InvalidInput("the query is not valid text (lone surrogate characters)") from None
     terms: list[str] = []
+    words: list[Word] = []
     for quoted, bare in _TERM.findall(raw):
         term = (quoted if quoted else bare).strip()
-        if term and term.casefold() not in (t.casefold() for t in terms):
-            terms.append(term)
+        if not term or term.casefold() in (t.casefold() for t in terms):
+            continue
+        terms.append(term)
+        word = _word(term, bool(quoted))
+        if word is not None and all(
+            (w.terms, w.exact) != (word.terms, word.exact) for w in words
+        ):
+            words.append(word)
     if not terms:
         raise InvalidInput("give something to recall: one or more words")
     if len(terms) > TERMS_MAX:
-        raise InvalidInput(f"the query has {len(terms)} terms; at most {TERMS_MAX}")
-    if all(len(t) < 2 for t in terms):
+        raise InvalidInput(f"the query has {len(terms)} words; at most {TERMS_MAX}")
+    if not words:
         raise InvalidInput(
-            "give at least one term of 2 characters or more: a single character would match "
-            "nearly everything"
+            f"nothing to look for in {raw[:60]!r}: its words are too common to search "
+            "(the, how, 언제…); add a word that says what you look for"
         )
     return Query(
-        text=" ".join(quoted or bare for quoted, bare in _TERM.findall(raw)), terms=tuple(terms)
+        text=" ".join(quoted or bare for quoted, bare in _TERM.findall(raw)),
+        terms=tuple(terms),
+        words=tuple(words),
     )
 
 
@@ -92,6 +137,24 @@ def parse_kinds(values: Sequence[str] | str | None) -> tuple[str, ...]:
 # --- results ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Why an item matched one word of the query."""
+
+    word: str  # the query's word as typed
+    terms: tuple[str, ...]  # the index terms it matched (a stem, a Korean piece)
+    forms: tuple[str, ...]  # the item's words that gave them, as written
+    weight: float  # what the word added to the score
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "word": self.word,
+            "terms": list(self.terms),
+            "forms": list(self.forms),
+            "weight": round(self.weight, 3),
+        }
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Hit:
     kind: str  # one of KINDS
@@ -105,7 +168,9 @@ class Hit:
     origin: str
     true: bool  # may be taken as true (false: superseded, wrong or expired, labelled)
     label: str | None  # why it is not true, in words
-    whole: bool  # held the whole query as typed
+    whole: bool = False  # holds the whole query as typed
+    score: float = 0.0  # BM25 over the words it matched (memory/recall_rank.py)
+    matched: tuple[Match, ...] = ()  # why: each word it matched
 
     @property
     def ref(self) -> str:
@@ -118,7 +183,8 @@ class Hit:
         return f"task {self.id}"
 
     def snippet(self, terms: Sequence[str]) -> str:
-        return snippet(self.text, terms)
+        """One line around the first word it matched (or a word of the query)."""
+        return snippet(self.text, [f for m in self.matched for f in m.forms] or terms)
 
     def to_json(self, zone: tzinfo, now: datetime, terms: Sequence[str]) -> dict[str, Any]:
         return {
@@ -136,6 +202,8 @@ class Hit:
             "origin": self.origin,
             "whole_query": self.whole,
             "snippet": self.snippet(terms),
+            "score": round(self.score, 3),
+            "matched": [m.to_json() for m in self.matched],
         }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 
 from ondeck.db.fulltext import include_name
-from ondeck.db.tables import metadata
+from ondeck.db.schema import metadata
 
 config = context.config
 connection = config.attributes.get("connection")
@@ -17,7 +17,7 @@ context.configure(
     target_metadata=metadata,
     render_as_batch=connection.dialect.name == "sqlite",
     compare_type=True,
-    # Recall's FTS5 tables and trigram indexes are not metadata (db/fulltext.py).
+    # The full-text machinery of migrations 0004 to 0011 is not metadata (db/fulltext.py).
     include_name=include_name,
 )
 with context.begin_transaction():

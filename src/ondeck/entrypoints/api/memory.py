@@ -203,7 +203,7 @@ def get_recall(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     scope = scope_of(store, side, project, unclassified)
-    with store.read() as conn:
+    with store.write() as conn:  # the index is brought up to date first
         return recall_json(
             conn, store, q, scope, kinds=",".join(kind or []), include_all=all, limit=limit
         )

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         def local() -> dict[str, Any]:
             from ondeck.memory.recall import recall_json
 
-            with cli.read() as conn:
+            with cli.write() as conn:  # the index is brought up to date first
                 return recall_json(
                     conn, cli, query, scope, kinds=kinds, include_all=show_all, limit=limit
                 )

@@ -9,6 +9,7 @@ A tick runs its steps in order, each a function returning a summary (how much it
     4. maintain   backup runs whose runner went away become abandoned    (backup_liveness.py)
        sessions   the hooks' spool drained, silent sessions marked lost  (sessions.py)
        notes      notes past their expiry marked expired                 (notes.py)
+       recall     what was written since, indexed for recall             (recall_index.py)
     5. heartbeat  this process's row in `workers`, with the tick summary (heartbeat.py)
 
 A step that raises is logged with its traceback, named in the summary's `failed_steps`,
@@ -40,7 +41,7 @@ from ondeck.core.errors import Unavailable
 from ondeck.db.engine import is_unavailable
 from ondeck.entrypoints.jobs.backup_threads import BackupThreads
 from ondeck.host.settings import Settings
-from ondeck.memory import notes
+from ondeck.memory import notes, recall_index
 from ondeck.sessions import records_tick
 from ondeck.system import heartbeat
 from ondeck.work import firing, reaper
@@ -63,6 +64,7 @@ def default_steps(backups: BackupThreads) -> list[tuple[str, Step]]:
         ("maintain", backups.maintain),
         ("sessions", records_tick.sessions_step),
         ("notes", notes.notes_step),
+        ("recall", recall_index.recall_step),
     ]
 
 

@@ -112,7 +112,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         """Search this side's memory: ranked by match, then recency, each with age and origin."""
 
         def run(at: Call) -> RecallOut:
-            with at.read() as conn:
+            with at.write() as conn:  # the index is brought up to date first
                 found = recall_json(
                     conn,
                     at,

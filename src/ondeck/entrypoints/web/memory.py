@@ -60,7 +60,7 @@ def _results(request: Request, q: str, scope: Scope, include_all: bool) -> dict[
     if not q.strip():
         return {"results": None, "query": "", "search_error": None}
     try:
-        with store.read() as conn:
+        with store.write() as conn:  # the index is brought up to date first
             found = recall(
                 conn,
                 q,

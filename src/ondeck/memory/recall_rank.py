@@ -1,0 +1,225 @@
+"""Recall's ranking: BM25 over the word index, the best first, read no deeper than needed.
+
+An item's score is, over the query's words that it holds, how rare each word's terms are
+(`idf`: from how many items hold the term, of all the store's items) times how much the
+term says of this item (its posting's `impact`, memory/recall_index.py). A word of several
+terms (a Korean word's two-syllable pieces, an identifier's parts) shares its weight among
+them, so it counts as one word. An identifier or a quoted phrase counts only where the item
+holds it as typed; an item without a quoted phrase is no match.
+
+Reading: a rare term's postings are read whole; a common one's best first (`impact`
+descending, from an index), deep enough that no unread item could rank in the page (the
+unread items' best possible score, the sum of each term's weight at the depth read, is at
+most the page's last score), else deeper. Everything the items' order depends on is summed
+here in Python, in the query's order, so both stores rank alike to the last digit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from ondeck.db.recall_tables import SOURCES, recall_corpus, recall_postings, recall_terms
+from ondeck.memory.recall_query import Hit, Query
+
+# A term held by at most this many items is read whole.
+WHOLE = 512
+# How many of a common term's best postings are read first, and how much deeper each time
+# that was not enough.
+FIRST = 128
+DEEPER = 8
+_CHUNK = 500
+
+Item = tuple[str, int]  # (source, id)
+# Rows in scope of one source among the ids given: {id: its hit, unranked}.
+Accept = Callable[[str, Sequence[int]], dict[int, Hit]]
+
+
+@dataclass(slots=True)
+class Ranked:
+    hit: Hit
+    score: float
+    # Per query word (by its index in Query.words): the terms it matched and its share.
+    matched: dict[int, tuple[list[str], float]] = field(default_factory=dict)
+
+
+def idf(docs: int, corpus: int) -> float:
+    """BM25's weight of a term held by `docs` of `corpus` items (never negative)."""
+    return math.log(1 + (corpus - docs + 0.5) / (docs + 0.5))
+
+
+def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int, int]], int]:
+    """({term: (id, docs)} of the terms the store holds, the corpus's size)."""
+    t = recall_terms
+    found = {
+        str(term): (int(tid), int(docs))
+        for tid, term, docs in conn.execute(
+            select(t.c.id, t.c.term, t.c.docs).where(t.c.term.in_(list(terms)), t.c.docs > 0)
+        )
+    }
+    corpus = conn.execute(select(recall_corpus.c.docs)).scalar()
+    return found, int(corpus or 0)
+
+
+_P = recall_postings
+_SOURCES_BOUND = bindparam("sources", expanding=True)
+
+
+def _filtered(query: Any, sources: tuple[str, ...]) -> Any:
+    return query if sources == SOURCES else query.where(_P.c.source.in_(_SOURCES_BOUND))
+
+
+def _read_whole(conn: Connection, ids: Sequence[int], sources: tuple[str, ...]) -> list[Any]:
+    query = _filtered(
+        select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
+            _P.c.term_id.in_(bindparam("terms", expanding=True))
+        ),
+        sources,
+    )
+    return list(conn.execute(query, {"terms": list(ids), "sources": list(sources)}))
+
+
+def _read_best(
+    conn: Connection, term_id: int, depth: int, sources: tuple[str, ...]
+) -> tuple[list[Any], bool]:
+    """A term's `depth` best postings and every other of the last one's weight (so an unread
+    posting weighs strictly less); and whether that was all of them."""
+    cut = _filtered(
+        select(_P.c.impact)
+        .where(_P.c.term_id == bindparam("term"))
+        .order_by(_P.c.impact.desc())
+        .limit(1)
+        .offset(bindparam("skip")),
+        sources,
+    ).scalar_subquery()
+    query = _filtered(
+        select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
+            _P.c.term_id == bindparam("term"), _P.c.impact >= func.coalesce(cut, 0)
+        ),
+        sources,
+    )
+    rows = list(
+        conn.execute(query, {"term": term_id, "skip": depth - 1, "sources": list(sources)})
+    )
+    return rows, len(rows) < depth
+
+
+def _read_for(
+    conn: Connection, term_ids: Sequence[int], items: dict[str, list[int]]
+) -> list[Any]:
+    """The postings of `term_ids` for the items given (those not read in order)."""
+    query = select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
+        _P.c.term_id.in_(bindparam("terms", expanding=True)),
+        _P.c.source == bindparam("source"),
+        _P.c.item_id.in_(bindparam("items", expanding=True)),
+    )
+    rows: list[Any] = []
+    for source, ids in items.items():
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            values = {"terms": list(term_ids), "source": source, "items": chunk}
+            rows += conn.execute(query, values).all()
+    return rows
+
+
+def rank(
+    conn: Connection,
+    query: Query,
+    sources: tuple[str, ...],
+    accept: Accept,
+    room: int,
+) -> list[Ranked]:
+    """The best `room` items of `sources` for `query` among those `accept` lets through
+    (fewer: every match), best first, recency breaking ties."""
+    words = query.words
+    wanted = list(dict.fromkeys(t for w in words for t in w.terms))
+    stats, corpus = _stats(conn, wanted)
+    if not stats:
+        return []
+    weight = {t: idf(docs, corpus) for t, (_tid, docs) in stats.items()}
+    term_of = {tid: t for t, (tid, _docs) in stats.items()}
+    # A term's most any item can get from it per thousandth of impact: the unread bound.
+    most = defaultdict(float)
+    for w in words:
+        for t in w.terms:
+            if t in weight:
+                most[t] += weight[t] / len(w.terms)
+    depth = {t: FIRST for t in stats}
+    whole = [tid for t, (tid, docs) in stats.items() if docs <= WHOLE]
+    while True:
+        impacts: dict[Item, dict[str, int]] = defaultdict(dict)
+        cut: dict[str, int] = {}  # a common term read in part: the weight it was read down to
+        for row in _read_whole(conn, whole, sources) if whole else []:
+            impacts[(row.source, int(row.item_id))][term_of[row.term_id]] = int(row.impact)
+        for t, (tid, docs) in stats.items():
+            if docs <= WHOLE:
+                continue
+            rows, complete = _read_best(conn, tid, depth[t], sources)
+            for row in rows:
+                impacts[(row.source, int(row.item_id))][t] = int(row.impact)
+            if not complete:
+                cut[t] = min(int(row.impact) for row in rows)
+        if cut:
+            # Items found through some terms: their postings of the terms read in part.
+            lacking: dict[str, list[int]] = defaultdict(list)
+            for (source, item_id), held in impacts.items():
+                if any(t not in held for t in cut):
+                    lacking[source].append(item_id)
+            for row in _read_for(conn, [stats[t][0] for t in cut], lacking):
+                impacts[(row.source, int(row.item_id))][term_of[row.term_id]] = int(row.impact)
+        ranked = _scored(query, impacts, weight, accept)
+        bound = sum(most[t] * cut[t] / 1000 for t in cut)
+        if not cut or (len(ranked) >= room and ranked[room - 1].score >= bound):
+            return ranked[:room]
+        for t in cut:
+            depth[t] *= DEEPER
+
+
+def _scored(
+    query: Query,
+    impacts: dict[Item, dict[str, int]],
+    weight: dict[str, float],
+    accept: Accept,
+) -> list[Ranked]:
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for source, item_id in sorted(impacts):
+        by_source[source].append(item_id)
+    ranked: list[Ranked] = []
+    for source, ids in by_source.items():
+        for item_id, hit in accept(source, ids).items():
+            scored = _score(query, impacts[(source, item_id)], weight, hit.text)
+            if scored is not None:
+                ranked.append(Ranked(hit, scored[0], scored[1]))
+    ranked.sort(key=lambda r: (-r.score, -r.hit.at.timestamp(), r.hit.kind, -r.hit.id))
+    return ranked
+
+
+def _score(
+    query: Query, held: dict[str, int], weight: dict[str, float], text: str
+) -> tuple[float, dict[int, tuple[list[str], float]]] | None:
+    """An item's score and what each word gave, or None when it is no match."""
+    folded: str | None = None
+    total = 0.0
+    matched: dict[int, tuple[list[str], float]] = {}
+    for i, word in enumerate(query.words):
+        found = [t for t in word.terms if t in held and t in weight]
+        if word.exact is not None and found:
+            if folded is None:
+                folded = " ".join(text.split()).casefold()
+            if word.exact not in folded:
+                found = []
+        if not found:
+            if word.required:
+                return None
+            continue
+        share = sum(weight[t] * held[t] / 1000 for t in found) / len(word.terms)
+        matched[i] = (found, share)
+        total += share
+    if not matched:
+        return None
+    return total, matched
