@@ -537,7 +537,9 @@ def _reflect(engine: Engine) -> dict[str, Table]:
     reflected = MetaData()
     # Recall's full-text tables, and its word index after them, are made from the rows
     # (db/fulltext.py, db/recall_tables.py).
-    reflected.reflect(bind=engine, only=lambda name, _: not is_fulltext(name) and not is_index(name))
+    reflected.reflect(
+        bind=engine, only=lambda name, _: not is_fulltext(name) and not is_index(name)
+    )
     return {name: t for name, t in reflected.tables.items() if name != "alembic_version"}
 
 

@@ -10,7 +10,16 @@ both).
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, CheckConstraint, Column, ForeignKey, Index, Integer, String, Table
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+)
 
 from ondeck.db.tables import metadata
 from ondeck.db.types import Id

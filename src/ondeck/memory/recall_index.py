@@ -92,9 +92,7 @@ def _term_ids(conn: Connection, words: set[str]) -> dict[str, int]:
         ids.update(
             (str(t), int(i))
             for i, t in conn.execute(
-                select(recall_terms.c.id, recall_terms.c.term).where(
-                    recall_terms.c.term.in_(chunk)
-                )
+                select(recall_terms.c.id, recall_terms.c.term).where(recall_terms.c.term.in_(chunk))
             )
         )
     missing = [t for t in wanted if t not in ids]

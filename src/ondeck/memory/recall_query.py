@@ -38,6 +38,13 @@ class Word:
     # an identifier's (`src/ondeck/db`, `v2.1.332`); None for a plain word.
     exact: str | None
     required: bool  # a quoted phrase: an item without it is no match
+    # The same word in the other language (memory/recall_glossary.py): each a set of terms
+    # the word may match instead; the best of them counts.
+    alternatives: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def choices(self) -> tuple[tuple[str, ...], ...]:
+        return (self.terms, *self.alternatives)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,7 @@ _EDGE = "\"'`.,;:!?()[]{}<>"
 
 
 def _word(token: str, quoted: bool) -> Word | None:
+    from ondeck.memory.recall_glossary import alternatives
     from ondeck.memory.recall_words import runs, word_terms
 
     parts = list(runs(token))
@@ -74,8 +82,12 @@ def _word(token: str, quoted: bool) -> Word | None:
     # An identifier: parts joined by signs (not a Korean particle glued to a Latin word).
     core = folded.strip(_EDGE)
     joined = len(parts) > 1 and any(not ch.isalnum() for ch in core)
-    return Word(typed=token, terms=tuple(found), exact=core if joined else None, required=False)
-
+    if joined:
+        return Word(typed=token, terms=tuple(found), exact=core, required=False)
+    held = tuple(found)
+    return Word(
+        typed=token, terms=held, exact=None, required=False, alternatives=alternatives(held)
+    )
 
 
 def parse_query(text: str | None) -> Query:
@@ -98,9 +110,7 @@ def parse_query(text: str | None) -> Query:
             continue
         terms.append(term)
         word = _word(term, bool(quoted))
-        if word is not None and all(
-            (w.terms, w.exact) != (word.terms, word.exact) for w in words
-        ):
+        if word is not None and all((w.terms, w.exact) != (word.terms, word.exact) for w in words):
             words.append(word)
     if not terms:
         raise InvalidInput("give something to recall: one or more words")

@@ -103,15 +103,11 @@ def _read_best(
         ),
         sources,
     )
-    rows = list(
-        conn.execute(query, {"term": term_id, "skip": depth - 1, "sources": list(sources)})
-    )
+    rows = list(conn.execute(query, {"term": term_id, "skip": depth - 1, "sources": list(sources)}))
     return rows, len(rows) < depth
 
 
-def _read_for(
-    conn: Connection, term_ids: Sequence[int], items: dict[str, list[int]]
-) -> list[Any]:
+def _read_for(conn: Connection, term_ids: Sequence[int], items: dict[str, list[int]]) -> list[Any]:
     """The postings of `term_ids` for the items given (those not read in order)."""
     query = select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
         _P.c.term_id.in_(bindparam("terms", expanding=True)),
@@ -137,18 +133,22 @@ def rank(
     """The best `room` items of `sources` for `query` among those `accept` lets through
     (fewer: every match), best first, recency breaking ties."""
     words = query.words
-    wanted = list(dict.fromkeys(t for w in words for t in w.terms))
+    wanted = list(dict.fromkeys(t for w in words for c in w.choices for t in c))
     stats, corpus = _stats(conn, wanted)
     if not stats:
         return []
     weight = {t: idf(docs, corpus) for t, (_tid, docs) in stats.items()}
     term_of = {tid: t for t, (tid, _docs) in stats.items()}
     # A term's most any item can get from it per thousandth of impact: the unread bound.
-    most = defaultdict(float)
+    most: dict[str, float] = defaultdict(float)
     for w in words:
-        for t in w.terms:
-            if t in weight:
-                most[t] += weight[t] / len(w.terms)
+        best: dict[str, float] = {}
+        for choice in w.choices:
+            for t in choice:
+                if t in weight:
+                    best[t] = max(best.get(t, 0.0), weight[t] / len(choice))
+        for t, share in best.items():
+            most[t] += share
     depth = {t: FIRST for t in stats}
     whole = [tid for t, (tid, docs) in stats.items() if docs <= WHOLE]
     while True:
@@ -207,7 +207,14 @@ def _score(
     total = 0.0
     matched: dict[int, tuple[list[str], float]] = {}
     for i, word in enumerate(query.words):
-        found = [t for t in word.terms if t in held and t in weight]
+        found: list[str] = []
+        share = 0.0
+        for choice in word.choices:
+            held_here = [t for t in choice if t in held and t in weight]
+            if held_here:
+                here = sum(weight[t] * held[t] / 1000 for t in held_here) / len(choice)
+                if here > share:
+                    found, share = held_here, here
         if word.exact is not None and found:
             if folded is None:
                 folded = " ".join(text.split()).casefold()
@@ -217,7 +224,6 @@ def _score(
             if word.required:
                 return None
             continue
-        share = sum(weight[t] * held[t] / 1000 for t in found) / len(word.terms)
         matched[i] = (found, share)
         total += share
     if not matched:

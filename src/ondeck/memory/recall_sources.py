@@ -103,7 +103,10 @@ def statement(shape: Shape) -> Any:
     ids = bindparam("ids", expanding=True)
     if shape.source == "notes":
         project: Any = bindparam("project") if shape.project else None
-        where = [notes.c.id.in_(ids), *scope_clauses(shape.sides_on, shape.inbox, bindparam("side"), project)]
+        where = [
+            notes.c.id.in_(ids),
+            *scope_clauses(shape.sides_on, shape.inbox, bindparam("side"), project),
+        ]
         if shape.kinds:
             where.append(notes.c.kind.in_(shape.kinds))
         if not shape.include_all:

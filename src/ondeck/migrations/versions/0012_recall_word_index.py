@@ -52,9 +52,7 @@ def _tables() -> None:
     sources = "source IN ('notes', 'tasks', 'session_words', 'compactions')"
     op.create_table(
         "recall_postings",
-        sa.Column(
-            "term_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("term_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("source", sa.String(length=16), nullable=False),
         sa.Column("item_id", sa.BigInteger(), nullable=False),
         sa.Column("tf", sa.Integer(), nullable=False),
