@@ -25,8 +25,8 @@ from sqlalchemy import Engine, MetaData, Table, insert, null, select, text
 from ondeck.db import tables
 from ondeck.db.engine import make_engine
 from ondeck.db.fulltext import is_fulltext
-from ondeck.db.recall_tables import is_index
 from ondeck.db.migrate import HEAD, read_revision, upgrade
+from ondeck.db.recall_tables import is_index
 from ondeck.entrypoints.gateway import Store
 from ondeck.host.settings import Settings, load_settings
 from ondeck.system import events

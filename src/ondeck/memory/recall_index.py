@@ -129,10 +129,10 @@ def _fold(conn: Connection, items: Sequence[tuple[str, int]]) -> None:
         ids.sort()
         before: dict[int, list[int]] = defaultdict(list)
         for chunk in _chunks(ids):
-            rows = conn.execute(
+            held = conn.execute(
                 select(p.c.item_id, p.c.term_id).where(p.c.source == source, p.c.item_id.in_(chunk))
             )
-            for item_id, term_id in rows:
+            for item_id, term_id in held:
                 before[int(item_id)].append(int(term_id))
             conn.execute(delete(p).where(p.c.source == source, p.c.item_id.in_(chunk)))
         for term_ids in before.values():

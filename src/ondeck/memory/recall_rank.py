@@ -67,7 +67,7 @@ def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int,
 
 
 _P = recall_postings
-_SOURCES_BOUND = bindparam("sources", expanding=True)
+_SOURCES_BOUND: Any = bindparam("sources", expanding=True)
 
 
 def _filtered(query: Any, sources: tuple[str, ...]) -> Any:

@@ -100,7 +100,7 @@ _COLUMNS = {
 @lru_cache(maxsize=256)
 def statement(shape: Shape) -> Any:
     """The rows of `shape.source` among the ids bound as `ids` that its scope lets through."""
-    ids = bindparam("ids", expanding=True)
+    ids: Any = bindparam("ids", expanding=True)
     if shape.source == "notes":
         project: Any = bindparam("project") if shape.project else None
         where = [

@@ -192,7 +192,7 @@ _ENGLISH_STOP = frozenset(
 
 @lru_cache(maxsize=1)
 def _stemmer() -> object:
-    import snowballstemmer
+    import snowballstemmer  # type: ignore[import-untyped]
 
     return snowballstemmer.stemmer("english")
 
