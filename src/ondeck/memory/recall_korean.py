@@ -39,6 +39,7 @@ _ENDINGS = tuple(
 )
 
 _ENDING_SET = frozenset(_ENDINGS)
+_LONGEST = max(map(len, _ENDINGS))
 
 
 def is_ending(word: str) -> bool:
@@ -114,11 +115,9 @@ def is_hangul(ch: str) -> bool:
 def stem(word: str) -> str:
     """`word` (Hangul syllables) without its longest known particle or ending, when at
     least two syllables are left."""
-    if len(word) < 3:
-        return word
-    for ending in _ENDINGS:
-        if len(word) - len(ending) >= 2 and word.endswith(ending):
-            return word[: -len(ending)]
+    for length in range(min(_LONGEST, len(word) - 2), 0, -1):
+        if word[-length:] in _ENDING_SET:
+            return word[:-length]
     return word
 
 

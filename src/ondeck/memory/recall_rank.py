@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
@@ -137,18 +137,18 @@ def rank(
     stats, corpus = _stats(conn, wanted)
     if not stats:
         return []
+    # An identifier or a phrase with a part no item holds is held by none.
+    if any(w.required and not all(t in stats for t in w.terms) for w in words):
+        return []
+    whole_words = [w for w in words if w.exact is None or all(t in stats for t in w.terms)]
+    if not whole_words:
+        return []
+    if len(whole_words) < len(words):
+        query = replace(query, words=tuple(whole_words))
+        words = query.words
+        stats = {t: v for t, v in stats.items() if any(t in c for w in words for c in w.choices)}
     weight = {t: idf(docs, corpus) for t, (_tid, docs) in stats.items()}
     term_of = {tid: t for t, (tid, _docs) in stats.items()}
-    # A term's most any item can get from it per thousandth of impact: the unread bound.
-    most: dict[str, float] = defaultdict(float)
-    for w in words:
-        best: dict[str, float] = {}
-        for choice in w.choices:
-            for t in choice:
-                if t in weight:
-                    best[t] = max(best.get(t, 0.0), weight[t] / len(choice))
-        for t, share in best.items():
-            most[t] += share
     depth = {t: FIRST for t in stats}
     whole = [tid for t, (tid, docs) in stats.items() if docs <= WHOLE]
     while True:
@@ -172,12 +172,26 @@ def rank(
                     lacking[source].append(item_id)
             for row in _read_for(conn, [stats[t][0] for t in cut], lacking):
                 impacts[(row.source, int(row.item_id))][term_of[row.term_id]] = int(row.impact)
-        ranked = _scored(query, impacts, weight, accept)
-        bound = sum(most[t] * cut[t] / 1000 for t in cut)
-        if not cut or (len(ranked) >= room and ranked[room - 1].score >= bound):
+        ranked = _scored(query, impacts, weight, accept, room)
+        if not cut or (
+            len(ranked) >= room and ranked[room - 1].score >= _unread(query, weight, cut)
+        ):
             return ranked[:room]
         for t in cut:
             depth[t] *= DEEPER
+
+
+def _unread(query: Query, weight: dict[str, float], cut: dict[str, int]) -> float:
+    """The most an item not read yet could score: it holds none of the terms read whole, and
+    each term read in part at most at the weight it was read down to; a word counts its
+    best choice."""
+    most = 0.0
+    for word in query.words:
+        most += max(
+            sum(weight[t] * cut[t] / 1000 for t in choice if t in cut) / len(choice)
+            for choice in word.choices
+        )
+    return most
 
 
 def _scored(
@@ -185,24 +199,47 @@ def _scored(
     impacts: dict[Item, dict[str, int]],
     weight: dict[str, float],
     accept: Accept,
+    room: int,
 ) -> list[Ranked]:
-    by_source: dict[str, list[int]] = defaultdict(list)
-    for source, item_id in sorted(impacts):
-        by_source[source].append(item_id)
+    """The best `room` of the items read that `accept` lets through (and any tied with the
+    last), best first. Items are offered to `accept` best first, a batch at a time, until
+    the next could not rank above what is in hand: reading a common word's every item in
+    scope costs more than ranking it."""
+    # The score of each item if every identifier and phrase it holds the parts of is held as
+    # typed: never below its real score, so an order to offer them in.
+    upper = sorted(
+        ((_score(query, held, weight, None), item) for item, held in impacts.items()),
+        key=lambda pair: -(pair[0][0] if pair[0] else 0.0),
+    )
+    offered = [(s[0], item) for s, item in upper if s is not None]
     ranked: list[Ranked] = []
-    for source, ids in by_source.items():
-        for item_id, hit in accept(source, ids).items():
-            scored = _score(query, impacts[(source, item_id)], weight, hit.text)
-            if scored is not None:
-                ranked.append(Ranked(hit, scored[0], scored[1]))
-    ranked.sort(key=lambda r: (-r.score, -r.hit.at.timestamp(), r.hit.kind, -r.hit.id))
+    batch = max(2 * room, 64)
+    for start in range(0, len(offered), batch):
+        if len(ranked) >= room:
+            ranked.sort(key=_order)
+            if offered[start][0] < ranked[room - 1].score:
+                break
+        by_source: dict[str, list[int]] = defaultdict(list)
+        for _score_upper, (source, item_id) in offered[start : start + batch]:
+            by_source[source].append(item_id)
+        for source, ids in by_source.items():
+            for item_id, hit in accept(source, ids).items():
+                scored = _score(query, impacts[(source, item_id)], weight, hit.text)
+                if scored is not None:
+                    ranked.append(Ranked(hit, scored[0], scored[1]))
+    ranked.sort(key=_order)
     return ranked
 
 
+def _order(r: Ranked) -> tuple[float, float, str, int]:
+    return (-r.score, -r.hit.at.timestamp(), r.hit.kind, -r.hit.id)
+
+
 def _score(
-    query: Query, held: dict[str, int], weight: dict[str, float], text: str
+    query: Query, held: dict[str, int], weight: dict[str, float], text: str | None
 ) -> tuple[float, dict[int, tuple[list[str], float]]] | None:
-    """An item's score and what each word gave, or None when it is no match."""
+    """An item's score and what each word gave, or None when it is no match. Without its
+    `text`, every identifier and phrase whose parts it holds counts as held as typed."""
     folded: str | None = None
     total = 0.0
     matched: dict[int, tuple[list[str], float]] = {}
@@ -215,7 +252,9 @@ def _score(
                 here = sum(weight[t] * held[t] / 1000 for t in held_here) / len(choice)
                 if here > share:
                     found, share = held_here, here
-        if word.exact is not None and found:
+        if word.exact is not None and len(found) < len(word.terms):
+            found = []  # an identifier or phrase: all its parts, or it is not there
+        if word.exact is not None and found and text is not None:
             if folded is None:
                 folded = " ".join(text.split()).casefold()
             if word.exact not in folded:

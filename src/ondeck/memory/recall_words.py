@@ -217,8 +217,17 @@ def runs(text: str) -> Iterator[str]:
             yield run
 
 
-def word_terms(word: str) -> list[str]:
+@lru_cache(maxsize=65_536)
+def _word_terms(word: str) -> tuple[str, ...]:
+    return tuple(_terms_of(word))
+
+
+def word_terms(word: str) -> tuple[str, ...]:
     """The index terms of one word as `runs` gives it (none for a word of no meaning)."""
+    return _word_terms(word)
+
+
+def _terms_of(word: str) -> list[str]:
     folded = word.casefold()
     if recall_korean.is_hangul(folded[0]):
         return [t[:TERM_MAX] for t in recall_korean.pieces(folded)]

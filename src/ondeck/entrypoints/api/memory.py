@@ -76,6 +76,13 @@ class HandoffOut(BaseModel):
     replaced: bool = Field(description="True: the session's earlier handoff was replaced.")
 
 
+class RecallMatch(BaseModel):
+    word: str = Field(description="The query's word, as typed.")
+    terms: list[str] = Field(description="The index terms it matched (a stem, a Korean piece).")
+    forms: list[str] = Field(description="The item's words that gave them, as written.")
+    weight: float = Field(description="What this word added to the score.")
+
+
 class RecallHit(BaseModel):
     kind: Literal["note", "decision", "handoff", "compaction", "last_word", "task"]
     id: int
@@ -89,8 +96,12 @@ class RecallHit(BaseModel):
     true: bool = Field(description="False: superseded, wrong or expired (see label).")
     label: str | None = Field(description="Why it is not true any more, in words.")
     origin: str
-    whole_query: bool = Field(description="It holds the whole query as typed (ranked first).")
+    whole_query: bool = Field(description="It holds the whole query as typed.")
     snippet: str
+    score: float = Field(description="BM25 over the words it matched: rarer and more weigh more.")
+    matched: list[RecallMatch] = Field(
+        description="Why it matched: each word of the query it holds."
+    )
 
 
 class RecallScope(BaseModel):

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         words: Annotated[
             list[str],
             typer.Argument(
-                help='Words to find (each must match; "a phrase" as one).',
+                help='Words to find (any may match; "a phrase" must match as typed).',
                 metavar="QUERY",
             ),
         ],
@@ -46,8 +46,13 @@ def register(app: typer.Typer) -> None:
         ] = False,
         limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 20,
         as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+        explain: Annotated[
+            bool,
+            typer.Option("--explain", help="Say why each result matched: words, forms, score."),
+        ] = False,
     ) -> None:
-        """Search memory: ranked by match, then recency; each result with age and origin."""
+        """Search memory: best match first (rarer and more words weigh more), recency breaking
+        ties; each result with age, origin and why it matched."""
         from ondeck.core.validation import check_project
         from ondeck.entrypoints.place import scope_for
 
@@ -82,7 +87,7 @@ def register(app: typer.Typer) -> None:
             hint = "" if show_all else " (--all also searches superseded, wrong and expired notes)"
             echo(f"nothing found for {result['query']!r} in {scope.describe()}{hint}")
             return
-        for line in lines_of(result):
+        for line in lines_of(result, explain=explain):
             echo(line)
         if result["more"]:
             echo(f"(more results: --limit {min(limit * 2, 200)} shows more)")
@@ -91,8 +96,10 @@ def register(app: typer.Typer) -> None:
 NOTE_KINDS = frozenset({"note", "decision", "handoff"})
 
 
-def lines_of(result: dict[str, Any]) -> list[str]:
-    """For people and agents: one block per result, what it is, age, origin, status."""
+def lines_of(result: dict[str, Any], *, explain: bool = False) -> list[str]:
+    """For people and agents: one block per result, what it is, age, origin, status; with
+    `explain`, the words it matched (as the query had them → as the text has them) and
+    its score."""
     lines: list[str] = []
     for hit in result["results"]:
         where = hit["project"] or ("(side-wide)" if hit["kind"] in NOTE_KINDS else "-")
@@ -103,4 +110,14 @@ def lines_of(result: dict[str, Any]) -> list[str]:
             head += f" — {hit['label']}"
         lines.append(head)
         lines.append(f"    {hit['snippet']}")
+        if explain:
+            lines.append(f"    why: {_why(hit)}")
     return lines
+
+
+def _why(hit: dict[str, Any]) -> str:
+    said = [
+        f"{m['word']} → {', '.join(m['forms']) or ' '.join(m['terms'])} (+{m['weight']:.2f})"
+        for m in hit.get("matched") or []
+    ]
+    return f"score {hit.get('score', 0):.2f}: " + "; ".join(said)

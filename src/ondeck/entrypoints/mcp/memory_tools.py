@@ -109,7 +109,8 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         ] = False,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
     ) -> RecallOut:
-        """Search this side's memory: ranked by match, then recency, each with age and origin."""
+        """Search this side's memory: best match first (rarer and more words weigh more),
+        recency breaking ties; each with age, origin and why it matched."""
 
         def run(at: Call) -> RecallOut:
             with at.write() as conn:  # the index is brought up to date first
