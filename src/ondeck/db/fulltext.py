@@ -1,11 +1,12 @@
-"""The names of recall's full-text machinery (migration 0004), which is not metadata.
+"""The names of recall's substring machinery of migrations 0004 to 0011 (migration 0012
+dropped it for the word index of db/recall_tables.py), which is not metadata.
 
 SQLite: FTS5 tables `fts_<source>` and `fts_<source>_pairs` (with their shadow tables and
 triggers); PostgreSQL: GIN indexes `ix_<source>_trgm`, and the table `fts_pairs` (with its
 index `ix_fts_pairs_trgm`, trigger functions `fts_pairs_<source>`). The schema
 comparison (migrations/env.py, tests/integration/test_migrations.py) leaves them out;
-memory/recall.py queries them, and tests/integration/test_recall.py checks they exist and
-are used.
+a database at one of those revisions still has them (tests/integration/
+test_migrations_move_forward.py reads such databases).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Create Date: 2026-12-02 13:00:00
 Recall ranks by words now (memory/recall_words.py, recall_rank.py): the tables of
 db/recall_tables.py, and triggers on the searched tables that queue a changed item
 (`recall_pending`) for memory/recall_index.py to index. Every item written before this
-revision is queued here and indexed at once, so the first recall finds everything.
+revision is queued here; `ondeck db upgrade` indexes them right after (else the first
+recall or jobs tick does), so the first recall finds everything.
 
 The substring machinery of migrations 0004 and 0006 goes (SQLite's FTS5 tables and their
 triggers, PostgreSQL's trigram indexes, `fts_pairs` and its triggers): nothing reads it
@@ -159,15 +160,13 @@ def upgrade() -> None:
         _sqlite_triggers()
     else:
         _postgres_triggers()
-    # Rows written before: queued like any write, then indexed.
+    # Rows written before: queued like any write, indexed by `ondeck db upgrade` right after,
+    # else by the first recall or jobs tick.
     for source, table, _columns, condition in _SOURCES:
         where = f" WHERE {condition.format(r=table)}" if condition else ""
         op.execute(
             f"INSERT INTO recall_pending (source, item_id) SELECT '{source}', id FROM {table}{where}"
         )
-    from ondeck.memory.recall_index import fold
-
-    fold(op.get_bind())
 
 
 def _revision(name: str) -> ModuleType:
