@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -386,3 +387,37 @@ def test_a_spool_larger_than_a_request_body_all_leaves_once_the_server_is_back(
     out, _, _ = client.hook("session-start", "start", session_id="a-third-session")
     [line] = [x for x in _context(out).splitlines() if x.startswith("- session 1:")]
     assert "ended (prompt_input_exit)" in line and "still open" not in line
+
+
+def test_a_hook_the_mod_runs_tells_it_the_status_line_which_the_mod_cannot_ask(
+    server: Server, tmp_path: Path
+) -> None:
+    """The Claude Code mod holds no token in client mode: the hook it hands an event to (with
+    ONDECK_MOD_STATUS, its status line's query) asks the server for the line with the device
+    token and adds it to its answer; the start's answer also gives the session's facts, which
+    scope the line. With the server away: not reachable, asked once."""
+    today = datetime.now(UTC).date().isoformat()  # the server's zone is UTC
+    server.ondeck("task", "add", "Renew the TLS certificate", "--project", "site", "--due", today)
+    server.ondeck("task", "add", "Elsewhere", "--project", "shop", "--due", today)
+    token = server.ondeck("token", "create", "laptop")
+    client = Client(tmp_path / "laptop-home", server, token)
+    client.env["ONDECK_MOD_STATUS"] = f"session={SESSION}"
+
+    out, modules, _ = client.hook("session-start", "start")
+    told = json.loads(out)
+    assert "Renew the TLS certificate" in _context(out)
+    assert told["ondeck"]["facts"] == {"project": "site", "side": None, "unclassified": False}
+    assert told["ondeck"]["reachable"] is True
+    assert told["ondeck"]["line"].startswith("ondeck") and "1 due" in told["ondeck"]["line"]
+    _no_database(modules)
+
+    client.env["ONDECK_MOD_STATUS"] = f"project=site&session={SESSION}"
+    out, modules, _ = client.hook("stop", "stop", last_assistant_message="All green.")
+    assert json.loads(out) == {"ondeck": {"reachable": True, "line": told["ondeck"]["line"]}}
+    _no_database(modules)
+
+    server.stop()
+    out, _, took = client.hook("stop", "stop", last_assistant_message="Offline.")
+    away = json.loads(out)
+    assert away["ondeck"] == {"reachable": False} and "spool" in away["systemMessage"]
+    assert took < 3.0 + 2.0  # the record's budget, not a second one for the line

@@ -239,6 +239,7 @@ def test_setup_installs_the_plugin_and_undo_removes_exactly_that(scenario: Scena
     options = set_["pluginConfigs"]["ondeck@ondeck"]["options"]
     assert options["socket"].endswith(".sock") and Path(options["python"]).exists()
     assert "hooks" not in set_  # one path per session: the mod's
+    assert set_["env"] == {"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "10000"}  # the end's time
     assert "plugin ondeck@ondeck uninstalled" in scenario.undo
     assert json.loads(scenario.settings_after) == json.loads(scenario.settings_before)
 
@@ -339,7 +340,7 @@ def test_claude_plugin_validate_and_the_mods_own_tests_pass(
     )
     said = tested.stdout + tested.stderr
     assert tested.returncode == 0, said[-3000:]
-    assert re.search(r"\b4 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
+    assert re.search(r"\b5 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
 
 
 def test_an_older_claude_code_gets_the_settings_hooks_and_undo_removes_them(

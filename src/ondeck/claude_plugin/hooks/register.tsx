@@ -6,15 +6,16 @@
 // listener on the TCP port hears a word. No process runs per event. When the server does
 // not answer, the event is handed to `python -m ondeck hook <verb>`, which stores it in the
 // database or its spool (and in client mode, where there is no socket, it always is: the
-// hook makes the record on this machine and sends it with the token). What even that
-// cannot take is kept here and sent with the next event. The status line says which.
+// hook makes the record on this machine and sends it with the token, and tells the mod the
+// status line, asked with that token: the mod never holds it). What even that cannot take
+// is kept here and sent with the next event. The status line says which.
 //
 // The brief (`session-start`'s answer) reaches the model as a `prompt.context` block: at the
 // first request, after a compaction (fetched again then) and after a `/clear` (a new
 // session, recorded as one).
 
 import type { EngineInterface, Register } from 'claude-code'
-import { briefOfHookOutput, contextQuery, hookEvent, statusText } from './words'
+import { briefOfHookOutput, contextQuery, hookEvent, modAnswerOfHookOutput, statusText } from './words'
 import type { HookEvent } from './words'
 
 const BASE = 'http://127.0.0.1/api/v1'
@@ -76,15 +77,26 @@ async function viaServer($: Dollar, event: HookEvent): Promise<Answer | undefine
 }
 
 async function viaHook($: Dollar, event: HookEvent): Promise<string | undefined> {
+  // The settings hooks stand down while ONDECK_MOD is "1" (the mod has the session); this
+  // very hand-over is the mod's and must not. In client mode the hook, which holds the
+  // token (the mod holds none), also asks for the status line (ONDECK_MOD_STATUS).
+  const env: Record<string, string> = my.socket
+    ? { ONDECK_MOD: '' }
+    : { ONDECK_MOD: '', ONDECK_MOD_STATUS: contextQuery(my.facts, {}) }
   try {
     const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', event.hook], {
       stdin: JSON.stringify(event.payload),
-      // The settings hooks stand down while this variable is "1" (the mod has the
-      // my.session); this very hand-over is the mod's and must not.
-      env: { ONDECK_MOD: '' },
+      env,
       timeoutMs: HOOK_TIMEOUT_MS,
     })
-    return ran.exitCode === 0 ? ran.stdout : undefined
+    if (ran.exitCode !== 0) return undefined
+    const told = modAnswerOfHookOutput(ran.stdout)
+    if (told !== undefined && !my.socket) {
+      if (told.facts !== undefined) my.facts = { ...told.facts, session: my.facts.session }
+      if (told.line !== undefined) my.line = told.line
+      my.reachable = told.reachable
+    }
+    return ran.stdout
   } catch {
     return undefined
   }
@@ -98,7 +110,7 @@ async function deliver($: Dollar, event: HookEvent): Promise<Answer | string | u
   }
   const out = await viaHook($, event)
   if (out === undefined) my.kept.push(event)
-  else my.handed += 1
+  else if (my.socket) my.handed += 1 // in client mode the hook is the way, not a fallback
   return out
 }
 

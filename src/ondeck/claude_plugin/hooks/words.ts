@@ -56,6 +56,34 @@ export function briefOfHookOutput(stdout: string): string {
   }
 }
 
+// What a client-mode hook the mod ran adds for it (`"ondeck"` in its JSON): the status
+// line it asked the server for, whether the server answered, and the start's facts.
+export type ModAnswer = {
+  line?: string
+  reachable: boolean
+  facts?: { project?: string; side?: string; unclassified?: boolean }
+}
+
+export function modAnswerOfHookOutput(stdout: string): ModAnswer | undefined {
+  try {
+    const told = (JSON.parse(stdout) as { ondeck?: Record<string, unknown> }).ondeck
+    if (typeof told !== 'object' || told === null) return undefined
+    const answer: ModAnswer = { reachable: told.reachable !== false }
+    if (typeof told.line === 'string') answer.line = told.line
+    const f = told.facts as Record<string, unknown> | undefined
+    if (typeof f === 'object' && f !== null) {
+      answer.facts = {
+        project: typeof f.project === 'string' ? f.project : undefined,
+        side: typeof f.side === 'string' ? f.side : undefined,
+        unclassified: f.unclassified === true,
+      }
+    }
+    return answer
+  } catch {
+    return undefined
+  }
+}
+
 // The status line: the server's own line, then what the mod knows that the server cannot
 // (it is away; events went to `ondeck hook`, which stores or spools them, or wait here).
 export function statusText(line: string, reachable: boolean, handed: number, kept: number): string {

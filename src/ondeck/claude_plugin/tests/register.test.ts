@@ -3,6 +3,7 @@ import { describe, expect, mock, test, tier } from 'claude-code/testing'
 tier('user')
 
 const OPTIONS = { options: { python: '/venv/bin/python', socket: '/data/run/server-7400.sock' } }
+const CLIENT = { options: { python: '/venv/bin/python', socket: '' } }
 const SESSION = 'sess-1'
 const BRIEF = '# On deck 2026-12-02\n\n## Due\n- #1 보고서 쓰기 (due today)\n'
 
@@ -50,9 +51,18 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   })
   on('process.run', (_: unknown, e: { argv: readonly string[]; init?: Ran }) => {
     ran.push({ argv: e.argv, stdin: e.init?.stdin, env: e.init?.env })
-    const out = e.argv.includes('session-start')
-      ? JSON.stringify({ hookSpecificOutput: { additionalContext: 'BRIEF FROM THE HOOK' } })
-      : ''
+    const start = e.argv.includes('session-start')
+    const said: Record<string, unknown> = start
+      ? { hookSpecificOutput: { additionalContext: 'BRIEF FROM THE HOOK' } }
+      : {}
+    const asked = e.init?.env?.ONDECK_MOD_STATUS
+    if (asked !== undefined) {
+      // a client-mode hook: the line it asked the server for, with its own token
+      said.ondeck = serverUp()
+        ? { reachable: true, line: `ondeck · 2 due (${asked})`, ...(start ? { facts: { project: 'website' } } : {}) }
+        : { reachable: false }
+    }
+    const out = Object.keys(said).length > 0 ? JSON.stringify(said) : ''
     return {
       value: {
         exitCode: hookOk() ? 0 : 1,
@@ -124,6 +134,28 @@ describe('register', () => {
     })
     expect(events(w.sent).map((e) => e.hook)).toEqual(['stop', 'session-start'])
     expect(w.status.at(-1)).toBe('ondeck · 1 due')
+  })
+
+  test('in client mode the hook asks for the status line with its token; the mod holds none', CLIENT, async ($, on) => {
+    let up = true
+    const w = world(on, () => up, () => true)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    const context = await $.prompt.context({ blocks: [] })
+    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK')
+    await $.turn.complete({
+      answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
+    })
+    expect(w.sent).toEqual([]) // no request of the mod's own: it has no socket and no token
+    expect(w.ran.map((r) => r.env)).toEqual([
+      { ONDECK_MOD: '', ONDECK_MOD_STATUS: 'session=sess-1' },
+      { ONDECK_MOD: '', ONDECK_MOD_STATUS: 'project=website&session=sess-1' },
+    ])
+    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&session=sess-1)')
+    up = false
+    await $.turn.complete({
+      answer: 'later', durationMs: 5, isAborted: false, turnId: 't2', reason: 'answer',
+    })
+    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&session=sess-1) · ⚠ server unreachable')
   })
 
   test('/ondeck opens a pane with the brief and the status line', OPTIONS, async ($, on) => {

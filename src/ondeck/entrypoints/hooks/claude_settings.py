@@ -53,7 +53,7 @@ def settings_path(project_dir: Path | None, user: bool) -> Path:
     return (project_dir or Path.cwd()) / ".claude" / "settings.json"
 
 
-def _load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
@@ -67,7 +67,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _save(path: Path, data: dict[str, Any]) -> None:
+def save(path: Path, data: dict[str, Any]) -> None:
     settings_hooks.write(path, json.dumps(data, indent=2) + "\n")
 
 
@@ -80,7 +80,7 @@ def install(path: Path, command: str | None = None) -> list[str]:
     """Add ondeck's hooks (EVENTS, with their OPTIONS); returns what changed (empty:
     nothing). An entry of an earlier install gets the options it lacks."""
     command = command or ondeck_command()
-    data = _load(path)
+    data = load(path)
     wanted = [
         settings_hooks.Wanted(
             event, f"{command} hook {verb}", OPTIONS.get(event, {}), partial(_is_ours, verb=verb)
@@ -89,16 +89,42 @@ def install(path: Path, command: str | None = None) -> list[str]:
     ]
     changes = settings_hooks.add(data, path, wanted)
     if changes:
-        _save(path, data)
+        save(path, data)
     return changes
 
 
 def uninstall(path: Path) -> list[str]:
     """Remove exactly the entries `install` adds; returns what changed."""
-    data = _load(path)
+    data = load(path)
     changes = settings_hooks.remove(
         data, [(event, partial(_is_ours, verb=verb)) for event, verb in EVENTS.items()]
     )
     if changes:
-        _save(path, data)
+        save(path, data)
     return changes
+
+
+def set_env(path: Path, name: str, value: str) -> bool:
+    """`env.<name> = value` in the settings, unless `env` already names it (the person's
+    value, whatever it is, stays); True when it was written."""
+    data = load(path)
+    env = data.setdefault("env", {})
+    if not isinstance(env, dict):
+        raise InvalidInput(f"{path}: 'env' is not an object; nothing changed")
+    if name in env:
+        return False
+    env[name] = value
+    save(path, data)
+    return True
+
+
+def unset_env(path: Path, name: str, value: str) -> bool:
+    """Take `env.<name>` out only while it still holds `value` (the one ondeck wrote: a value
+    changed since is the person's); True when it was taken out."""
+    data = load(path)
+    env = data.get("env")
+    if not isinstance(env, dict) or env.get(name) != value:
+        return False
+    del env[name]
+    save(path, data)
+    return True

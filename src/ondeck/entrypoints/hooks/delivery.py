@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
+# Set by the Claude Code mod on the `ondeck hook` it hands an event to, and by nothing else:
+# the query of its status line (`session=…`). In client mode the mod holds no token (nothing
+# of it in the plugin's settings, argv or files another user might read); the hook, which
+# has it, asks for the line with its own request and adds it to its answer (`mod_status`).
+MOD_STATUS = "ONDECK_MOD_STATUS"
+
 SERVER_TIMEOUT_S = 3.0
 # How long a hook drains the spool once its own event is stored; what is left waits for the
 # next hook or jobs tick (a hook must end: Claude Code may kill a slow one).

@@ -40,6 +40,7 @@ import json
 import sys
 
 from ondeck.entrypoints.hooks.delivery import (
+    MOD_STATUS,
     SERVER_TIMEOUT_S,
     Local,
     NoServer,
@@ -83,12 +84,39 @@ def session_start(
     from ondeck.sessions.hook_events import hook_output
 
     payload = read_payload(stdin, "session-start", agent)
+    seen: dict[str, Any] = {}
     try:
-        markdown = _start(payload, db_url)
+        markdown = _start(payload, db_url, seen)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
         markdown = _unavailable(exc)
-    stdout.write(json.dumps(hook_output(markdown), ensure_ascii=False) + "\n")
+    out = _for_the_mod(hook_output(markdown), db_url, seen.get("classification"))
+    stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     return 0
+
+
+def _for_the_mod(
+    out: dict[str, Any] | None, db_url: str | None, classification: Any = None
+) -> dict[str, Any] | None:
+    """In client mode, a hook the mod ran adds what the mod's status line needs (`"ondeck"`:
+    client_mode.mod_status); any other hook's answer is as it was."""
+    import os
+
+    query = os.environ.get(MOD_STATUS)
+    if query is None:
+        return out
+    from ondeck.entrypoints.hooks.client_mode import mod_status
+    from ondeck.host.quick_settings_read import load_hook_config
+
+    try:
+        config = load_hook_config(db_url)
+        if not config.server_url:
+            return out
+        asked = mod_status(config, query, classification if isinstance(classification, dict)
+                           else None)  # fmt: skip
+    except Exception as exc:  # the record is what counts: the line waits for the next
+        debug(f"status line for the mod: {exc}")
+        return out
+    return {**(out or {}), "ondeck": asked}
 
 
 def _unavailable(exc: BaseException) -> str:
@@ -108,7 +136,7 @@ def _unavailable(exc: BaseException) -> str:
     )
 
 
-def _start(payload: dict[str, Any], db_url: str | None) -> str:
+def _start(payload: dict[str, Any], db_url: str | None, seen: dict[str, Any]) -> str:
     from ondeck.core import clock
     from ondeck.host.quick_settings_read import load_hook_config
     from ondeck.sessions.hook_events import session_id_of
@@ -156,6 +184,7 @@ def _start(payload: dict[str, Any], db_url: str | None) -> str:
             }
             # Not recorded, so not in the inbox; but its place decides nothing either.
             unclassified = found.unclassified
+        seen["classification"] = classification
         if classification.get("unclassified"):
             notes.append(_unclassified_note(classification.get("reason", ""), session_number))
         project = (classification.get("project") or {}).get("value")
@@ -358,6 +387,8 @@ def run_hook(
         message = _record(verb, payload, db_url)
     except Exception as exc:  # never fail the session: say what went wrong instead
         message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
+    if agent == CLAUDE_CODE:
+        message = _for_the_mod(message, db_url)
     if message and agent != CLAUDE_CODE:
         # Codex refuses an answer with fields it does not know; Gemini reads JSON only.
         message = {k: v for k, v in message.items() if k == "systemMessage"}
