@@ -113,14 +113,24 @@ def recall(
     if not sources:
         return result
     # One more than shown: tells whether there is more.
-    ranked = rank(conn, query, sources, lambda s, ids: reader.hits(conn, s, ids), limit + 1)
-    result.hits = [_explained(query, r) for r in ranked[:limit]]
+    ranked = rank(
+        conn, query, sources, lambda s, ids, text: reader.seen(conn, s, ids, text), limit + 1
+    )
+    shown = ranked[:limit]
+    by_source: dict[str, list[int]] = {}
+    for r in shown:
+        by_source.setdefault(r.item[0], []).append(r.item[1])
+    hits = {
+        (source, item_id): hit
+        for source, ids in by_source.items()
+        for item_id, hit in reader.hits(conn, source, ids).items()
+    }
+    result.hits = [_explained(query, hits[r.item], r) for r in shown if r.item in hits]
     result.more = len(ranked) > limit
     return result
 
 
-def _explained(query: Query, ranked: Ranked) -> Hit:
-    hit = ranked.hit
+def _explained(query: Query, hit: Hit, ranked: Ranked) -> Hit:
     matched = tuple(
         Match(
             word=query.words[i].typed,

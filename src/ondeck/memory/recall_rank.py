@@ -7,11 +7,13 @@ terms (a Korean word's two-syllable pieces, an identifier's parts) shares its we
 them, so it counts as one word. An identifier or a quoted phrase counts only where the item
 holds it as typed; an item without a quoted phrase is no match.
 
-Reading: a rare term's postings are read whole; a common one's best first (`impact`
-descending, from an index), deep enough that no unread item could rank in the page (the
-unread items' best possible score, the sum of each term's weight at the depth read, is at
-most the page's last score), else deeper. Everything the items' order depends on is summed
-here in Python, in the query's order, so both stores rank alike to the last digit.
+Reading, exact either way: a query of several terms has its items' scores bounded in SQL
+(each term's postings summed at its best share, in integers), the best first; a query of
+one term, or of terms too common to sum, reads each term's postings best first (`impact`
+descending, from an index), deep enough that no unread item could rank in the page. Items
+are then offered to the scope best first, and scored exactly, until the next could not rank
+above the page. Weights are integers (thousandths) and the scores that order the items are
+summed here in Python, so both stores rank alike to the last digit.
 """
 
 from __future__ import annotations
@@ -20,15 +22,21 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import text as sql_text
 
 from ondeck.db.recall_tables import SOURCES, recall_corpus, recall_postings, recall_terms
-from ondeck.memory.recall_query import Hit, Query
+from ondeck.memory.recall_query import Query
 
 # A term held by at most this many items is read whole.
 WHOLE = 512
+# Several terms held by at most this many items in all are summed in SQL (measured: some
+# 3 µs a posting on SQLite, grouping and all; beyond, reading best first costs less).
+SUMMED = 3_000
 # How many of a common term's best postings are read first, and how much deeper each time
 # that was not enough.
 FIRST = 128
@@ -36,21 +44,36 @@ DEEPER = 8
 _CHUNK = 500
 
 Item = tuple[str, int]  # (source, id)
-# Rows in scope of one source among the ids given: {id: its hit, unranked}.
-Accept = Callable[[str, Sequence[int]], dict[int, Hit]]
+# Of one source's items among the ids given, those in scope: {id: (when written, its text
+# if asked)}.
+Accept = Callable[[str, Sequence[int], bool], dict[int, tuple[datetime, str | None]]]
+
+# Scores are summed in millionths: weights (idf) and impacts are thousandths each.
+SCALE = 1_000_000
 
 
 @dataclass(slots=True)
 class Ranked:
-    hit: Hit
-    score: float
+    item: Item
+    at: datetime  # when it was written: recency breaks ties
+    raw: float  # the score in millionths (what orders the items)
     # Per query word (by its index in Query.words): the terms it matched and its share.
     matched: dict[int, tuple[list[str], float]] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return self.raw / SCALE
 
 
 def idf(docs: int, corpus: int) -> float:
     """BM25's weight of a term held by `docs` of `corpus` items (never negative)."""
     return math.log(1 + (corpus - docs + 0.5) / (docs + 0.5))
+
+
+def weight_of(docs: int, corpus: int) -> int:
+    """`idf` in thousandths: what a term weighs in a score (at least 1: a word every item
+    holds still matches, last)."""
+    return max(1, round(1000 * idf(docs, corpus)))
 
 
 def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int, int]], int]:
@@ -147,7 +170,132 @@ def rank(
         query = replace(query, words=tuple(whole_words))
         words = query.words
         stats = {t: v for t, v in stats.items() if any(t in c for w in words for c in w.choices)}
-    weight = {t: idf(docs, corpus) for t, (_tid, docs) in stats.items()}
+    weight = {t: weight_of(docs, corpus) for t, (_tid, docs) in stats.items()}
+    if len(stats) > 1 and sum(docs for _tid, docs in stats.values()) <= SUMMED:
+        return _rank_summed(conn, query, stats, weight, sources, accept, room)
+    return _rank_best_first(conn, query, stats, weight, sources, accept, room)
+
+
+def _best_shares(query: Query, weight: dict[str, int]) -> dict[str, int]:
+    """The most a term can give an item per unit of impact, in whole units: its weight shared
+    as its words share it (the best choice of each), rounded up, summed over the words."""
+    most: dict[str, int] = defaultdict(int)
+    for word in query.words:
+        best: dict[str, int] = {}
+        for choice in word.choices:
+            for t in choice:
+                if t in weight:
+                    best[t] = max(best.get(t, 0), -(-weight[t] // len(choice)))
+        for t, share in best.items():
+            most[t] += share
+    return most
+
+
+@lru_cache(maxsize=64)
+def _summed_statement(terms: int, filtered: bool) -> Any:
+    """The items holding any of `terms` terms, with their score's bound (each posting's
+    impact times its term's best share), highest first."""
+    weights = " ".join(f"WHEN :t{i} THEN :u{i}" for i in range(terms))
+    ids = ", ".join(f":t{i}" for i in range(terms))
+    # Each term's impact in the item too (none: 0), so the item is scored from this row.
+    each = "".join(
+        f", MAX(CASE WHEN term_id = :t{i} THEN impact ELSE 0 END) AS i{i}" for i in range(terms)
+    )
+    where = " AND source IN :sources" if filtered else ""
+    sql = (
+        f"SELECT source, item_id, SUM((CASE term_id {weights} END) * impact) AS bound{each} "
+        f"FROM recall_postings WHERE term_id IN ({ids}){where} "
+        "GROUP BY source, item_id ORDER BY bound DESC LIMIT :most"
+    )
+    statement = sql_text(sql)
+    if filtered:
+        statement = statement.bindparams(bindparam("sources", expanding=True))
+    return statement
+
+
+def _rank_summed(
+    conn: Connection,
+    query: Query,
+    stats: dict[str, tuple[int, int]],
+    weight: dict[str, int],
+    sources: tuple[str, ...],
+    accept: Accept,
+    room: int,
+) -> list[Ranked]:
+    shares = _best_shares(query, weight)
+    terms = list(stats)
+    values: dict[str, Any] = {"sources": list(sources)}
+    for i, t in enumerate(terms):
+        values[f"t{i}"], values[f"u{i}"] = stats[t][0], shares[t]
+    statement = _summed_statement(len(terms), sources != SOURCES)
+    most = max(4 * room, 256)
+    while True:
+        found = conn.execute(statement, {**values, "most": most}).all()
+        offered: list[tuple[float, Item]] = [
+            (int(row[2]), (str(row[0]), int(row[1]))) for row in found
+        ]
+        held = {
+            (str(row[0]), int(row[1])): {
+                t: int(i) for t, i in zip(terms, row[3:], strict=True) if i
+            }
+            for row in found
+        }
+        ranked = _offer(query, offered, held, weight, accept, room)
+        if len(found) < most or _full(ranked, room, offered):
+            ranked.sort(key=_order)
+            return ranked[:room]
+        most *= DEEPER
+
+
+def _full(ranked: list[Ranked], room: int, offered: list[tuple[float, Item]]) -> bool:
+    """Whether the page is settled: `room` items ranked, and the last offered could not rank
+    above them (offering stopped before the end)."""
+    return len(ranked) >= room and offered[-1][0] < ranked[room - 1].raw
+
+
+def _offer(
+    query: Query,
+    offered: list[tuple[float, Item]],
+    held: dict[Item, dict[str, int]],
+    weight: dict[str, int],
+    accept: Accept,
+    room: int,
+) -> list[Ranked]:
+    """Offer the items (with a bound of their score, highest first; `held`: each one's
+    impacts) to `accept` a batch at a time, scoring each exactly, until the next bound is
+    below the page's last score."""
+    ranked: list[Ranked] = []
+    batch = max(4 * room, 128)
+    for start in range(0, len(offered), batch):
+        if len(ranked) >= room:
+            ranked.sort(key=_order)
+            if offered[start][0] < ranked[room - 1].raw:
+                break
+        by_source: dict[str, list[int]] = defaultdict(list)
+        for _bound, (source, item_id) in offered[start : start + batch]:
+            by_source[source].append(item_id)
+        for source, ids in by_source.items():
+            for item_id, (at, text) in accept(source, ids, _texts(query)).items():
+                scored = _score(query, held[(source, item_id)], weight, text)
+                if scored is not None:
+                    ranked.append(Ranked((source, item_id), at, scored[0], scored[1]))
+    return ranked
+
+
+def _texts(query: Query) -> bool:
+    """Whether ranking needs the items' texts: an identifier or phrase is checked on them."""
+    return any(w.exact is not None for w in query.words)
+
+
+def _rank_best_first(
+    conn: Connection,
+    query: Query,
+    stats: dict[str, tuple[int, int]],
+    weight: dict[str, int],
+    sources: tuple[str, ...],
+    accept: Accept,
+    room: int,
+) -> list[Ranked]:
     term_of = {tid: t for t, (tid, _docs) in stats.items()}
     depth = {t: FIRST for t in stats}
     whole = [tid for t, (tid, docs) in stats.items() if docs <= WHOLE]
@@ -173,22 +321,26 @@ def rank(
             for row in _read_for(conn, [stats[t][0] for t in cut], lacking):
                 impacts[(row.source, int(row.item_id))][term_of[row.term_id]] = int(row.impact)
         ranked = _scored(query, impacts, weight, accept, room)
-        if not cut or (
-            len(ranked) >= room and ranked[room - 1].score >= _unread(query, weight, cut)
-        ):
+        unread = _unread(query, weight, cut)
+        if not cut or unread <= 0 or (len(ranked) >= room and ranked[room - 1].raw >= unread):
             return ranked[:room]
         for t in cut:
             depth[t] *= DEEPER
 
 
-def _unread(query: Query, weight: dict[str, float], cut: dict[str, int]) -> float:
+def _unread(query: Query, weight: dict[str, int], cut: dict[str, int]) -> float:
     """The most an item not read yet could score: it holds none of the terms read whole, and
     each term read in part at most at the weight it was read down to; a word counts its
-    best choice."""
+    best choice. An identifier or phrase with a part read whole is not in such an item, and
+    a required phrase then rules every unread item out."""
     most = 0.0
     for word in query.words:
+        if word.exact is not None and not all(t in cut for t in word.terms):
+            if word.required:
+                return 0.0
+            continue
         most += max(
-            sum(weight[t] * cut[t] / 1000 for t in choice if t in cut) / len(choice)
+            sum(weight[t] * cut[t] for t in choice if t in cut) / len(choice)
             for choice in word.choices
         )
     return most
@@ -197,49 +349,33 @@ def _unread(query: Query, weight: dict[str, float], cut: dict[str, int]) -> floa
 def _scored(
     query: Query,
     impacts: dict[Item, dict[str, int]],
-    weight: dict[str, float],
+    weight: dict[str, int],
     accept: Accept,
     room: int,
 ) -> list[Ranked]:
     """The best `room` of the items read that `accept` lets through (and any tied with the
-    last), best first. Items are offered to `accept` best first, a batch at a time, until
-    the next could not rank above what is in hand: reading a common word's every item in
-    scope costs more than ranking it."""
+    last), best first."""
     # The score of each item if every identifier and phrase it holds the parts of is held as
     # typed: never below its real score, so an order to offer them in.
-    upper = sorted(
-        ((_score(query, held, weight, None), item) for item, held in impacts.items()),
-        key=lambda pair: -(pair[0][0] if pair[0] else 0.0),
+    upper = [(_score(query, held, weight, None), item) for item, held in impacts.items()]
+    offered = sorted(
+        ((s[0], item) for s, item in upper if s is not None), key=lambda pair: -pair[0]
     )
-    offered = [(s[0], item) for s, item in upper if s is not None]
-    ranked: list[Ranked] = []
-    batch = max(2 * room, 64)
-    for start in range(0, len(offered), batch):
-        if len(ranked) >= room:
-            ranked.sort(key=_order)
-            if offered[start][0] < ranked[room - 1].score:
-                break
-        by_source: dict[str, list[int]] = defaultdict(list)
-        for _score_upper, (source, item_id) in offered[start : start + batch]:
-            by_source[source].append(item_id)
-        for source, ids in by_source.items():
-            for item_id, hit in accept(source, ids).items():
-                scored = _score(query, impacts[(source, item_id)], weight, hit.text)
-                if scored is not None:
-                    ranked.append(Ranked(hit, scored[0], scored[1]))
+    ranked = _offer(query, offered, impacts, weight, accept, room)
     ranked.sort(key=_order)
     return ranked
 
 
 def _order(r: Ranked) -> tuple[float, float, str, int]:
-    return (-r.score, -r.hit.at.timestamp(), r.hit.kind, -r.hit.id)
+    return (-r.raw, -r.at.timestamp(), r.item[0], -r.item[1])
 
 
 def _score(
-    query: Query, held: dict[str, int], weight: dict[str, float], text: str | None
+    query: Query, held: dict[str, int], weight: dict[str, int], text: str | None
 ) -> tuple[float, dict[int, tuple[list[str], float]]] | None:
-    """An item's score and what each word gave, or None when it is no match. Without its
-    `text`, every identifier and phrase whose parts it holds counts as held as typed."""
+    """An item's score (in millionths) and what each word gave (its score's share), or None
+    when it is no match. Without its `text`, every identifier and phrase whose parts it
+    holds counts as held as typed."""
     folded: str | None = None
     total = 0.0
     matched: dict[int, tuple[list[str], float]] = {}
@@ -249,7 +385,7 @@ def _score(
         for choice in word.choices:
             held_here = [t for t in choice if t in held and t in weight]
             if held_here:
-                here = sum(weight[t] * held[t] / 1000 for t in held_here) / len(choice)
+                here = sum(weight[t] * held[t] for t in held_here) / len(choice)
                 if here > share:
                     found, share = held_here, here
         if word.exact is not None and len(found) < len(word.terms):
@@ -263,7 +399,7 @@ def _score(
             if word.required:
                 return None
             continue
-        matched[i] = (found, share)
+        matched[i] = (found, share / SCALE)
         total += share
     if not matched:
         return None

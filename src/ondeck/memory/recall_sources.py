@@ -10,12 +10,12 @@ only for a person asking for the inbox.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, literal_column, select
+from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from ondeck.core.memory import NoteKind, NoteStatus, Scope, shown_status
 from ondeck.db.predicates import presumed_lost
@@ -46,6 +46,9 @@ class Shape:
     project: bool
     include_all: bool = False  # notes only
     kinds: tuple[str, ...] = ()  # notes only: the kinds asked for (empty: all)
+    # What is read: the whole rows (0), or for ranking the id and when it was written (1)
+    # and its text (2).
+    read: int = 0
 
 
 def _session_scope(shape: Shape) -> list[Any]:
@@ -97,10 +100,32 @@ _COLUMNS = {
 }
 
 
+def _ranking(source: str, read: int) -> tuple[Any, ...]:
+    """The columns ranking reads: the id, when it was written (recency breaks ties), and with
+    `read` 2 the text (an identifier or phrase is checked on it)."""
+    c = session_compactions
+    key, at, text = {
+        "notes": (notes.c.id, notes.c.updated_at, notes.c.text),
+        "session_words": (
+            sessions.c.id,
+            func.coalesce(sessions.c.last_word_at, sessions.c.last_seen_at),
+            sessions.c.last_word,
+        ),
+        "compactions": (c.c.id, c.c.at, c.c.summary),
+        "tasks": (tasks.c.id, tasks.c.created_at, tasks.c.title + "\n" + tasks.c.body),
+    }[source]
+    columns = (key.label("id"), at.label("at"))
+    return (*columns, text.label("text")) if read == 2 else columns
+
+
 @lru_cache(maxsize=256)
 def statement(shape: Shape) -> Any:
     """The rows of `shape.source` among the ids bound as `ids` that its scope lets through."""
     ids: Any = bindparam("ids", expanding=True)
+    if shape.read:
+        wanted = _ranking(shape.source, shape.read)
+        plain = replace(shape, read=0)
+        return statement(plain).with_only_columns(*wanted, maintain_column_froms=True)
     if shape.source == "notes":
         project: Any = bindparam("project") if shape.project else None
         where = [
@@ -147,8 +172,25 @@ class Reader:
             wanted.discard("tasks")  # an inbox task waits for its side on the Backlog
         return tuple(s for s in SOURCES if s in wanted)
 
+    def seen(
+        self, conn: Connection, source: str, ids: Sequence[int], text: bool
+    ) -> dict[int, tuple[datetime, str | None]]:
+        """Of the items of `source` among `ids`, those this reader may see: when each was
+        written, and its text if asked."""
+        rows = self._rows(conn, source, ids, 2 if text else 1)
+        return {int(row.id): (row.at, row.text if text else None) for row in rows}
+
     def hits(self, conn: Connection, source: str, ids: Sequence[int]) -> dict[int, Hit]:
         """The items of `source` among `ids` that this reader may see, as hits."""
+        make = {
+            "notes": self._note,
+            "session_words": self._last_word,
+            "compactions": self._compaction,
+            "tasks": _task,
+        }[source]
+        return {int(row.id): make(row) for row in self._rows(conn, source, ids, 0)}
+
+    def _rows(self, conn: Connection, source: str, ids: Sequence[int], read: int) -> Any:
         scope = self.scope
         note_kinds = tuple(k for k in NOTE_KINDS if k in self.kinds)
         shape = Shape(
@@ -158,6 +200,7 @@ class Reader:
             project=scope.project is not None,
             include_all=self.include_all if source == "notes" else False,
             kinds=() if note_kinds == NOTE_KINDS else note_kinds,
+            read=read,
         )
         values: dict[str, Any] = {"ids": list(ids)}
         if scope.sides_on and not scope.inbox:
@@ -166,14 +209,7 @@ class Reader:
             values["project"] = scope.project
         if source == "notes" and not self.include_all:
             values["day"] = self.day
-        rows = conn.execute(statement(shape), values)
-        make = {
-            "notes": self._note,
-            "session_words": self._last_word,
-            "compactions": self._compaction,
-            "tasks": _task,
-        }[source]
-        return {int(row.id): make(row) for row in rows}
+        return conn.execute(statement(shape), values).all()
 
     def _note(self, row: Any) -> Hit:
         status = shown_status(NoteStatus(row.status), row.expires_on, self.day)

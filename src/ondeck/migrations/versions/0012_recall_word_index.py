@@ -64,6 +64,7 @@ def _tables() -> None:
             ["term_id"], ["recall_terms.id"], name=op.f("fk_recall_postings_term_id_recall_terms")
         ),
         sa.PrimaryKeyConstraint("term_id", "source", "item_id", name=op.f("pk_recall_postings")),
+        sqlite_with_rowid=False,
     )
     op.create_index("ix_recall_postings_impact", "recall_postings", ["term_id", "impact"])
     op.create_index("ix_recall_postings_item", "recall_postings", ["source", "item_id"])
