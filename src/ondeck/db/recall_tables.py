@@ -47,7 +47,13 @@ recall_postings = Table(
     Column("impact", Integer, nullable=False),  # BM25's term weight, in thousandths
     CheckConstraint(_SOURCE_IN, name="source"),
     CheckConstraint("tf > 0 AND impact > 0", name="weight"),
-    Index("ix_recall_postings_impact", "term_id", "impact"),
+    # Covering on PostgreSQL too: a term's postings are read from the index alone.
+    Index(
+        "ix_recall_postings_impact",
+        "term_id",
+        "impact",
+        postgresql_include=["source", "item_id"],
+    ),
     Index("ix_recall_postings_item", "source", "item_id"),
     # SQLite: the rows kept in the key's order, so a term's postings are read in one run and
     # every index holds them whole (measured: a term's postings summed in a third of the

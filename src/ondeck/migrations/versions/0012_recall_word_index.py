@@ -66,7 +66,12 @@ def _tables() -> None:
         sa.PrimaryKeyConstraint("term_id", "source", "item_id", name=op.f("pk_recall_postings")),
         sqlite_with_rowid=False,
     )
-    op.create_index("ix_recall_postings_impact", "recall_postings", ["term_id", "impact"])
+    op.create_index(
+        "ix_recall_postings_impact",
+        "recall_postings",
+        ["term_id", "impact"],
+        postgresql_include=["source", "item_id"],
+    )
     op.create_index("ix_recall_postings_item", "recall_postings", ["source", "item_id"])
     op.create_table(
         "recall_corpus",
