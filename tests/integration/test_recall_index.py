@@ -188,10 +188,10 @@ def test_the_jobs_tick_recall_step_empties_the_queue(
 
 # --- best first, exactly ------------------------------------------------------------------------
 
-VOCABULARY = (
-    "cache restart backup lease token vault schedule billing invoice migration "
-    "배포 캐시 백업 일정 인증 로그 장애 서버"
-).split()
+VOCABULARY = [
+    *("cache", "restart", "backup", "lease", "token", "vault", "schedule", "billing"),
+    *("invoice", "migration", "배포", "캐시", "백업", "일정", "인증", "로그", "장애", "서버"),
+]
 
 
 def _brute_force(conn: Connection, query: str, scope: Scope, room: int) -> list[tuple[str, float]]:
@@ -278,11 +278,11 @@ def test_concurrent_folds_neither_deadlock_nor_count_twice(engine: Engine) -> No
         try:
             with engine.begin() as conn:
                 for k in range(5):
-                    words = rng.sample(VOCABULARY, 4) + [f"only{n}x{k}", "shared"]
+                    words = [*rng.sample(VOCABULARY, 4), f"only{n}x{k}", "shared"]
                     add(conn, " ".join(words))
                 barrier.wait(timeout=30)
                 recall(conn, "shared cache", POOL, DAY)  # folds what it wrote, at once
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
     for r in range(rounds):
