@@ -85,7 +85,8 @@ def test_every_writer_keeps_the_index_current(engine: Engine) -> None:
         assert refs_in(conn, "vacuum") == [f"session {sid} compaction {cid}"]
     with engine.begin() as conn:
         notes_svc.edit_note(conn, NOW, note.id, text="archive the invoices", zone=UTC, actor="t")
-        conn.execute(update(tasks).where(tasks.c.id == task.id).values(body="by July"))
+        moved = {"title": "move the registrar", "body": "by July"}
+        conn.execute(update(tasks).where(tasks.c.id == task.id).values(**moved))
         conn.execute(update(sessions).where(sessions.c.id == sid).values(last_word="배포 끝"))
         conn.execute(
             update(session_compactions)
@@ -93,21 +94,21 @@ def test_every_writer_keeps_the_index_current(engine: Engine) -> None:
             .values(summary="요약: 캐시 정리")
         )
         assert refs_in(conn, "invoices") == [f"note {note.id}"]
-    for gone in ("certificates", "june", "watching", "vacuum"):
+    for gone in ("certificates", "june", "domain", "watching", "vacuum"):
         assert refs(engine, gone) == [], gone
-    assert refs(engine, "july") == refs(engine, "domain") == [f"task {task.id}"]
+    assert refs(engine, "july") == refs(engine, "registrar") == [f"task {task.id}"]
     assert refs(engine, "배포") == [f"session {sid}"]
     assert refs(engine, "캐시") == [f"session {sid} compaction {cid}"]
     # A claim changes neither title nor body: the task stays found, once.
     with engine.begin() as conn:
         backlog_leases.claim_task(conn, NOW, task.id, owner="me", duration="1h", actor="t")
-    assert refs(engine, "domain") == [f"task {task.id}"]
+    assert refs(engine, "registrar") == [f"task {task.id}"]
     with engine.begin() as conn:
         notes_svc.delete_note(conn, NOW, note.id, actor="t")
         conn.execute(delete(tasks).where(tasks.c.id == task.id))
         conn.execute(update(sessions).where(sessions.c.id == sid).values(last_word=None))
         conn.execute(delete(session_compactions).where(session_compactions.c.id == cid))
-        for query in ("invoices", "domain", "배포", "캐시"):
+        for query in ("invoices", "registrar", "배포", "캐시"):
             assert refs_in(conn, query) == [], query
         assert conn.execute(select(func.count()).select_from(recall_postings)).scalar_one() == 0
         assert_counts_true(conn)
