@@ -57,12 +57,13 @@ def ref(item: Any) -> str:
 def test_english_word_forms_find_each_other(engine: Engine) -> None:
     deploy = note(engine, "we deploy on Thursdays")
     deployed = note(engine, "the API was deployed after the outage")
+    deployment = note(engine, "blue-green deployment was rejected")
     migrations = note(engine, "migrations run before the restart")
     migration = note(engine, "one migration per release")
     note(engine, "the weather report for Friday")
-    both = {ref(deploy), ref(deployed)}
+    every = {ref(deploy), ref(deployed), ref(deployment)}
     for query in ("deploy", "deploying", "deployed", "deployment", "DEPLOYS"):
-        assert set(refs(engine, query)) == both, query
+        assert set(refs(engine, query)) == every, query
     assert set(refs(engine, "migration")) == {ref(migrations), ref(migration)}
     assert set(refs(engine, "migrations")) == {ref(migrations), ref(migration)}
     assert refs(engine, "weathers") == refs(engine, "weather") != []
@@ -227,11 +228,13 @@ def test_letters_beyond_ascii_fold_their_case_alike_on_both_stores(engine: Engin
     greek_upper = note(engine, "ΣΎΣΤΗΜΑ ελέγχου")
     greek_lower = note(engine, "το σύστημα τρέχει")
     other = note(engine, "ПРОВЕРКА для Émile")
+    street = note(engine, "die Straße ist gesperrt")
     assert refs(engine, "ärger Ü") == [ref(german)]
     assert refs(engine, "ÄRGER") == [ref(german)]
     assert set(refs(engine, "σύστημα Α")) == {ref(greek_upper), ref(greek_lower)}
     for query in ("проверка", "ПРОВЕРКА", "émile", "ÉMILE"):
         assert refs(engine, query) == [ref(other)], query
+    assert refs(engine, "STRASSE") == refs(engine, "straße") == [ref(street)]
 
 
 # --- what is shown, and to whom -------------------------------------------------------------
