@@ -121,6 +121,8 @@ def test_recall_from_the_client_keeps_sides_apart(server: Server, laptop: Machin
         there = js(server, ".", "recall", query, "--side", "work")
         assert _without_age(here) == _without_age(there)
         assert here["results"] and all(r["side"] == "work" for r in here["results"])
+        # Why each matched crosses the API too (its model once dropped these fields).
+        assert all(r["score"] > 0 and r["matched"] for r in here["results"])
         assert not any("휴가" in r["snippet"] for r in here["results"])
     personal = js(laptop, "personal/diary", "recall", "배포")
     assert [r["snippet"] for r in personal["results"]] == ["배포 말고 휴가 계획"]

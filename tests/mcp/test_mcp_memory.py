@@ -111,8 +111,14 @@ def test_every_memory_tool_over_stdio(engine: Engine, db_url: str, tmp_path: Pat
     found = got["recall"].structured_content["results"]
     assert {r["id"] for r in found} == {note["id"], got["decision"].structured_content["id"]}
     assert all("blog" not in r["snippet"] for r in found)
-    assert [r["id"] for r in got["recall_ko"].structured_content["results"]] == [note["id"]]
-    assert got["recall_short"].is_error and "2 characters" in got["recall_short"].content[0].text
+    # The Korean word finds its English one too (memory/recall_glossary.py), and says so.
+    found_ko = {r["id"]: r for r in got["recall_ko"].structured_content["results"]}
+    assert set(found_ko) == {note["id"], got["decision"].structured_content["id"]}
+    why = found_ko[got["decision"].structured_content["id"]]["matched"]
+    assert [(m["word"], m["forms"]) for m in why] == [("배포", ["deploy"])]
+    assert all(r["score"] > 0 for r in found_ko.values())
+    short = got["recall_short"]
+    assert short.is_error and "nothing to look for" in short.content[0].text
     replaced = got["supersede"].structured_content
     assert replaced["superseded"]["status"] == "superseded"
     assert replaced["note"]["supersedes"] == got["decision"].structured_content["id"]

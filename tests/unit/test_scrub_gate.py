@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import JSON, String, Text
 
 from ondeck.db import gate
-from ondeck.db.tables import metadata
+from ondeck.db.schema import metadata  # recall's tables too
 from ondeck.db.types import Json, ScrubbedJson, ScrubbedText
 from ondeck.sessions import rows_sql as session_rows_sql
 

@@ -12,7 +12,6 @@ app = typer.Typer(help="The database schema.", no_args_is_help=True)
 @app.command("upgrade")
 def upgrade(ctx: typer.Context) -> None:
     """Bring the schema to the latest version (ondeck also does this whenever it opens one)."""
-    from ondeck.core import clock
     from ondeck.db.engine import describe, make_engine
     from ondeck.db.migrate import upgrade as run_upgrade
     from ondeck.memory.recall_index import recall_step
@@ -23,7 +22,7 @@ def upgrade(ctx: typer.Context) -> None:
         before, after = run_upgrade(engine)
         # What the upgrade queued for recall's index (all rows, the first time), indexed now
         # rather than by the first recall or jobs tick.
-        indexed = recall_step(engine, clock.now(), cli.settings)["indexed"]
+        indexed = recall_step(engine, cli.now(), cli.settings)["indexed"]
     finally:
         engine.dispose()
     also = f"; {indexed} items indexed for recall" if indexed else ""
