@@ -421,3 +421,76 @@ def test_a_hook_the_mod_runs_tells_it_the_status_line_which_the_mod_cannot_ask(
     away = json.loads(out)
     assert away["ondeck"] == {"reachable": False} and "spool" in away["systemMessage"]
     assert took < 3.0 + 2.0  # the record's budget, not a second one for the line
+
+
+def test_after_a_compaction_a_clear_and_for_ondeck_the_mod_is_told_its_sessions_brief(
+    tmp_path: Path,
+) -> None:
+    """In client mode the mod cannot ask the server for the brief (it holds no token): the
+    post-compact hook it runs adds the brief to its answer, rendered after a compaction (the
+    lists, not the pinned notes again), and `ondeck hook brief` (its `/ondeck`, which records
+    nothing) gives the whole brief. Both are of the session's side and project, as the start
+    classified it here; a `/clear` is a start of its own (source "clear"), with its brief."""
+    home = tmp_path / "laptop-home"
+    sides = {"work": [str(home)], "personal": [str(tmp_path / "own")]}
+    server = Server(tmp_path / "server-home")
+    server.env["ONDECK_SIDES"] = json.dumps(sides)
+    server.start()
+    try:
+        today = datetime.now(UTC).date().isoformat()  # the server's zone is UTC
+        for title, project, side in (
+            ("Renew the TLS certificate", "site", "work"),
+            ("Water the plants", "site", "personal"),
+            ("Restock the shop", "shop", "work"),
+        ):
+            scope = ("--project", project, "--side", side)
+            server.ondeck("task", "add", title, *scope, "--due", today)
+        for text, side in (("Deploys go out at ten", "work"), ("Dentist on Friday", "personal")):
+            server.ondeck("note", "add", text, "--project", "site", "--side", side, "--pin")
+        client = Client(home, server, server.ondeck("token", "create", "laptop"))
+        client.env["ONDECK_SIDES"] = json.dumps(sides)
+        client.env["ONDECK_MOD_STATUS"] = f"session={SESSION}"
+
+        out, _, _ = client.hook("session-start", "start")
+        assert "Deploys go out at ten" in _context(out)
+        facts = json.loads(out)["ondeck"]["facts"]
+        assert facts == {"project": "site", "side": "work", "unclassified": False}
+        # The mod scopes what it asks next by the start's facts (words.ts, contextQuery).
+        client.env["ONDECK_MOD_STATUS"] = f"project=site&side=work&session={SESSION}"
+
+        out, modules, _ = client.hook("post-compact", "compact", compact_summary="Renewed it.")
+        told = json.loads(out)["ondeck"]
+        brief = told["brief"]
+        assert brief.startswith("# On deck") and "Renew the TLS certificate" in brief
+        assert "Water the plants" not in brief and "Restock the shop" not in brief
+        assert "Deploys go out at ten" not in brief  # a compaction's brief: what changed
+        assert told["reachable"] is True and "1 due" in told["line"]
+        assert "hookSpecificOutput" not in json.loads(out)  # PostCompact takes no context
+        _no_database(modules)
+        [listed] = server.get("/api/v1/sessions")
+        assert listed["compactions"] == 1 and listed["side"] == "work"
+
+        out, modules, _ = client.hook("brief", "stop")  # its standard input is not read
+        told = json.loads(out)["ondeck"]
+        brief = told["brief"]
+        assert "Deploys go out at ten" in brief and "Renew the TLS certificate" in brief
+        assert "Dentist on Friday" not in brief and "Water the plants" not in brief
+        assert "Restock the shop" not in brief
+        assert told["reachable"] is True and "1 due" in told["line"]
+        _no_database(modules)
+        assert server.count("session.started") == 1 and len(server.get("/api/v1/sessions")) == 1
+
+        client.env["ONDECK_MOD_STATUS"] = "session=the-session-after-clear"
+        cleared = "the-session-after-clear"
+        out, _, _ = client.hook("session-start", "start", session_id=cleared, source="clear")
+        context = _context(out)
+        assert "Deploys go out at ten" in context and "Renew the TLS certificate" in context
+        assert "Dentist on Friday" not in context and "Restock the shop" not in context
+        assert json.loads(out)["ondeck"]["facts"]["side"] == "work"
+        assert server.count("session.started") == 2
+
+        del client.env["ONDECK_MOD_STATUS"]  # a settings hook: Claude Code's keys only
+        out, _, _ = client.hook("post-compact", "compact", session_id=cleared)
+        assert out == ""
+    finally:
+        server.stop()

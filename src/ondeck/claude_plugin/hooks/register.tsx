@@ -12,7 +12,8 @@
 //
 // The brief (`session-start`'s answer) reaches the model as a `prompt.context` block: at the
 // first request, after a compaction (fetched again then) and after a `/clear` (a new
-// session, recorded as one).
+// session, recorded as one). In client mode the hook fetches it again: `post-compact`'s
+// answer carries it, and `/ondeck` runs `ondeck hook brief`, which records nothing.
 
 import type { EngineInterface, Register } from 'claude-code'
 import { briefOfHookOutput, contextQuery, hookEvent, modAnswerOfHookOutput, statusText } from './words'
@@ -77,15 +78,21 @@ async function viaServer($: Dollar, event: HookEvent): Promise<Answer | undefine
 }
 
 async function viaHook($: Dollar, event: HookEvent): Promise<string | undefined> {
+  return runHook($, event.hook, JSON.stringify(event.payload))
+}
+
+// `ondeck hook <verb>`'s output, or undefined when it failed.
+async function runHook($: Dollar, verb: string, stdin: string): Promise<string | undefined> {
   // The settings hooks stand down while ONDECK_MOD is "1" (the mod has the session); this
   // very hand-over is the mod's and must not. In client mode the hook, which holds the
-  // token (the mod holds none), also asks for the status line (ONDECK_MOD_STATUS).
+  // token (the mod holds none), also asks for the status line (ONDECK_MOD_STATUS) and,
+  // after a compaction or for `/ondeck`, the brief.
   const env: Record<string, string> = my.socket
     ? { ONDECK_MOD: '' }
     : { ONDECK_MOD: '', ONDECK_MOD_STATUS: contextQuery(my.facts, {}) }
   try {
-    const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', event.hook], {
-      stdin: JSON.stringify(event.payload),
+    const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', verb], {
+      stdin,
       env,
       timeoutMs: HOOK_TIMEOUT_MS,
     })
@@ -94,6 +101,7 @@ async function viaHook($: Dollar, event: HookEvent): Promise<string | undefined>
     if (told !== undefined && !my.socket) {
       if (told.facts !== undefined) my.facts = { ...told.facts, session: my.facts.session }
       if (told.line !== undefined) my.line = told.line
+      if (told.brief !== undefined) my.brief = told.brief
       my.reachable = told.reachable
     }
     return ran.stdout
@@ -134,7 +142,8 @@ async function refresh($: Dollar) {
   $.ui.status(statusText(my.line, my.reachable, my.handed, my.kept.length))
 }
 
-// The brief as the server renders it now (after a compaction: what changed since).
+// The brief as the server renders it now (after a compaction: what changed since). In
+// client mode the hook asked for it already (post-compact's answer, or `ondeck hook brief`).
 async function briefNow($: Dollar, source: string): Promise<string | undefined> {
   const query = contextQuery(my.facts, { format: 'markdown', brief: 'true', source, cwd: my.cwd })
   return ask($, 'GET', `/context?${query}`)
@@ -241,7 +250,8 @@ export const register: Register = (on, options) => {
 
   on('command.run', { command: 'ondeck' }, async ($) => {
     await current($, 'startup')
-    my.brief = (await briefNow($, 'command')) ?? my.brief
+    if (my.socket) my.brief = (await briefNow($, 'command')) ?? my.brief
+    else await runHook($, 'brief', '') // sets the brief and the line it was told
     await refresh($)
     const opened = await $.ui.open({ id: PANE, title: 'On deck', closeOnEscape: true })
     const text = opened.isPlaced ? 'On deck: opened beside the transcript.' : my.brief

@@ -57,11 +57,13 @@ export function briefOfHookOutput(stdout: string): string {
 }
 
 // What a client-mode hook the mod ran adds for it (`"ondeck"` in its JSON): the status
-// line it asked the server for, whether the server answered, and the start's facts.
+// line it asked the server for, whether the server answered, the start's facts, and the
+// brief after a compaction (`post-compact`) or for `/ondeck` (`ondeck hook brief`).
 export type ModAnswer = {
   line?: string
   reachable: boolean
   facts?: { project?: string; side?: string; unclassified?: boolean }
+  brief?: string
 }
 
 export function modAnswerOfHookOutput(stdout: string): ModAnswer | undefined {
@@ -70,6 +72,7 @@ export function modAnswerOfHookOutput(stdout: string): ModAnswer | undefined {
     if (typeof told !== 'object' || told === null) return undefined
     const answer: ModAnswer = { reachable: told.reachable !== false }
     if (typeof told.line === 'string') answer.line = told.line
+    if (typeof told.brief === 'string' && told.brief) answer.brief = told.brief
     const f = told.facts as Record<string, unknown> | undefined
     if (typeof f === 'object' && f !== null) {
       answer.facts = {

@@ -15,10 +15,11 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   const sent: Sent[] = []
   const ran: Ran[] = []
   const status: (string | undefined)[] = []
+  const at = { session: SESSION } // a `/clear` gives the process a new session id
   mock.clock(on, { now: Date.UTC(2026, 11, 2, 9, 0) })
   mock.env(on, {})
   on('session.start', (_: unknown, e: { cwd: string }) => ({ cwd: e.cwd }))
-  on('session.id', () => ({ value: SESSION }))
+  on('session.id', () => ({ value: at.session }))
   on('session.cwd', () => ({ value: '/work' }))
   on('session.turns', () => ({ value: 0 }))
   on('command.register', () => ({ value: { command: 'ondeck' } }))
@@ -31,6 +32,7 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   on('env.set', () => ({ value: {} }))
   on('session.end', (_: unknown, e: { sessionId: string }) => ({ sessionId: e.sessionId }))
   on('ui.open', () => ({ value: { isPlaced: true } }))
+  on('session.compact', () => ({ messages: [{ role: 'user', text: 'We renewed the certificate.', toolUses: [] }] }))
   on('http.fetch', (_: unknown, e: { url: string; init?: { body?: string; socketPath?: string } }) => {
     if (!serverUp()) return { value: { status: 503, ok: false, headers: {}, text: '' } }
     sent.push({ url: e.url, body: e.init?.body ?? '', socketPath: e.init?.socketPath })
@@ -51,15 +53,19 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   })
   on('process.run', (_: unknown, e: { argv: readonly string[]; init?: Ran }) => {
     ran.push({ argv: e.argv, stdin: e.init?.stdin, env: e.init?.env })
-    const start = e.argv.includes('session-start')
+    const verb = e.argv.at(-1) ?? ''
+    const start = verb === 'session-start'
+    const source = start ? JSON.parse(e.init?.stdin ?? '{}').source : undefined
     const said: Record<string, unknown> = start
-      ? { hookSpecificOutput: { additionalContext: 'BRIEF FROM THE HOOK' } }
+      ? { hookSpecificOutput: { additionalContext: `BRIEF FROM THE HOOK (${source})` } }
       : {}
     const asked = e.init?.env?.ONDECK_MOD_STATUS
     if (asked !== undefined) {
-      // a client-mode hook: the line it asked the server for, with its own token
+      // a client-mode hook: the line it asked the server for, with its own token, and
+      // after a compaction or for `/ondeck` the brief
+      const brief = verb === 'post-compact' || verb === 'brief' ? { brief: `BRIEF AFTER ${verb} (${asked})` } : {}
       said.ondeck = serverUp()
-        ? { reachable: true, line: `ondeck · 2 due (${asked})`, ...(start ? { facts: { project: 'website' } } : {}) }
+        ? { reachable: true, line: `ondeck · 2 due (${asked})`, ...(start ? { facts: { project: 'website', side: 'work' } } : {}), ...brief }
         : { reachable: false }
     }
     const out = Object.keys(said).length > 0 ? JSON.stringify(said) : ''
@@ -73,8 +79,18 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
       },
     }
   })
-  return { sent, ran, status }
+  return { sent, ran, status, at }
 }
+
+// The /ondeck pane as the terminal shows it.
+const pane = ($: any) =>
+  $.ui.mount({
+    plugin: 'ondeck',
+    surface: 'terminal',
+    component: 'Pane',
+    requestId: 'ondeck',
+    props: { title: 'On deck', isFocused: false, bodyColumns: 60, placement: 'dock', scroll: { offset: 0, bodyRows: 20 } },
+  } as never)
 
 const events = (sent: Sent[]) =>
   sent
@@ -108,7 +124,7 @@ describe('register', () => {
     const w = world(on, () => false, () => true)
     await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
     const context = await $.prompt.context({ blocks: [] })
-    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK')
+    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK (startup)')
     await $.turn.complete({
       answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
     })
@@ -141,21 +157,55 @@ describe('register', () => {
     const w = world(on, () => up, () => true)
     await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
     const context = await $.prompt.context({ blocks: [] })
-    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK')
+    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK (startup)')
     await $.turn.complete({
       answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
     })
     expect(w.sent).toEqual([]) // no request of the mod's own: it has no socket and no token
     expect(w.ran.map((r) => r.env)).toEqual([
       { ONDECK_MOD: '', ONDECK_MOD_STATUS: 'session=sess-1' },
-      { ONDECK_MOD: '', ONDECK_MOD_STATUS: 'project=website&session=sess-1' },
+      { ONDECK_MOD: '', ONDECK_MOD_STATUS: 'project=website&side=work&session=sess-1' },
     ])
-    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&session=sess-1)')
+    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&side=work&session=sess-1)')
     up = false
     await $.turn.complete({
       answer: 'later', durationMs: 5, isAborted: false, turnId: 't2', reason: 'answer',
     })
-    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&session=sess-1) · ⚠ server unreachable')
+    expect(w.status.at(-1)).toBe('ondeck · 2 due (project=website&side=work&session=sess-1) · ⚠ server unreachable')
+  })
+
+  test('in client mode the brief comes again after a compaction, a /clear and for /ondeck, told by the hook', CLIENT, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: 'terminal', isInteractive: true })
+    await $.prompt.context({ blocks: [] })
+    await $.session.compact({ trigger: 'manual', messages: [{ role: 'user', text: 'the whole talk', toolUses: [] }] } as never)
+    const scoped = 'project=website&side=work&session=sess-1'
+    const compacted = await $.prompt.context({ blocks: [] })
+    expect(compacted.blocks.map((b) => b.text)).toEqual([`BRIEF AFTER post-compact (${scoped})`])
+    const compaction = w.ran.at(-1)
+    expect(compaction?.argv.at(-1)).toBe('post-compact')
+    expect(JSON.parse(compaction?.stdin ?? '{}').compact_summary).toBe('We renewed the certificate.')
+
+    const opened = await $.command.run({ command: 'ondeck', args: '', origin: { kind: 'composer' } } as never)
+    expect(opened.text).toBe('On deck: opened beside the transcript.')
+    expect(w.ran.at(-1)).toEqual({
+      argv: ['/venv/bin/python', '-m', 'ondeck', 'hook', 'brief'],
+      stdin: '',
+      env: { ONDECK_MOD: '', ONDECK_MOD_STATUS: scoped },
+    })
+    const ui = await pane($)
+    expect((await ui.find({ type: 'Markdown' }))?.text).toBe(`BRIEF AFTER brief (${scoped})`)
+    expect((await ui.find({ type: 'Text', text: /2 due/ }))?.text).toBe(`ondeck · 2 due (${scoped})`)
+    await ui.unmount()
+
+    w.at.session = 'sess-2' // `/clear`: the next prompt is a new session's, recorded as one
+    const cleared = await $.prompt.context({ blocks: [] })
+    expect(cleared.blocks.map((b) => b.text)).toEqual(['BRIEF FROM THE HOOK (clear)'])
+    const start = w.ran.at(-1)
+    expect(start?.argv.at(-1)).toBe('session-start')
+    expect(JSON.parse(start?.stdin ?? '{}')).toMatchObject({ session_id: 'sess-2', source: 'clear' })
+    expect(start?.env).toEqual({ ONDECK_MOD: '', ONDECK_MOD_STATUS: 'session=sess-2' })
+    expect(w.sent).toEqual([]) // the mod asked nothing itself: no socket, no token
   })
 
   test('/ondeck opens a pane with the brief and the status line', OPTIONS, async ($, on) => {
@@ -169,13 +219,7 @@ describe('register', () => {
     expect(ran.text).toBe('On deck: opened beside the transcript.')
     const queried = w.sent.map((s) => s.url).filter((u) => u.includes('/context?'))
     expect(queried.at(-1)).toContain('format=markdown')
-    const ui = await $.ui.mount({
-      plugin: 'ondeck',
-      surface: 'terminal',
-      component: 'Pane',
-      requestId: 'ondeck',
-      props: { title: 'On deck', isFocused: false, bodyColumns: 60, placement: 'dock', scroll: { offset: 0, bodyRows: 20 } },
-    } as never)
+    const ui = await pane($)
     expect((await ui.find({ type: 'Text', text: /1 due/ }))?.text).toBe('ondeck · 1 due')
     expect((await ui.find({ type: 'Markdown' }))?.text).toContain('보고서 쓰기')
     await ui.unmount()

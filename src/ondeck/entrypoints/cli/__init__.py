@@ -17,10 +17,14 @@ if TYPE_CHECKING:
 # The hooks an agent runs: at every session start and end, and at every turn (stop); another
 # agent than Claude Code names itself (`--agent codex|gemini-cli`, sessions/hook_agents.py).
 HOOKS = ("session-start", "stop", "post-compact", "session-end")
+# What the Claude Code mod asks `ondeck hook` for besides its events (hooks/mod_answer.py).
+MOD_ONLY = ("brief",)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "hook" and args[1] in MOD_ONLY:
+        _hook(args[1])
     if len(args) in (2, 4) and args[0] == "hook" and args[1] in HOOKS:
         if len(args) == 2:
             _hook(args[1])
@@ -81,6 +85,10 @@ def _hook(verb: str, agent: str = "claude-code") -> NoReturn:
 
     if verb == "session-start":
         code = hooks.session_start(sys.stdin, sys.stdout, agent=agent)
+    elif verb == "brief":
+        from ondeck.entrypoints.hooks.mod_answer import brief_verb
+
+        code = brief_verb(sys.stdout)
     else:
         code = hooks.run_hook(verb, sys.stdin, sys.stdout, agent=agent)
     for stream in (sys.stdout, sys.stderr):

@@ -70,6 +70,15 @@ def session_end(ctx: typer.Context, agent: Agent = "claude-code") -> int:
     return run_hook("session-end", sys.stdin, sys.stdout, cli_of(ctx).db_url, agent)
 
 
+@app.command("brief", hidden=True)
+def brief(ctx: typer.Context) -> int:
+    """For the Claude Code mod in client mode (its `/ondeck`): print the brief and the status
+    line of the session in ONDECK_MOD_STATUS, asked with this machine's token."""
+    from ondeck.entrypoints.hooks.mod_answer import brief_verb
+
+    return brief_verb(sys.stdout, cli_of(ctx).db_url)
+
+
 ProjectDir = Annotated[
     Path | None,
     typer.Option("--project-dir", help="Write DIR/.claude/settings.json (default: here)."),

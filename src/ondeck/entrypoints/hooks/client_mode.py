@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from ondeck.host.quick_settings import HookConfig
 
 
-# A request of this process the server did not answer: the mod's line is not asked after it.
+# A request of this process the server did not answer: the mod's line is not asked after it
+# (hooks/mod_answer.py).
 UNANSWERED: list[str] = []
 
 
@@ -310,40 +311,6 @@ class RemoteServer:
             f"ondeck runs as a client here, and {_sentence(str(exc))}. Today's reminders, "
             "due tasks and warnings are unknown; check the server, or `ondeck context`.\n"
         )
-
-
-def mod_status(
-    config: HookConfig, query: str, classification: dict[str, Any] | None
-) -> dict[str, Any]:
-    """What the mod shows (delivery.MOD_STATUS): the server's status line for `query`, scoped by the
-    start's `classification` when there is one (given back to the mod as `facts`, to scope
-    the next events' lines), and whether the server answered this hook."""
-    from ondeck.entrypoints.client.http import query_string
-
-    out: dict[str, Any] = {}
-    if classification is not None:
-        facts = {
-            "project": (classification.get("project") or {}).get("value"),
-            "side": (classification.get("side") or {}).get("value"),
-            "unclassified": bool(classification.get("unclassified")),
-        }
-        out["facts"] = facts
-        scoped = {k: str(v).lower() if k == "unclassified" else str(v)
-                  for k, v in facts.items() if v}  # fmt: skip
-        query = "&".join(filter(None, [query, query_string(scoped) if scoped else ""]))
-    if UNANSWERED:
-        return {**out, "reachable": False}
-    try:
-        answer = RemoteServer(config).request("GET", f"/api/v1/context/status?{query}")
-    except Unanswered:
-        return {**out, "reachable": False}
-    except ServerRefused:
-        return {**out, "reachable": True}
-    try:
-        line = json.loads(answer).get("line")
-    except (ValueError, AttributeError):
-        line = None
-    return {**out, "reachable": True, "line": line if isinstance(line, str) else ""}
 
 
 def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

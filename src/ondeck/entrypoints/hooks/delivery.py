@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # Set by the Claude Code mod on the `ondeck hook` it hands an event to, and by nothing else:
 # the query of its status line (`session=…`). In client mode the mod holds no token (nothing
 # of it in the plugin's settings, argv or files another user might read); the hook, which
-# has it, asks for the line with its own request and adds it to its answer (`mod_status`).
+# has it, asks for the line (and the brief) itself and adds it to its answer (mod_answer.py).
 MOD_STATUS = "ONDECK_MOD_STATUS"
 
 SERVER_TIMEOUT_S = 3.0

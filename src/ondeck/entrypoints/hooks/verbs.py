@@ -40,13 +40,13 @@ import json
 import sys
 
 from ondeck.entrypoints.hooks.delivery import (
-    MOD_STATUS,
     SERVER_TIMEOUT_S,
     Local,
     NoServer,
     Server,
     debug,
 )
+from ondeck.entrypoints.hooks.mod_answer import for_the_mod
 from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of, normalise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
@@ -89,34 +89,9 @@ def session_start(
         markdown = _start(payload, db_url, seen)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
         markdown = _unavailable(exc)
-    out = _for_the_mod(hook_output(markdown), db_url, seen.get("classification"))
+    out = for_the_mod(hook_output(markdown), db_url, seen.get("classification"))
     stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     return 0
-
-
-def _for_the_mod(
-    out: dict[str, Any] | None, db_url: str | None, classification: Any = None
-) -> dict[str, Any] | None:
-    """In client mode, a hook the mod ran adds what the mod's status line needs (`"ondeck"`:
-    client_mode.mod_status); any other hook's answer is as it was."""
-    import os
-
-    query = os.environ.get(MOD_STATUS)
-    if query is None:
-        return out
-    from ondeck.entrypoints.hooks.client_mode import mod_status
-    from ondeck.host.quick_settings_read import load_hook_config
-
-    try:
-        config = load_hook_config(db_url)
-        if not config.server_url:
-            return out
-        asked = mod_status(config, query, classification if isinstance(classification, dict)
-                           else None)  # fmt: skip
-    except Exception as exc:  # the record is what counts: the line waits for the next
-        debug(f"status line for the mod: {exc}")
-        return out
-    return {**(out or {}), "ondeck": asked}
 
 
 def _unavailable(exc: BaseException) -> str:
@@ -387,8 +362,8 @@ def run_hook(
         message = _record(verb, payload, db_url)
     except Exception as exc:  # never fail the session: say what went wrong instead
         message = {"systemMessage": f"ondeck could not record this {verb}: {_one_line(exc)}"}
-    if agent == CLAUDE_CODE:
-        message = _for_the_mod(message, db_url)
+    if agent == CLAUDE_CODE:  # the mod asks again for the brief after a compaction
+        message = for_the_mod(message, db_url, brief="compact" if verb == "post-compact" else None)
     if message and agent != CLAUDE_CODE:
         # Codex refuses an answer with fields it does not know; Gemini reads JSON only.
         message = {k: v for k, v in message.items() if k == "systemMessage"}
