@@ -34,9 +34,10 @@ from ondeck.memory.recall_query import Query
 
 # A term held by at most this many items is read whole.
 WHOLE = 512
-# Several terms held by at most this many items in all are summed in SQL (measured: some
-# 3 µs a posting on SQLite, grouping and all; beyond, reading best first costs less).
-SUMMED = 3_000
+# Several terms held by at most this many items in all are summed in SQL (measured on
+# SQLite: about 1 µs a posting, grouping and all; reading best first cannot bound two
+# common words together without reading both whole, which costs more).
+SUMMED = 10_000
 # How many of a common term's best postings are read first, and how much deeper each time
 # that was not enough.
 FIRST = 128
