@@ -1,8 +1,9 @@
 """Test fixtures. Every store test runs on SQLite and on PostgreSQL.
 
 PostgreSQL: a throwaway cluster per test session (tests/support/pg.py), or the server at
-`ONDECK_TEST_PG_URL`. Each test gets its own database cloned from a migrated template, and
-each SQLite test its own copy of a migrated file. Without PostgreSQL the variants skip with
+`ONDECK_TEST_PG_URL`. Each test gets a database cloned from a migrated template, or the one
+an earlier test of the process had, emptied to be as new (support/pg_reuse.py); each SQLite
+test its own copy of a migrated file. Without PostgreSQL the variants skip with
 the reason, unless `ONDECK_REQUIRE_PG=1`, which makes that a failure (CI sets it).
 """
 
@@ -22,7 +23,7 @@ from sqlalchemy.engine import make_url
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import upgrade
 from ondeck.host.settings import Settings, load_settings
-from support import pg
+from support import pg, pg_reuse
 
 # A fixed instant the unit tests read time from: Monday 2026-06-15, 09:00 UTC.
 NOW = datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
@@ -85,6 +86,16 @@ def pg_template(pg_admin_url: str) -> Iterator[str]:
     engine.dispose()
     yield PG_TEMPLATE
     admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_admin_url: str, pg_template: str) -> Iterator[pg_reuse.Databases]:
+    """This process's migrated databases, each emptied after a test for the next one."""
+    databases = pg_reuse.Databases(admin_url=pg_admin_url, template=pg_template)
+    try:
+        yield databases
+    finally:
+        databases.close()
 
 
 def new_pg_database(admin_url: str, template: str) -> str:
@@ -150,12 +161,12 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         shutil.copyfile(template, path)
         yield f"sqlite:///{path}"
         return
-    admin_url = request.getfixturevalue("pg_admin_url")
-    url = new_pg_database(admin_url, request.getfixturevalue("pg_template"))
+    databases: pg_reuse.Databases = request.getfixturevalue("pg_databases")
+    url = databases.take()
     try:
         yield url
     finally:
-        drop_pg_database(admin_url, url)
+        databases.give_back(url)
 
 
 @pytest.fixture

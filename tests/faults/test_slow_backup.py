@@ -5,7 +5,8 @@ started; a stop mid-backup records the run `abandoned` and leaves no file behind
 
 The slowness is real: PostgreSQL runs a `pg_dump` on PATH that sleeps before it dumps,
 SQLite a copy paused in its progress handler (tests/support/slow_backup.py). Sizes:
-ONDECK_FAULT_SLOW_BACKUP seconds (default 20).
+ONDECK_FAULT_SLOW_BACKUP seconds (default 20), the longest the first test's backup takes: it
+lets the backup go on once it has seen the loop tick, fire and refuse a second run meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ondeck.db.tables import backups, fires, workers
 from ondeck.db.tables import schedules as schedules_table
 from ondeck.work import schedules
 from support.procs import Proc, Procs, knob, ondeck_env, run_ondeck, wait_for
-from support.slow_backup import slow_pg_dump
+from support.slow_backup import RELEASE, slow_pg_dump
 
 pytestmark = pytest.mark.slow
 
@@ -35,14 +36,19 @@ SLOW_BACKUP = str(Path(__file__).parents[1] / "support" / "slow_backup.py")
 
 
 def _env(db_url: str, tmp_path: Path, seconds: float) -> tuple[dict[str, str], list[str]]:
-    """The environment and the command of an `ondeck` whose backups take `seconds`."""
-    env = ondeck_env(db_url, tmp_path, tick=1.0)
+    """The environment and the command of an `ondeck` whose backups take `seconds`, or
+    until the test creates `_release(tmp_path)`."""
+    env = ondeck_env(db_url, tmp_path, tick=1.0, **{RELEASE: str(_release(tmp_path))})
     if db_url.startswith("postgresql"):
         real = shutil.which("pg_dump")
         assert real, "pg_dump not found"
-        folder = slow_pg_dump(tmp_path / "slow-bin", seconds, real)
+        folder = slow_pg_dump(tmp_path / "slow-bin", seconds, real, _release(tmp_path))
         env["PATH"] = f"{folder}{os.pathsep}{env['PATH']}"
     return env, [sys.executable, SLOW_BACKUP, str(seconds)]
+
+
+def _release(tmp_path: Path) -> Path:
+    return tmp_path / "release-the-backup"
 
 
 def _run(engine: Engine) -> Any:
@@ -114,6 +120,8 @@ def test_a_slow_backup_holds_back_neither_firing_nor_the_heartbeat(
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(backups)).scalar_one() == 1
 
+    # Seen all it needs while the backup ran: it may end now rather than at SLOW seconds.
+    _release(tmp_path).touch()
     done = wait_for(
         lambda: (r := _run(engine)).status != "running" and r, timeout=SLOW + 120, what="the end"
     )
