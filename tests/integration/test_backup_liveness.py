@@ -147,6 +147,7 @@ def test_the_tick_lists_its_steps_explicitly(engine: Engine, settings: Settings)
         "maintain",
         "sessions",
         "notes",
+        "recall",
     ]
     assert [name for name, _ in default_steps(jobs.backups)] == [
         "fire",
@@ -155,4 +156,5 @@ def test_the_tick_lists_its_steps_explicitly(engine: Engine, settings: Settings)
         "maintain",
         "sessions",
         "notes",
+        "recall",
     ]

@@ -54,6 +54,7 @@ COMMON = frozenset(
         "ondeck.entrypoints.client.http",
         "ondeck.entrypoints.hooks",
         "ondeck.entrypoints.hooks.delivery",
+        "ondeck.entrypoints.hooks.mod_answer",
         "ondeck.entrypoints.hooks.payload",
         "ondeck.entrypoints.hooks.verbs",
         "ondeck.host",
