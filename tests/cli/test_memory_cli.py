@@ -97,6 +97,26 @@ def test_a_query_word_may_start_with_a_dash(ondeck: Any) -> None:
     assert code == 2 and "Missing argument" in err
 
 
+def test_recall_explain_says_which_words_matched_in_which_form_and_the_score(
+    ondeck: Any,
+) -> None:
+    ok_json(ondeck, "note", "add", "We deployed the billing service on Thursday")
+    ok_json(ondeck, "note", "add", "배포는 목요일에 한다")
+    code, out, err = ondeck("recall", "deploying", "billing", "--explain")
+    assert code == 0, err
+    whys = [line.strip() for line in out.splitlines() if line.strip().startswith("why:")]
+    assert len(whys) == 2, out
+    # The English note first: it matched both words, each in the form the note has it.
+    assert whys[0].startswith("why: score ")
+    assert "deploying → deployed (+" in whys[0] and "billing → billing (+" in whys[0]
+    # The Korean one by the glossary (배포 is deploy), one word only.
+    assert "deploying → 배포는 (+" in whys[1] and "billing" not in whys[1]
+    score = [float(w.split("score ")[1].split(":")[0]) for w in whys]
+    assert score[0] > score[1] > 0
+    code, out, _ = ondeck("recall", "deploying", "billing")
+    assert code == 0 and "why:" not in out, "only with --explain"
+
+
 def test_delete_asks_and_without_a_terminal_needs_yes(ondeck: Any, db_url: str) -> None:
     note = ok_json(ondeck, "note", "add", "temporary")
     before = count(db_url)

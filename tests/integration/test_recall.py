@@ -83,6 +83,23 @@ def test_korean_words_are_found_in_any_form_and_inside_compounds(engine: Engine)
     assert ref(apart) not in refs(engine, "배포")
 
 
+def test_a_word_finds_its_other_in_the_other_language_and_counts_once(engine: Engine) -> None:
+    english = note(engine, "we deploy on Thursdays", at=NOW)
+    korean = note(engine, "배포는 목요일에 한다", at=NOW + timedelta(minutes=1))
+    both = note(engine, "배포 deploy 체크리스트", at=NOW + timedelta(minutes=2))
+    note(engine, "배가 고프다", at=NOW + timedelta(minutes=3))
+    every = {ref(english), ref(korean), ref(both)}
+    assert set(refs(engine, "배포")) == every
+    assert set(refs(engine, "deploying")) == every
+    # Typed in both languages it is still one thing asked: the same scores as either alone,
+    # and one reason a hit.
+    alone = [(h.ref, h.score) for h in found(engine, "deploy").hits]
+    twice = found(engine, "배포 deploy").hits
+    assert [(h.ref, h.score) for h in twice] == alone
+    assert all(len(h.matched) == 1 for h in twice)
+    assert [(h.ref, h.score) for h in found(engine, "배포").hits] == alone
+
+
 def test_a_korean_word_is_found_in_every_kind_of_item(engine: Engine) -> None:
     a = note(engine, "금요일에 배포했다")
     with engine.begin() as conn:

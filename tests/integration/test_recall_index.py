@@ -171,6 +171,32 @@ def test_rows_written_before_the_index_existed_are_indexed_by_the_upgrade(
         engine.dispose()
 
 
+def test_ondeck_db_upgrade_indexes_what_it_queued_and_says_how_many(
+    empty_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ondeck.entrypoints.cli import run
+
+    engine = make_engine(empty_url)
+    try:
+        upgrade(engine, "0011")
+        with engine.begin() as conn:
+            add(conn, "배포 창구는 목요일")
+            backlog.create_task(conn, NOW, title="rotate the deploy keys", actor="t")
+    finally:
+        engine.dispose()
+    assert run(["--db", empty_url, "db", "upgrade"]) == 0
+    out = capsys.readouterr().out
+    assert "schema 0011 -> " in out and out.rstrip().endswith("; 2 items indexed for recall")
+    engine = make_engine(empty_url)
+    try:
+        with engine.connect() as conn:
+            assert not recall_index.waiting(conn), "indexed by the upgrade, not left queued"
+    finally:
+        engine.dispose()
+    assert run(["--db", empty_url, "db", "upgrade"]) == 0
+    assert "indexed" not in capsys.readouterr().out, "nothing new: nothing said"
+
+
 def test_the_jobs_tick_recall_step_empties_the_queue(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,6 +90,15 @@ def _word(token: str, quoted: bool) -> Word | None:
     )
 
 
+def _same(held: Word, word: Word) -> bool:
+    """One thing asked twice: the same terms (`deploy deploying`), or one word and its other
+    in the glossary (`배포 deploy`), which would otherwise count one concept twice."""
+    if (held.terms, held.exact) == (word.terms, word.exact):
+        return True
+    plain = held.exact is None and word.exact is None
+    return plain and bool(set(held.choices) & set(word.choices))
+
+
 def parse_query(text: str | None) -> Query:
     raw = " ".join(str(text or "").split())
     if not raw:
@@ -110,7 +119,7 @@ def parse_query(text: str | None) -> Query:
             continue
         terms.append(term)
         word = _word(term, bool(quoted))
-        if word is not None and all((w.terms, w.exact) != (word.terms, word.exact) for w in words):
+        if word is not None and not any(_same(w, word) for w in words):
             words.append(word)
     if not terms:
         raise InvalidInput("give something to recall: one or more words")
