@@ -131,20 +131,44 @@ def _read_best(
     return rows, len(rows) < depth
 
 
-def _read_for(conn: Connection, term_ids: Sequence[int], items: dict[str, list[int]]) -> list[Any]:
-    """The postings of `term_ids` for the items given (those not read in order)."""
+def _read_for(conn: Connection, wanted: Sequence[tuple[int, str, int]]) -> list[Any]:
+    """The postings there are of the (term id, source, item id) given: the terms read in part
+    of the items found through others."""
+    if conn.dialect.name == "postgresql":
+        # One key lookup each, whatever the plan kept for the statement: read by the terms,
+        # a plan made for a term of average size reads all of a common term's postings.
+        return conn.execute(
+            _PAIRS,
+            {
+                "terms": [t for t, _s, _i in wanted],
+                "sources": [s for _t, s, _i in wanted],
+                "items": [i for _t, _s, i in wanted],
+            },
+        ).all()
     query = select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
         _P.c.term_id.in_(bindparam("terms", expanding=True)),
         _P.c.source == bindparam("source"),
         _P.c.item_id.in_(bindparam("items", expanding=True)),
     )
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for _t, source, item_id in wanted:
+        by_source[source].append(item_id)
+    terms = sorted({t for t, _s, _i in wanted})
     rows: list[Any] = []
-    for source, ids in items.items():
+    for source, ids in by_source.items():
+        ids = sorted(set(ids))
         for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            values = {"terms": list(term_ids), "source": source, "items": chunk}
+            values = {"terms": terms, "source": source, "items": ids[start : start + _CHUNK]}
             rows += conn.execute(query, values).all()
     return rows
+
+
+_PAIRS = sql_text(
+    "SELECT p.term_id, p.source, p.item_id, p.impact FROM recall_postings AS p"
+    " JOIN unnest(CAST(:terms AS bigint[]), CAST(:sources AS varchar[]),"
+    " CAST(:items AS bigint[])) AS k(term_id, source, item_id)"
+    " ON p.term_id = k.term_id AND p.source = k.source AND p.item_id = k.item_id"
+)
 
 
 def rank(
@@ -315,11 +339,14 @@ def _rank_best_first(
                 cut[t] = min(int(row.impact) for row in rows)
         if cut:
             # Items found through some terms: their postings of the terms read in part.
-            lacking: dict[str, list[int]] = defaultdict(list)
-            for (source, item_id), held in impacts.items():
-                if any(t not in held for t in cut):
-                    lacking[source].append(item_id)
-            for row in _read_for(conn, [stats[t][0] for t in cut], lacking):
+            wanted = [
+                (stats[t][0], source, item_id)
+                for (source, item_id), held in impacts.items()
+                if _could_change(query, held, weight, cut)
+                for t in cut
+                if t not in held
+            ]
+            for row in _read_for(conn, wanted) if wanted else []:
                 impacts[(row.source, int(row.item_id))][term_of[row.term_id]] = int(row.impact)
         ranked = _scored(query, impacts, weight, accept, room)
         unread = _unread(query, weight, cut)
@@ -327,6 +354,30 @@ def _rank_best_first(
             return ranked[:room]
         for t in cut:
             depth[t] *= DEEPER
+
+
+def _could_change(
+    query: Query, held: dict[str, int], weight: dict[str, int], cut: dict[str, int]
+) -> bool:
+    """Whether an item's postings of the terms read in part that it was not found with could
+    change its score. Each such posting weighs less than its term's cut, so one that only
+    makes another choice of a word (its other language) no better than the best choice
+    known cannot: the word counts its best choice."""
+    for word in query.words:
+        known = 0.0
+        could = 0.0
+        for choice in word.choices:
+            here = sum(weight[t] * held[t] for t in choice if t in held and t in weight)
+            unread = sum(weight[t] * cut[t] for t in choice if t in cut and t not in held)
+            if unread and (word.exact is not None or word.required):
+                return True  # whether all of an identifier's or a phrase's parts are there
+            if unread:
+                could = max(could, (here + unread) / len(choice))
+            else:
+                known = max(known, here / len(choice))
+        if could > known:
+            return True
+    return False
 
 
 def _unread(query: Query, weight: dict[str, int], cut: dict[str, int]) -> float:
