@@ -137,14 +137,12 @@ def _read_for(conn: Connection, wanted: Sequence[tuple[int, str, int]]) -> list[
     if conn.dialect.name == "postgresql":
         # One key lookup each, whatever the plan kept for the statement: read by the terms,
         # a plan made for a term of average size reads all of a common term's postings.
-        return conn.execute(
-            _PAIRS,
-            {
-                "terms": [t for t, _s, _i in wanted],
-                "sources": [s for _t, s, _i in wanted],
-                "items": [i for _t, _s, i in wanted],
-            },
-        ).all()
+        pairs = {
+            "terms": [t for t, _s, _i in wanted],
+            "sources": [s for _t, s, _i in wanted],
+            "items": [i for _t, _s, i in wanted],
+        }
+        return list(conn.execute(_PAIRS, pairs))
     query = select(_P.c.term_id, _P.c.source, _P.c.item_id, _P.c.impact).where(
         _P.c.term_id.in_(bindparam("terms", expanding=True)),
         _P.c.source == bindparam("source"),
