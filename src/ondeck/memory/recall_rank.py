@@ -8,7 +8,9 @@ them, so it counts as one word. An identifier or a quoted phrase counts only whe
 holds it as typed; an item without a quoted phrase is no match.
 
 Reading, exact either way: a query of several terms has its items' scores bounded in SQL
-(each term's postings summed at its best share, in integers), the best first; a query of
+(per word its best choice, each term's impact times its share, in integers: the score
+itself but for identifiers and phrases, so ties at the page's edge are few), the best
+first; a query of
 one term, or of terms too common to sum, reads each term's postings best first (`impact`
 descending, from an index), deep enough that no unread item could rank in the page. Items
 are then offered to the scope best first, and scored exactly, until the next could not rank
@@ -78,16 +80,15 @@ def weight_of(docs: int, corpus: int) -> int:
 
 
 def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int, int]], int]:
-    """({term: (id, docs)} of the terms the store holds, the corpus's size)."""
+    """({term: (id, docs)} of the terms the store holds, the corpus's size), in one statement
+    (a round trip counts on PostgreSQL)."""
     t = recall_terms
-    found = {
-        str(term): (int(tid), int(docs))
-        for tid, term, docs in conn.execute(
-            select(t.c.id, t.c.term, t.c.docs).where(t.c.term.in_(list(terms)), t.c.docs > 0)
-        )
-    }
-    corpus = conn.execute(select(recall_corpus.c.docs)).scalar()
-    return found, int(corpus or 0)
+    corpus = select(recall_corpus.c.docs).scalar_subquery()
+    rows = conn.execute(
+        select(t.c.id, t.c.term, t.c.docs, corpus).where(t.c.term.in_(list(terms)), t.c.docs > 0)
+    ).all()
+    found = {str(term): (int(tid), int(docs)) for tid, term, docs, _corpus in rows}
+    return found, int(rows[0][3] or 0) if rows else 0
 
 
 _P = recall_postings
@@ -199,36 +200,36 @@ def rank(
     return _rank_best_first(conn, query, stats, weight, sources, accept, room)
 
 
-def _best_shares(query: Query, weight: dict[str, int]) -> dict[str, int]:
-    """The most a term can give an item per unit of impact, in whole units: its weight shared
-    as its words share it (the best choice of each), rounded up, summed over the words."""
-    most: dict[str, int] = defaultdict(int)
-    for word in query.words:
-        best: dict[str, int] = {}
-        for choice in word.choices:
-            for t in choice:
-                if t in weight:
-                    best[t] = max(best.get(t, 0), -(-weight[t] // len(choice)))
-        for t, share in best.items():
-            most[t] += share
-    return most
+Shape = tuple[tuple[tuple[int, ...], ...], ...]  # per word, per choice: numbers of terms
 
 
 @lru_cache(maxsize=64)
-def _summed_statement(terms: int, filtered: bool) -> Any:
-    """The items holding any of `terms` terms, with their score's bound (each posting's
-    impact times its term's best share), highest first."""
-    weights = " ".join(f"WHEN :t{i} THEN :u{i}" for i in range(terms))
-    ids = ", ".join(f":t{i}" for i in range(terms))
-    # Each term's impact in the item too (none: 0), so the item is scored from this row.
-    each = "".join(
-        f", MAX(CASE WHEN term_id = :t{i} THEN impact ELSE 0 END) AS i{i}" for i in range(terms)
+def _summed_statement(shape: Shape, terms: int, filtered: bool, dialect: str) -> Any:
+    """The items holding any of `terms` terms, each with every term's impact and its score's
+    bound: per word, its best choice, each term's impact times its share of the word's
+    weight rounded up (what the score is, unless an identifier or phrase is not held as
+    typed); highest first."""
+    ids = ", ".join(f":t{k}" for k in range(terms))
+    each = ", ".join(
+        f"MAX(CASE WHEN term_id = :t{k} THEN impact ELSE 0 END) AS i{k}" for k in range(terms)
     )
+    best = "GREATEST" if dialect == "postgresql" else "MAX"
+    words = []
+    for w, choices in enumerate(shape):
+        parts = [
+            " + ".join(f":u{w}_{c}_{j} * i{k}" for j, k in enumerate(choice))
+            for c, choice in enumerate(choices)
+            if choice
+        ]
+        if parts:  # a word none of whose terms the store holds adds nothing
+            words.append(parts[0] if len(parts) == 1 else f"{best}({', '.join(parts)})")
     where = " AND source IN :sources" if filtered else ""
+    items = ", ".join(f"i{k}" for k in range(terms))
     sql = (
-        f"SELECT source, item_id, SUM((CASE term_id {weights} END) * impact) AS bound{each} "
-        f"FROM recall_postings WHERE term_id IN ({ids}){where} "
-        "GROUP BY source, item_id ORDER BY bound DESC LIMIT :most"
+        f"SELECT source, item_id, {' + '.join(words)} AS bound, {items} FROM ("
+        f"SELECT source, item_id, {each} FROM recall_postings "
+        f"WHERE term_id IN ({ids}){where} GROUP BY source, item_id"
+        ") AS held ORDER BY bound DESC LIMIT :most"
     )
     statement = sql_text(sql)
     if filtered:
@@ -245,12 +246,19 @@ def _rank_summed(
     accept: Accept,
     room: int,
 ) -> list[Ranked]:
-    shares = _best_shares(query, weight)
     terms = list(stats)
     values: dict[str, Any] = {"sources": list(sources)}
-    for i, t in enumerate(terms):
-        values[f"t{i}"], values[f"u{i}"] = stats[t][0], shares[t]
-    statement = _summed_statement(len(terms), sources != SOURCES)
+    for k, t in enumerate(terms):
+        values[f"t{k}"] = stats[t][0]
+    shape = tuple(
+        tuple(tuple(terms.index(t) for t in choice if t in stats) for choice in word.choices)
+        for word in query.words
+    )
+    for w, choices in enumerate(shape):
+        for c, choice in enumerate(choices):
+            for j, k in enumerate(choice):
+                values[f"u{w}_{c}_{j}"] = -(-weight[terms[k]] // len(query.words[w].choices[c]))
+    statement = _summed_statement(shape, len(terms), sources != SOURCES, conn.dialect.name)
     most = max(4 * room, 256)
     while True:
         found = conn.execute(statement, {**values, "most": most}).all()

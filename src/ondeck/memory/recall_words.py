@@ -28,6 +28,7 @@ TERM_MAX = 64
 
 _RUN = re.compile(r"[^\W_]+")
 _HANGUL_OR_NOT = re.compile(r"[\uac00-\ud7a3]+|[^\uac00-\ud7a3]+")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _ENGLISH = re.compile(r"[a-z]+")
 
 # Snowball's English stop words (its `english.stop` list), which say nothing of a topic.
@@ -205,7 +206,7 @@ def _english(word: str) -> str:
 def runs(text: str) -> Iterator[str]:
     """The words of `text` as written (not folded): letters and digits, Korean apart."""
     for run in _RUN.findall(text):
-        if any(recall_korean.is_hangul(ch) for ch in run):
+        if _HANGUL.search(run):
             latin = False
             for part in _HANGUL_OR_NOT.findall(run):
                 korean = recall_korean.is_hangul(part[0])
