@@ -197,6 +197,19 @@ def test_ondeck_db_upgrade_indexes_what_it_queued_and_says_how_many(
     assert "indexed" not in capsys.readouterr().out, "nothing new: nothing said"
 
 
+def test_a_fold_gives_back_the_planner_setting_it_changed(engine: Engine) -> None:
+    """The fold plans its statements afresh on PostgreSQL; the recall that follows in the
+    same transaction plans as the server is set to."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL's planner setting")
+    with engine.begin() as conn:
+        before = conn.exec_driver_sql("SHOW plan_cache_mode").scalar_one()
+        add(conn, "배포 창구는 목요일")
+        assert recall_index.fold(conn) == 1
+        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar_one() == before
+        assert recall_index.fold(conn) == 0  # nothing queued: nothing set
+
+
 def test_the_jobs_tick_recall_step_empties_the_queue(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

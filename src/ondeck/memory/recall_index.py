@@ -169,8 +169,9 @@ def _insert_postings(conn: Connection, rows: Sequence[tuple[int, str, int, int, 
             recall_postings.insert(), [dict(zip(_POSTING_COLUMNS, r, strict=True)) for r in rows]
         )
         return
-    # PostgreSQL runs an INSERT per row (about 75 µs each: half an hour for the postings of
-    # 100,000 notes); COPY takes them as one stream, in this transaction.
+    # PostgreSQL runs an INSERT per row (measured: about 75 µs each, three minutes for the
+    # 2.6 million postings of 100,000 notes and their sessions); COPY takes them as one
+    # stream, in this transaction.
     raw: Any = conn.connection.driver_connection
     copy_in = f"COPY recall_postings ({', '.join(_POSTING_COLUMNS)}) FROM STDIN"
     with raw.cursor() as cursor, cursor.copy(copy_in) as copy:

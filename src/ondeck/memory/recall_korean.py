@@ -108,8 +108,12 @@ STOP = frozenset(
 )
 
 
+# Hangul's composed syllables (가 to 힣): what is read as Korean.
+SYLLABLES = ("\uac00", "\ud7a3")
+
+
 def is_hangul(ch: str) -> bool:
-    return "\uac00" <= ch <= "\ud7a3"
+    return SYLLABLES[0] <= ch <= SYLLABLES[1]
 
 
 def stem(word: str) -> str:

@@ -27,8 +27,9 @@ from ondeck.memory import recall_korean
 TERM_MAX = 64
 
 _RUN = re.compile(r"[^\W_]+")
-_HANGUL_OR_NOT = re.compile(r"[\uac00-\ud7a3]+|[^\uac00-\ud7a3]+")
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_SYLLABLE = "{}-{}".format(*recall_korean.SYLLABLES)
+_HANGUL_OR_NOT = re.compile(f"[{_SYLLABLE}]+|[^{_SYLLABLE}]+")
+_HANGUL = re.compile(f"[{_SYLLABLE}]")
 _ENGLISH = re.compile(r"[a-z]+")
 
 # Snowball's English stop words (its `english.stop` list), which say nothing of a topic.
