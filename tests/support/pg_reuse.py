@@ -128,6 +128,9 @@ class Shape:
     fingerprint: str
     empty: dict[str, int]
     kept: dict[str, str]
+    # The rows of the tables the template fills, as JSON: put back when a test changed them
+    # (the recall index's corpus counter is such a row, changed by any test's notes).
+    rows: dict[str, str]
     # (oid, relpages, reltuples, relallvisible): TRUNCATE sets an index's to "never
     # counted", where a new clone has the counts CREATE INDEX wrote.
     counts: list[tuple[int, int, float, int]]
@@ -136,10 +139,13 @@ class Shape:
 
     @classmethod
     def of(cls, conn: psycopg.Connection) -> Shape:
-        empty, kept = {}, {}
+        empty, kept, rows = {}, {}, {}
         for table, size in conn.execute(_TABLES).fetchall():
             if conn.execute(f"SELECT EXISTS (SELECT FROM {table})").fetchone() == (True,):
                 kept[table] = _contents(conn, table)
+                found = conn.execute(f"SELECT json_agg(t)::text FROM {table} t").fetchone()
+                assert found is not None
+                rows[table] = found[0]
             else:
                 empty[table] = size
         counts = conn.execute(
@@ -152,16 +158,23 @@ class Shape:
         ).fetchall()
         row = conn.execute(_FINGERPRINT).fetchone()
         assert row is not None
-        return cls(row[0], empty, kept, counts, sequences)
+        return cls(row[0], empty, kept, rows, counts, sequences)
 
     def reset(self, conn: psycopg.Connection) -> None:
-        """Truncate the tables a test wrote to (any whose files grew), put every sequence
-        and every count in pg_class back as they are in a new clone."""
+        """Truncate the tables a test wrote to (any whose files grew), put the template's
+        rows, every sequence and every count in pg_class back as they are in a new clone."""
         sizes = dict(conn.execute(_TABLES).fetchall())
         written = [t for t, size in self.empty.items() if sizes.get(t) != size]
         if written:
             # CASCADE: a table the test left empty may refer to one it wrote.
             conn.execute(f"TRUNCATE {', '.join(written)} CASCADE")
+        for table, kept in self.kept.items():
+            if _contents(conn, table) != kept:
+                conn.execute(f"DELETE FROM {table}")
+                conn.execute(
+                    f"INSERT INTO {table} SELECT * FROM json_populate_recordset(NULL::{table}, %s)",
+                    [self.rows[table]],
+                )
         names, last, start = (list(c) for c in zip(*self.sequences, strict=True))
         conn.execute(
             "SELECT setval(s.name::regclass, coalesce(s.last, s.start), s.last IS NOT NULL)"
