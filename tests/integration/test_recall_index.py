@@ -249,9 +249,9 @@ def _brute_force(conn: Connection, query: str, scope: Scope, room: int) -> list[
     corpus = conn.execute(select(recall_corpus.c.docs)).scalar_one()
     weight = {term: recall_rank.weight_of(n, corpus) for term, n in docs.items()}
     reader = Reader(scope=scope, day=DAY, kinds=(), include_all=False, lost_before=None)
-    visible = reader.hits(conn, "notes", sorted(held))
+    visible = reader.hits(conn, {"notes": sorted(held)})
     scored = []
-    for item_id, hit in visible.items():
+    for (_source, item_id), hit in visible.items():
         total, any_word = 0.0, False
         for word in parse_query(query).words:
             share = 0.0

@@ -114,17 +114,13 @@ def recall(
         return result
     # One more than shown: tells whether there is more.
     ranked = rank(
-        conn, query, sources, lambda s, ids, text: reader.seen(conn, s, ids, text), limit + 1
+        conn, query, sources, lambda wanted, text: reader.seen(conn, wanted, text), limit + 1
     )
     shown = ranked[:limit]
     by_source: dict[str, list[int]] = {}
     for r in shown:
         by_source.setdefault(r.item[0], []).append(r.item[1])
-    hits = {
-        (source, item_id): hit
-        for source, ids in by_source.items()
-        for item_id, hit in reader.hits(conn, source, ids).items()
-    }
+    hits = reader.hits(conn, by_source) if by_source else {}
     result.hits = [_explained(query, hits[r.item], r) for r in shown if r.item in hits]
     result.more = len(ranked) > limit
     return result

@@ -47,9 +47,9 @@ DEEPER = 8
 _CHUNK = 500
 
 Item = tuple[str, int]  # (source, id)
-# Of one source's items among the ids given, those in scope: {id: (when written, its text
-# if asked)}.
-Accept = Callable[[str, Sequence[int], bool], dict[int, tuple[datetime, str | None]]]
+# Of the items given (ids by source), those in scope: {item: (when written, its text if
+# asked)}.
+Accept = Callable[[dict[str, Sequence[int]], bool], dict[Item, tuple[datetime, str | None]]]
 
 # Scores are summed in millionths: weights (idf) and impacts are thousandths each.
 SCALE = 1_000_000
@@ -305,11 +305,10 @@ def _offer(
         by_source: dict[str, list[int]] = defaultdict(list)
         for _bound, (source, item_id) in offered[start : start + batch]:
             by_source[source].append(item_id)
-        for source, ids in by_source.items():
-            for item_id, (at, text) in accept(source, ids, _texts(query)).items():
-                scored = _score(query, held[(source, item_id)], weight, text)
-                if scored is not None:
-                    ranked.append(Ranked((source, item_id), at, scored[0], scored[1]))
+        for item, (at, text) in accept(dict(by_source), _texts(query)).items():
+            scored = _score(query, held[item], weight, text)
+            if scored is not None:
+                ranked.append(Ranked(item, at, scored[0], scored[1]))
     return ranked
 
 

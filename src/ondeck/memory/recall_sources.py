@@ -15,7 +15,20 @@ from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, literal_column, select
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Connection,
+    any_,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    null,
+    select,
+    type_coerce,
+    union_all,
+)
 
 from ondeck.core.memory import NoteKind, NoteStatus, Scope, shown_status
 from ondeck.db.predicates import presumed_lost
@@ -46,9 +59,13 @@ class Shape:
     project: bool
     include_all: bool = False  # notes only
     kinds: tuple[str, ...] = ()  # notes only: the kinds asked for (empty: all)
-    # What is read: the whole rows (0), or for ranking the id and when it was written (1)
-    # and its text (2).
+    # What is read: the whole rows (0), or for ranking the source, the id and when it was
+    # written (1) and its text (2).
     read: int = 0
+    # The ids are bound under this name, as one array (PostgreSQL: one statement text for
+    # any number of ids, which psycopg prepares once) or as an IN list.
+    ids: str = "ids"
+    array: bool = False
 
 
 def _session_scope(shape: Shape) -> list[Any]:
@@ -64,45 +81,115 @@ def _session_scope(shape: Shape) -> list[Any]:
     return where
 
 
-_COLUMNS = {
-    "session_words": (
-        sessions.c.id,
-        sessions.c.external_id,
-        sessions.c.agent,
-        sessions.c.last_word,
-        sessions.c.last_word_at,
-        sessions.c.last_seen_at,
-        sessions.c.side,
-        sessions.c.project,
-        sessions.c.status,
+# What a hit is read as, the same columns for every source (one statement reads a page's
+# hits of every source): (name, type, {source: column}); NULL for a source without it.
+_C = session_compactions
+_HIT: tuple[tuple[str, Any, dict[str, Any]], ...] = (
+    (
+        "id",
+        notes.c.id.type,
+        {
+            "notes": notes.c.id,
+            "session_words": sessions.c.id,
+            "compactions": _C.c.id,
+            "tasks": tasks.c.id,
+        },
     ),
-    "compactions": (
-        session_compactions.c.id,
-        session_compactions.c.session_id,
-        session_compactions.c.at,
-        session_compactions.c.summary,
-        sessions.c.external_id,
-        sessions.c.side,
-        sessions.c.project,
-        sessions.c.status,
-        sessions.c.last_seen_at,
+    (
+        "session_id",
+        notes.c.id.type,
+        {
+            "notes": notes.c.session_id,
+            "session_words": sessions.c.id,
+            "compactions": _C.c.session_id,
+        },
     ),
-    "tasks": (
-        tasks.c.id,
-        tasks.c.title,
-        tasks.c.body,
-        tasks.c.status,
-        tasks.c.project,
-        tasks.c.side,
-        tasks.c.source,
-        tasks.c.created_at,
+    (
+        "at",
+        notes.c.updated_at.type,
+        {
+            "notes": notes.c.updated_at,
+            "session_words": func.coalesce(sessions.c.last_word_at, sessions.c.last_seen_at),
+            "compactions": _C.c.at,
+            "tasks": tasks.c.created_at,
+        },
     ),
-}
+    (
+        "text",
+        notes.c.text.type,
+        {
+            "notes": notes.c.text,
+            "session_words": sessions.c.last_word,
+            "compactions": _C.c.summary,
+            "tasks": tasks.c.title,
+        },
+    ),
+    ("body", tasks.c.body.type, {"tasks": tasks.c.body}),
+    (
+        "side",
+        notes.c.side.type,
+        {
+            "notes": notes.c.side,
+            "session_words": sessions.c.side,
+            "compactions": sessions.c.side,
+            "tasks": tasks.c.side,
+        },
+    ),
+    (
+        "project",
+        notes.c.project.type,
+        {
+            "notes": notes.c.project,
+            "session_words": sessions.c.project,
+            "compactions": sessions.c.project,
+            "tasks": tasks.c.project,
+        },
+    ),
+    (
+        "status",
+        notes.c.status.type,
+        {
+            "notes": notes.c.status,
+            "session_words": sessions.c.status,
+            "compactions": sessions.c.status,
+            "tasks": tasks.c.status,
+        },
+    ),
+    ("kind", notes.c.kind.type, {"notes": notes.c.kind}),
+    ("expires_on", notes.c.expires_on.type, {"notes": notes.c.expires_on}),
+    ("superseded_by", notes.c.id.type, {"notes": notes.c.superseded_by}),
+    ("status_reason", notes.c.status_reason.type, {"notes": notes.c.status_reason}),
+    ("origin", notes.c.origin.type, {"notes": notes.c.origin}),
+    ("task_source", tasks.c.source.type, {"tasks": tasks.c.source}),
+    (
+        "external_id",
+        sessions.c.external_id.type,
+        {"session_words": sessions.c.external_id, "compactions": sessions.c.external_id},
+    ),
+    ("agent", sessions.c.agent.type, {"session_words": sessions.c.agent}),
+    (
+        "last_seen_at",
+        sessions.c.last_seen_at.type,
+        {"session_words": sessions.c.last_seen_at, "compactions": sessions.c.last_seen_at},
+    ),
+)
+
+
+def _hit_columns(source: str) -> tuple[Any, ...]:
+    """A source's columns as a hit is read: typed alike in every source (a NULL cast to the
+    column's type: PostgreSQL matches a union's types pairwise)."""
+    return (
+        literal_column(f"'{source}'").label("source"),
+        *(
+            (type_coerce(of[source], kind) if source in of else cast(null(), kind)).label(name)
+            for name, kind, of in _HIT
+        ),
+    )
 
 
 def _ranking(source: str, read: int) -> tuple[Any, ...]:
-    """The columns ranking reads: the id, when it was written (recency breaks ties), and with
-    `read` 2 the text (an identifier or phrase is checked on it)."""
+    """The columns ranking reads: the source, the id, when it was written (recency breaks
+    ties), and with `read` 2 the text (an identifier or phrase is checked on it)."""
     c = session_compactions
     key, at, text = {
         "notes": (notes.c.id, notes.c.updated_at, notes.c.text),
@@ -114,43 +201,63 @@ def _ranking(source: str, read: int) -> tuple[Any, ...]:
         "compactions": (c.c.id, c.c.at, c.c.summary),
         "tasks": (tasks.c.id, tasks.c.created_at, tasks.c.title + "\n" + tasks.c.body),
     }[source]
-    columns = (key.label("id"), at.label("at"))
+    # The source is one of SOURCES' names, never a value from outside.
+    columns = (literal_column(f"'{source}'").label("source"), key.label("id"), at.label("at"))
     return (*columns, text.label("text")) if read == 2 else columns
 
 
 @lru_cache(maxsize=256)
 def statement(shape: Shape) -> Any:
-    """The rows of `shape.source` among the ids bound as `ids` that its scope lets through."""
-    ids: Any = bindparam("ids", expanding=True)
+    """The rows of `shape.source` among the ids bound as `shape.ids` that its scope lets
+    through."""
     if shape.read:
         wanted = _ranking(shape.source, shape.read)
         plain = replace(shape, read=0)
         return statement(plain).with_only_columns(*wanted, maintain_column_froms=True)
+    if shape.array:
+        ids: Any = bindparam(shape.ids, type_=ARRAY(BigInteger))
+
+        def among(column: Any) -> Any:
+            return column == any_(ids)
+    else:
+        ids = bindparam(shape.ids, expanding=True)
+
+        def among(column: Any) -> Any:
+            return column.in_(ids)
+
     if shape.source == "notes":
         project: Any = bindparam("project") if shape.project else None
         where = [
-            notes.c.id.in_(ids),
+            among(notes.c.id),
             *scope_clauses(shape.sides_on, shape.inbox, bindparam("side"), project),
         ]
         if shape.kinds:
             where.append(notes.c.kind.in_(shape.kinds))
         if not shape.include_all:
             where += true_today(bindparam("day"))
-        return select(notes).where(*where)
+        return select(*_hit_columns("notes")).where(*where)
     if shape.source == "session_words":
-        where = [sessions.c.id.in_(ids), sessions.c.last_word.is_not(None), *_session_scope(shape)]
-        return select(*_COLUMNS["session_words"]).where(*where)
+        where = [among(sessions.c.id), sessions.c.last_word.is_not(None), *_session_scope(shape)]
+        return select(*_hit_columns("session_words")).where(*where)
     if shape.source == "compactions":
         c = session_compactions
         frm = c.join(sessions, sessions.c.id == c.c.session_id)
-        where = [c.c.id.in_(ids), c.c.summary.is_not(None), *_session_scope(shape)]
-        return select(*_COLUMNS["compactions"]).select_from(frm).where(*where)
-    where = [tasks.c.id.in_(ids)]
+        where = [among(c.c.id), c.c.summary.is_not(None), *_session_scope(shape)]
+        return select(*_hit_columns("compactions")).select_from(frm).where(*where)
+    where = [among(tasks.c.id)]
     if shape.sides_on:
         where.append(tasks.c.side == bindparam("side"))
     if shape.project:
         where.append(tasks.c.project == bindparam("project"))
-    return select(*_COLUMNS["tasks"]).where(*where)
+    return select(*_hit_columns("tasks")).where(*where)
+
+
+@lru_cache(maxsize=256)
+def _union(shapes: tuple[Shape, ...]) -> Any:
+    """The statements of `shapes` as one."""
+    if len(shapes) == 1:
+        return statement(shapes[0])
+    return union_all(*(statement(shape) for shape in shapes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,43 +280,63 @@ class Reader:
         return tuple(s for s in SOURCES if s in wanted)
 
     def seen(
-        self, conn: Connection, source: str, ids: Sequence[int], text: bool
-    ) -> dict[int, tuple[datetime, str | None]]:
-        """Of the items of `source` among `ids`, those this reader may see: when each was
-        written, and its text if asked."""
-        rows = self._rows(conn, source, ids, 2 if text else 1)
-        return {int(row.id): (row.at, row.text if text else None) for row in rows}
+        self, conn: Connection, wanted: dict[str, Sequence[int]], text: bool
+    ) -> dict[tuple[str, int], tuple[datetime, str | None]]:
+        """Of the items `wanted` (ids by source), those this reader may see: when each was
+        written, and its text if asked. One statement for all sources (a round trip counts
+        on PostgreSQL)."""
+        rows = self._read(conn, wanted, 2 if text else 1)
+        return {
+            (str(row.source), int(row.id)): (row.at, row.text if text else None) for row in rows
+        }
 
-    def hits(self, conn: Connection, source: str, ids: Sequence[int]) -> dict[int, Hit]:
-        """The items of `source` among `ids` that this reader may see, as hits."""
+    def hits(
+        self, conn: Connection, wanted: dict[str, Sequence[int]]
+    ) -> dict[tuple[str, int], Hit]:
+        """The items `wanted` (ids by source) that this reader may see, as hits, read in one
+        statement."""
+        rows = self._read(conn, wanted, 0)
         make = {
             "notes": self._note,
             "session_words": self._last_word,
             "compactions": self._compaction,
             "tasks": _task,
-        }[source]
-        return {int(row.id): make(row) for row in self._rows(conn, source, ids, 0)}
+        }
+        return {(str(row.source), int(row.id)): make[row.source](row) for row in rows}
 
-    def _rows(self, conn: Connection, source: str, ids: Sequence[int], read: int) -> Any:
-        scope = self.scope
+    def _read(self, conn: Connection, wanted: dict[str, Sequence[int]], read: int) -> Any:
+        array = conn.dialect.name == "postgresql"
+        shapes = tuple(self._shape(source, read, f"ids_{source}", array) for source in wanted)
+        values = self._values()
+        for source, ids in wanted.items():
+            values[f"ids_{source}"] = list(ids)
+        return conn.execute(_union(shapes), values).all()
+
+    def _shape(self, source: str, read: int, ids: str, array: bool) -> Shape:
         note_kinds = tuple(k for k in NOTE_KINDS if k in self.kinds)
-        shape = Shape(
+        return Shape(
             source=source,
-            sides_on=scope.sides_on,
-            inbox=scope.inbox,
-            project=scope.project is not None,
+            sides_on=self.scope.sides_on,
+            inbox=self.scope.inbox,
+            project=self.scope.project is not None,
             include_all=self.include_all if source == "notes" else False,
             kinds=() if note_kinds == NOTE_KINDS else note_kinds,
             read=read,
+            ids=ids,
+            array=array,
         )
-        values: dict[str, Any] = {"ids": list(ids)}
+
+    def _values(self) -> dict[str, Any]:
+        """The scope's values, bound by name in every source's statement."""
+        scope = self.scope
+        values: dict[str, Any] = {}
         if scope.sides_on and not scope.inbox:
             values["side"] = scope.side
         if scope.project is not None:
             values["project"] = scope.project
-        if source == "notes" and not self.include_all:
+        if not self.include_all:
             values["day"] = self.day
-        return conn.execute(statement(shape), values).all()
+        return values
 
     def _note(self, row: Any) -> Hit:
         status = shown_status(NoteStatus(row.status), row.expires_on, self.day)
@@ -225,7 +352,7 @@ class Reader:
             kind=NoteKind(row.kind).value,
             id=row.id,
             session_id=row.session_id,
-            at=row.updated_at,
+            at=row.at,
             text=row.text,
             side=row.side,
             project=row.project,
@@ -248,8 +375,8 @@ class Reader:
             kind="last_word",
             id=row.id,
             session_id=row.id,
-            at=row.last_word_at or row.last_seen_at,
-            text=row.last_word,
+            at=row.at,
+            text=row.text,
             side=row.side,
             project=row.project,
             status=self._status(row),
@@ -264,7 +391,7 @@ class Reader:
             id=row.id,
             session_id=row.session_id,
             at=row.at,
-            text=row.summary,
+            text=row.text,
             side=row.side,
             project=row.project,
             status=self._status(row),
@@ -279,12 +406,12 @@ def _task(row: Any) -> Hit:
         kind="task",
         id=row.id,
         session_id=None,
-        at=row.created_at,
-        text=f"{row.title}\n{row.body}" if row.body else row.title,
+        at=row.at,
+        text=f"{row.text}\n{row.body}" if row.body else row.text,
         side=row.side,
         project=row.project,
         status=row.status,
-        origin=f"schedule {row.source.split(':')[1]}" if row.source else "backlog",
+        origin=f"schedule {row.task_source.split(':')[1]}" if row.task_source else "backlog",
         true=True,
         label=None,
     )
