@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -49,7 +49,7 @@ _CHUNK = 500
 Item = tuple[str, int]  # (source, id)
 # Of the items given (ids by source), those in scope: {item: (when written, its text if
 # asked)}.
-Accept = Callable[[dict[str, Sequence[int]], bool], dict[Item, tuple[datetime, str | None]]]
+Accept = Callable[[Mapping[str, Sequence[int]], bool], dict[Item, tuple[datetime, str | None]]]
 
 # Scores are summed in millionths: weights (idf) and impacts are thousandths each.
 SCALE = 1_000_000
@@ -305,7 +305,7 @@ def _offer(
         by_source: dict[str, list[int]] = defaultdict(list)
         for _bound, (source, item_id) in offered[start : start + batch]:
             by_source[source].append(item_id)
-        for item, (at, text) in accept(dict(by_source), _texts(query)).items():
+        for item, (at, text) in accept(by_source, _texts(query)).items():
             scored = _score(query, held[item], weight, text)
             if scored is not None:
                 ranked.append(Ranked(item, at, scored[0], scored[1]))

@@ -9,7 +9,7 @@ only for a person asking for the inbox.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import lru_cache
@@ -81,108 +81,88 @@ def _session_scope(shape: Shape) -> list[Any]:
     return where
 
 
-# What a hit is read as, the same columns for every source (one statement reads a page's
-# hits of every source): (name, type, {source: column}); NULL for a source without it.
+# What a hit is read as: the same columns, typed alike, from every source (one statement
+# reads a page's hits of every source), NULL where a source has no such column.
+_HIT_TYPES: dict[str, Any] = {
+    "id": notes.c.id.type,
+    "session_id": notes.c.session_id.type,
+    "at": notes.c.updated_at.type,
+    "text": notes.c.text.type,
+    "body": tasks.c.body.type,
+    "side": notes.c.side.type,
+    "project": notes.c.project.type,
+    "status": notes.c.status.type,
+    "kind": notes.c.kind.type,
+    "expires_on": notes.c.expires_on.type,
+    "superseded_by": notes.c.superseded_by.type,
+    "status_reason": notes.c.status_reason.type,
+    "origin": notes.c.origin.type,
+    "task_source": tasks.c.source.type,
+    "external_id": sessions.c.external_id.type,
+    "agent": sessions.c.agent.type,
+    "last_seen_at": sessions.c.last_seen_at.type,
+}
 _C = session_compactions
-_HIT: tuple[tuple[str, Any, dict[str, Any]], ...] = (
-    (
-        "id",
-        notes.c.id.type,
-        {
-            "notes": notes.c.id,
-            "session_words": sessions.c.id,
-            "compactions": _C.c.id,
-            "tasks": tasks.c.id,
-        },
-    ),
-    (
-        "session_id",
-        notes.c.id.type,
-        {
-            "notes": notes.c.session_id,
-            "session_words": sessions.c.id,
-            "compactions": _C.c.session_id,
-        },
-    ),
-    (
-        "at",
-        notes.c.updated_at.type,
-        {
-            "notes": notes.c.updated_at,
-            "session_words": func.coalesce(sessions.c.last_word_at, sessions.c.last_seen_at),
-            "compactions": _C.c.at,
-            "tasks": tasks.c.created_at,
-        },
-    ),
-    (
-        "text",
-        notes.c.text.type,
-        {
-            "notes": notes.c.text,
-            "session_words": sessions.c.last_word,
-            "compactions": _C.c.summary,
-            "tasks": tasks.c.title,
-        },
-    ),
-    ("body", tasks.c.body.type, {"tasks": tasks.c.body}),
-    (
-        "side",
-        notes.c.side.type,
-        {
-            "notes": notes.c.side,
-            "session_words": sessions.c.side,
-            "compactions": sessions.c.side,
-            "tasks": tasks.c.side,
-        },
-    ),
-    (
-        "project",
-        notes.c.project.type,
-        {
-            "notes": notes.c.project,
-            "session_words": sessions.c.project,
-            "compactions": sessions.c.project,
-            "tasks": tasks.c.project,
-        },
-    ),
-    (
-        "status",
-        notes.c.status.type,
-        {
-            "notes": notes.c.status,
-            "session_words": sessions.c.status,
-            "compactions": sessions.c.status,
-            "tasks": tasks.c.status,
-        },
-    ),
-    ("kind", notes.c.kind.type, {"notes": notes.c.kind}),
-    ("expires_on", notes.c.expires_on.type, {"notes": notes.c.expires_on}),
-    ("superseded_by", notes.c.id.type, {"notes": notes.c.superseded_by}),
-    ("status_reason", notes.c.status_reason.type, {"notes": notes.c.status_reason}),
-    ("origin", notes.c.origin.type, {"notes": notes.c.origin}),
-    ("task_source", tasks.c.source.type, {"tasks": tasks.c.source}),
-    (
-        "external_id",
-        sessions.c.external_id.type,
-        {"session_words": sessions.c.external_id, "compactions": sessions.c.external_id},
-    ),
-    ("agent", sessions.c.agent.type, {"session_words": sessions.c.agent}),
-    (
-        "last_seen_at",
-        sessions.c.last_seen_at.type,
-        {"session_words": sessions.c.last_seen_at, "compactions": sessions.c.last_seen_at},
-    ),
-)
+_HIT_COLUMNS: dict[str, dict[str, Any]] = {
+    "notes": {
+        "id": notes.c.id,
+        "session_id": notes.c.session_id,
+        "at": notes.c.updated_at,
+        "text": notes.c.text,
+        "side": notes.c.side,
+        "project": notes.c.project,
+        "status": notes.c.status,
+        "kind": notes.c.kind,
+        "expires_on": notes.c.expires_on,
+        "superseded_by": notes.c.superseded_by,
+        "status_reason": notes.c.status_reason,
+        "origin": notes.c.origin,
+    },
+    "session_words": {
+        "id": sessions.c.id,
+        "session_id": sessions.c.id,
+        "at": func.coalesce(sessions.c.last_word_at, sessions.c.last_seen_at),
+        "text": sessions.c.last_word,
+        "side": sessions.c.side,
+        "project": sessions.c.project,
+        "status": sessions.c.status,
+        "external_id": sessions.c.external_id,
+        "agent": sessions.c.agent,
+        "last_seen_at": sessions.c.last_seen_at,
+    },
+    "compactions": {
+        "id": _C.c.id,
+        "session_id": _C.c.session_id,
+        "at": _C.c.at,
+        "text": _C.c.summary,
+        "side": sessions.c.side,
+        "project": sessions.c.project,
+        "status": sessions.c.status,
+        "external_id": sessions.c.external_id,
+        "last_seen_at": sessions.c.last_seen_at,
+    },
+    "tasks": {
+        "id": tasks.c.id,
+        "at": tasks.c.created_at,
+        "text": tasks.c.title,
+        "body": tasks.c.body,
+        "side": tasks.c.side,
+        "project": tasks.c.project,
+        "status": tasks.c.status,
+        "task_source": tasks.c.source,
+    },
+}
 
 
 def _hit_columns(source: str) -> tuple[Any, ...]:
-    """A source's columns as a hit is read: typed alike in every source (a NULL cast to the
-    column's type: PostgreSQL matches a union's types pairwise)."""
+    """A source's columns as a hit is read (a NULL cast to the column's type: PostgreSQL
+    matches a union's types pairwise, and the first statement's types read every row)."""
+    of = _HIT_COLUMNS[source]
     return (
         literal_column(f"'{source}'").label("source"),
         *(
-            (type_coerce(of[source], kind) if source in of else cast(null(), kind)).label(name)
-            for name, kind, of in _HIT
+            (type_coerce(of[name], kind) if name in of else cast(null(), kind)).label(name)
+            for name, kind in _HIT_TYPES.items()
         ),
     )
 
@@ -202,7 +182,11 @@ def _ranking(source: str, read: int) -> tuple[Any, ...]:
         "tasks": (tasks.c.id, tasks.c.created_at, tasks.c.title + "\n" + tasks.c.body),
     }[source]
     # The source is one of SOURCES' names, never a value from outside.
-    columns = (literal_column(f"'{source}'").label("source"), key.label("id"), at.label("at"))
+    columns: tuple[Any, ...] = (
+        literal_column(f"'{source}'").label("source"),
+        key.label("id"),
+        at.label("at"),
+    )
     return (*columns, text.label("text")) if read == 2 else columns
 
 
@@ -280,7 +264,7 @@ class Reader:
         return tuple(s for s in SOURCES if s in wanted)
 
     def seen(
-        self, conn: Connection, wanted: dict[str, Sequence[int]], text: bool
+        self, conn: Connection, wanted: Mapping[str, Sequence[int]], text: bool
     ) -> dict[tuple[str, int], tuple[datetime, str | None]]:
         """Of the items `wanted` (ids by source), those this reader may see: when each was
         written, and its text if asked. One statement for all sources (a round trip counts
@@ -291,7 +275,7 @@ class Reader:
         }
 
     def hits(
-        self, conn: Connection, wanted: dict[str, Sequence[int]]
+        self, conn: Connection, wanted: Mapping[str, Sequence[int]]
     ) -> dict[tuple[str, int], Hit]:
         """The items `wanted` (ids by source) that this reader may see, as hits, read in one
         statement."""
@@ -304,7 +288,7 @@ class Reader:
         }
         return {(str(row.source), int(row.id)): make[row.source](row) for row in rows}
 
-    def _read(self, conn: Connection, wanted: dict[str, Sequence[int]], read: int) -> Any:
+    def _read(self, conn: Connection, wanted: Mapping[str, Sequence[int]], read: int) -> Any:
         array = conn.dialect.name == "postgresql"
         shapes = tuple(self._shape(source, read, f"ids_{source}", array) for source in wanted)
         values = self._values()
