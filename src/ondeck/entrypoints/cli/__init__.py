@@ -129,11 +129,11 @@ def _after_answer(work: list[Callable[[], None]]) -> None:
 
 
 def run(args: list[str]) -> int:
-    from ondeck.entrypoints.cli.app import app
+    from ondeck.entrypoints.cli.app import command
     from ondeck.entrypoints.cli.common import dispose_engines
 
     try:
-        return _run(app, args)
+        return _run(command(), args)
     finally:
         dispose_engines()
 
@@ -144,7 +144,8 @@ def _run(app: object, args: list[str]) -> int:
     from ondeck.core.errors import OndeckError
 
     try:
-        # `app` is the Typer app (typed `object` so this module never imports typer's types).
+        # `app` is the click command of the Typer app (typed `object` so this module never
+        # imports typer's types).
         result = app(args=args, prog_name="ondeck", standalone_mode=False)  # type: ignore[operator]
     except OndeckError as exc:
         _fail(exc.message)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from functools import cache
+from typing import Annotated, Any
 
 import typer
 
@@ -95,3 +96,11 @@ def _register() -> None:
 
 
 _register()
+
+
+@cache
+def command() -> Any:
+    """The click command Typer builds from `app`, once per process: building it reads every
+    command's signature (about 0.1 s), and a process that runs several commands (the tests,
+    in-process) need not pay that each time."""
+    return typer.main.get_command(app)
