@@ -22,7 +22,8 @@ run: $(VENV)/.installed
 	$(BIN)/ondeck up
 
 # The fault suite times real processes (kills, outages), so it runs after the rest, not
-# beside it; each shares the two cores between two pytest-xdist workers. The sources are
+# beside it; each shares the two cores between two pytest-xdist workers, an idle one taking
+# tests queued for the other (worksteal) so neither waits alone at the end. The sources are
 # compiled first, as an installed ondeck is: the suite starts ondeck's processes a thousand
 # times, and under PYTHONDONTWRITEBYTECODE each would compile what it imports anew.
 test: $(VENV)/.installed-dev
@@ -30,8 +31,8 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m compileall -q src
-	$(BIN)/python -m pytest -n 2 -m "not faults" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -n 2 -m faults $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not faults" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m faults $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests bench
