@@ -159,7 +159,7 @@ def _hit_columns(source: str) -> tuple[Any, ...]:
     matches a union's types pairwise, and the first statement's types read every row)."""
     of = _HIT_COLUMNS[source]
     return (
-        literal_column(f"'{source}'").label("source"),
+        _source_column(source),
         *(
             (type_coerce(of[name], kind) if name in of else cast(null(), kind)).label(name)
             for name, kind in _HIT_TYPES.items()
@@ -169,25 +169,19 @@ def _hit_columns(source: str) -> tuple[Any, ...]:
 
 def _ranking(source: str, read: int) -> tuple[Any, ...]:
     """The columns ranking reads: the source, the id, when it was written (recency breaks
-    ties), and with `read` 2 the text (an identifier or phrase is checked on it)."""
-    c = session_compactions
-    key, at, text = {
-        "notes": (notes.c.id, notes.c.updated_at, notes.c.text),
-        "session_words": (
-            sessions.c.id,
-            func.coalesce(sessions.c.last_word_at, sessions.c.last_seen_at),
-            sessions.c.last_word,
-        ),
-        "compactions": (c.c.id, c.c.at, c.c.summary),
-        "tasks": (tasks.c.id, tasks.c.created_at, tasks.c.title + "\n" + tasks.c.body),
-    }[source]
+    ties), and with `read` 2 the text (an identifier or phrase is checked on it: a task's
+    title and body, as the index read them)."""
+    of = _HIT_COLUMNS[source]
+    columns = (_source_column(source), of["id"].label("id"), of["at"].label("at"))
+    if read != 2:
+        return columns
+    text = of["text"] + "\n" + of["body"] if "body" in of else of["text"]
+    return (*columns, text.label("text"))
+
+
+def _source_column(source: str) -> Any:
     # The source is one of SOURCES' names, never a value from outside.
-    columns: tuple[Any, ...] = (
-        literal_column(f"'{source}'").label("source"),
-        key.label("id"),
-        at.label("at"),
-    )
-    return (*columns, text.label("text")) if read == 2 else columns
+    return literal_column(f"'{source}'").label("source")
 
 
 @lru_cache(maxsize=256)
