@@ -24,8 +24,8 @@ run: $(VENV)/.installed
 # The fault suite times real processes (kills, outages), so it runs after the rest, not
 # beside it; each shares the two cores between two pytest-xdist workers, an idle one taking
 # tests queued for the other (worksteal) so neither waits alone at the end. The sources are
-# compiled first, as an installed ondeck is: the suite starts ondeck's processes a thousand
-# times, and under PYTHONDONTWRITEBYTECODE each would compile what it imports anew.
+# compiled first, as an installed ondeck is: the suite starts ondeck's processes again and
+# again, and under PYTHONDONTWRITEBYTECODE each would compile what it imports anew.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
