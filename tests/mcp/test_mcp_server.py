@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,10 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import Engine, select
 
 from mcp import Client
+from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, tasks
 from ondeck.entrypoints.mcp.tools import build_server
-from ondeck.host.settings import Settings
+from ondeck.host.settings import Settings, load_settings
 
 ONDECK = str(Path(sys.executable).with_name("ondeck"))
 
@@ -129,3 +131,33 @@ def test_tools_over_stdio_as_a_subprocess(engine: Engine, db_url: str) -> None:
             return await _session(client)
 
     _check(asyncio.run(main()), engine, "mcp:")
+
+
+def test_servers_of_one_process_share_their_tools_and_serve_each_its_own_store(
+    engine: Engine, settings: Settings, sqlite_template: Path, tmp_path: Path
+) -> None:
+    """The tools are made once a process (entrypoints/mcp/toolbox.py): two servers over two
+    databases, called at once, each write and read their own."""
+    other_path = tmp_path / "other.db"
+    shutil.copyfile(sqlite_template, other_path)
+    other_engine = make_engine(f"sqlite:///{other_path}")
+    other = load_settings(database_url=f"sqlite:///{other_path}", tz="UTC")
+
+    async def use(server: Any, title: str) -> list[str]:
+        async with Client(server) as client:
+            for n in range(5):
+                await client.call_tool("add_task", {"title": f"{title} {n}"})
+                await asyncio.sleep(0)
+            listed = await client.call_tool("list_tasks", {})
+            return [t["title"] for t in listed.structured_content["tasks"]]
+
+    async def main() -> tuple[list[str], list[str]]:
+        one, two = build_server(settings, engine), build_server(other, other_engine)
+        return await asyncio.gather(use(one, "한국어 일"), use(two, "other work"))
+
+    try:
+        here, there = asyncio.run(main())
+    finally:
+        other_engine.dispose()
+    assert sorted(here) == [f"한국어 일 {n}" for n in range(5)]
+    assert sorted(there) == [f"other work {n}" for n in range(5)]

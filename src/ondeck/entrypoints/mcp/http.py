@@ -12,31 +12,28 @@ of `ondeck mcp`, for `claude mcp add --transport http ondeck https://host:8787/m
               `X-Ondeck-Project` (`ondeck mcp` in client mode sends those of its directory).
               With sides configured and none named, the memory tools refuse, saying how.
 
-The tool bodies are the stdio server's (tools.add_tools); they learn who asks from
-`_ASKING`, set around each call (and copied into the worker thread a sync tool runs in).
+The tools are the stdio server's (tools.ToolServer); who asks is decided at each call, from
+the request the SDK hands it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from ondeck import __version__
 from ondeck.core.access import ADMIN, Identity, TokenScope
 from ondeck.core.errors import Forbidden, OndeckError
 from ondeck.entrypoints.gateway import Store
 from ondeck.entrypoints.mcp.asker import Asker
-from ondeck.entrypoints.mcp.tools import add_tools, instructions
+from ondeck.entrypoints.mcp.tools import ToolServer
 from ondeck.entrypoints.place import Here
 from ondeck.host.settings import Settings
 
@@ -48,30 +45,16 @@ PROJECT_HEADER = "X-Ondeck-Project"
 # name a side.
 UNCLASSIFIED_HEADER = "X-Ondeck-Unclassified"
 
-_ASKING: ContextVar[Asker | None] = ContextVar("ondeck_mcp_asking", default=None)
 
-
-def _asking() -> Asker:
-    found = _ASKING.get()
-    if found is None:  # a tool called outside an HTTP request (never, through /mcp)
-        raise ToolError("no request: the HTTP server's tools are called through /mcp")
-    return found
-
-
-class _HttpServer(MCPServer):
+class _HttpServer(ToolServer):
     """The tools, each call made as the request's identity from the side it names."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, store: Store) -> None:
         # The SDK sets up the root logger (if nothing has) at this level: its sessions'
         # comings and goings are not worth a line each on the server's stderr.
-        super().__init__(
-            "ondeck", instructions=instructions(), version=__version__, log_level="WARNING"
-        )
-        self.ondeck_settings = settings
+        super().__init__(store, log_level="WARNING")
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
+    async def asker_for(self, name: str, context: Context[Any, Any] | None) -> Asker:
         request = _request_of(context)
         identity: Identity = getattr(request.state, "ondeck_identity", None) or ADMIN
         if identity.scope is not TokenScope.WRITE and not await self._reads_only(name):
@@ -81,14 +64,9 @@ class _HttpServer(MCPServer):
             )
             raise ToolError(f"{refused.code}: {refused.message}")
         try:
-            asker = asker_of(self.ondeck_settings, request, identity)
+            return asker_of(self.ondeck_store.settings, request, identity)
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
-        reset = _ASKING.set(asker)
-        try:
-            return await super().call_tool(name, arguments, context)
-        finally:
-            _ASKING.reset(reset)
 
     async def _reads_only(self, name: str) -> bool:
         for tool in await self.list_tools():
@@ -163,8 +141,7 @@ class McpOverHttp:
 
     def __init__(self, store: Store) -> None:
         settings = store.settings
-        self._server = _HttpServer(settings)
-        add_tools(self._server, store, _asking)
+        self._server = _HttpServer(store)
         # The bearer guards a server with a token, whatever name it is reached by; without
         # one the server listens on loopback only, and the SDK's own check keeps pages of
         # other sites (DNS rebinding) from calling it.

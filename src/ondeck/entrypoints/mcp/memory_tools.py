@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ondeck.core.errors import InvalidInput, OndeckError
 from ondeck.core.memory import Scope, agent_origin
 from ondeck.entrypoints.api.memory import HandoffOut, NoteList, NoteOut, RecallOut, Superseded
-from ondeck.entrypoints.gateway import Call, Store
+from ondeck.entrypoints.gateway import Call
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
+from ondeck.entrypoints.mcp.toolbox import Toolbox, serving
 from ondeck.entrypoints.place import Here
 from ondeck.memory import notes_calls as calls
 from ondeck.memory.notes_calls import new_note_place, writing_session
@@ -50,14 +50,19 @@ SessionArg = Annotated[
 ]
 
 
-def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
-    settings = store.settings
-    sides_on = bool(settings.sides)
+def add_memory_tools(server: Toolbox) -> None:
+    """The memory's tools; each call serves `serving()`."""
+
+    def sides() -> dict[str, list[str]]:
+        return serving().store.settings.sides
+
+    def asker() -> Asker:
+        return serving().asker
 
     def call(fn: Callable[[Call], T]) -> T:
         """Run a tool's body as one call on the store; refusals become tool errors."""
         try:
-            return fn(store.call())
+            return fn(serving().store.call())
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
@@ -65,7 +70,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
         from ondeck.core.validation import check_project
 
         project = check_project(project)
-        if not sides_on:
+        if not sides():
             return Scope(sides_on=False, project=project)
         who = asker()
         place = who.place
@@ -86,7 +91,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             ref,
             cwd=place.cwd,
             side=place.side,
-            sides_on=sides_on,
+            sides_on=bool(sides()),
             lost_before=sessions_lost_before(at.now(), at.settings),
         )
 
@@ -149,7 +154,7 @@ def add_memory_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]
             with at.write() as conn:
                 own = session_of(conn, session, at)
                 side, chosen = new_note_place(
-                    settings.sides,
+                    sides(),
                     side=where.side,
                     project=project,
                     whole_side=whole_side,

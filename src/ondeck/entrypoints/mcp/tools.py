@@ -11,10 +11,13 @@ transaction for the tools that change nothing (on SQLite they never wait for a w
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
@@ -27,6 +30,7 @@ from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
+from ondeck.entrypoints.mcp.toolbox import Serving, Toolbox, serving, serving_as
 from ondeck.host.settings import Settings
 from ondeck.work import schedule_calls, task_calls
 
@@ -65,14 +69,39 @@ INSTRUCTIONS = (
 )
 
 
+class ToolServer(MCPServer):
+    """An MCP server of ondeck's tools (made once a process, `every_tool`) serving `store`
+    to `asker`; over HTTP, `asker_for` says who asks each call, or refuses it."""
+
+    def __init__(self, store: Store, asker: Asker | None = None, **options: Any) -> None:
+        super().__init__(
+            "ondeck",
+            instructions=instructions(),
+            version=__version__,
+            tools=list(every_tool()),
+            **options,
+        )
+        self.ondeck_store = store
+        self._asker = asker
+
+    async def asker_for(self, name: str, context: Context[Any, Any] | None) -> Asker:
+        if self._asker is None:
+            raise ToolError("no asker: this server's calls each say who asks")
+        return self._asker
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        asker = await self.asker_for(name, context)
+        with serving_as(Serving(store=self.ondeck_store, asker=asker)):
+            return await super().call_tool(name, arguments, context)
+
+
 def build_server(settings: Settings, engine: Engine, *, cwd: str | None = None) -> MCPServer:
     """The stdio server, its memory scoped to the side of `cwd` (default: where it runs)."""
     from ondeck.entrypoints.place import here
 
-    fixed = Asker(place=here(settings, cwd))
-    server = MCPServer("ondeck", instructions=instructions(), version=__version__)
-    add_tools(server, Store(settings=settings, engine=engine), lambda: fixed)
-    return server
+    return ToolServer(Store(settings=settings, engine=engine), Asker(place=here(settings, cwd)))
 
 
 def instructions() -> str:
@@ -81,17 +110,30 @@ def instructions() -> str:
     return INSTRUCTIONS + MEMORY
 
 
-def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> None:
-    """Every tool on `server`; `asker` says who calls and from where, at each call."""
+@cache
+def every_tool() -> tuple[Tool, ...]:
+    """Every tool, made once a process (entrypoints/mcp/toolbox.py says why)."""
     from ondeck.entrypoints.mcp.memory_tools import add_memory_tools
 
-    settings = store.settings
-    zone = settings.zone
+    box = Toolbox()
+    add_tools(box)
+    add_memory_tools(box)
+    return tuple(box.tools)
+
+
+def add_tools(server: Toolbox) -> None:
+    """The backlog's and the schedules' tools; each call serves `serving()`."""
+
+    def settings() -> Settings:
+        return serving().store.settings
+
+    def asker() -> Asker:
+        return serving().asker
 
     def call(fn: Callable[[Call], T]) -> T:
         """Run a tool's body as one call on the store; refusals become tool errors."""
         try:
-            return fn(store.call())
+            return fn(serving().store.call())
         except OndeckError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
@@ -105,7 +147,7 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
     def view() -> SideView:
         """The side the caller's place is in: its tasks and schedules only; none at all
         for a place of no side (sides are hard partitions, core/sides.py)."""
-        if not settings.sides:
+        if not settings().sides:
             return EVERY_SIDE
         place = asker().place
         if place.unclassified or not place.side:
@@ -115,8 +157,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
     def side_of_new(named: str | None) -> str | None:
         """A new task's or schedule's side: the place's. Naming another is refused (a
         session writes to its own side only); a place of no side puts it in the inbox."""
-        if not settings.sides:
-            return side_to_write(settings.sides, named)
+        sides = settings().sides
+        if not sides:
+            return side_to_write(sides, named)
         place = asker().place
         own = None if place.unclassified else place.side
         if named is not None and named != own:
@@ -142,8 +185,9 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
 
             # The brief of this directory's side and (unless another is named) project.
             place = asker().place
+            zone = settings().zone
             brief = BriefRequest(
-                sides_on=bool(settings.sides),
+                sides_on=bool(settings().sides),
                 side=place.side,
                 project=check_project(project) or place.project,
                 unclassified=place.unclassified,
@@ -378,8 +422,6 @@ def add_tools(server: MCPServer, store: Store, asker: Callable[[], Asker]) -> No
             return PulledNow(schedule=ScheduleOut(**pulled), note=note)
 
         return call_by(ctx, run)
-
-    add_memory_tools(server, store, asker)
 
 
 def _client_name(ctx: Context | None) -> str:

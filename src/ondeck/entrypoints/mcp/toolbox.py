@@ -1,0 +1,71 @@
+"""The tools' frame: each tool is made once a process, and told at each call which store it
+serves and who asks.
+
+The SDK builds a tool's argument model and JSON schemas from its signature when the tool is
+added (a few milliseconds each, for 17 tools), so tools that closed over a store would be
+rebuilt for every server: every app the API makes, every stdio server. Made once
+(`Toolbox`), shared by every `MCPServer`, they read what they serve from `serving()`, which
+the server sets around each call (entrypoints/mcp/tools.py `ToolServer`); a sync tool runs in
+a worker thread, which the SDK starts with a copy of the caller's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+
+from ondeck.entrypoints.gateway import Store
+from ondeck.entrypoints.mcp.asker import Asker
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Serving:
+    """What one tool call serves: the store it reads and writes, and who asks."""
+
+    store: Store
+    asker: Asker
+
+
+_SERVING: ContextVar[Serving | None] = ContextVar("ondeck_mcp_serving", default=None)
+
+
+def serving() -> Serving:
+    """The call's store and asker; a tool called outside a server's call is refused."""
+    found = _SERVING.get()
+    if found is None:
+        raise ToolError("no server: ondeck's tools are called through an ondeck MCP server")
+    return found
+
+
+@contextmanager
+def serving_as(call: Serving) -> Iterator[None]:
+    reset = _SERVING.set(call)
+    try:
+        yield
+    finally:
+        _SERVING.reset(reset)
+
+
+class Toolbox:
+    """Collects tools as `MCPServer.tool` would add them: `@box.tool(annotations=…)`."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def tool(
+        self, name: str | None = None, annotations: ToolAnnotations | None = None
+    ) -> Callable[[F], F]:
+        def add(fn: F) -> F:
+            self.tools.append(Tool.from_function(fn, name=name, annotations=annotations))
+            return fn
+
+        return add
