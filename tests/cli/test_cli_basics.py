@@ -72,3 +72,27 @@ def test_an_unreachable_database_exits_5(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert "database unavailable" in err
     assert err.count("\n") == 1
+
+
+def test_a_command_run_as_its_own_process_works_with_garbage_collected(tmp_path) -> None:
+    """`ondeck` as a process skips collection only while it loads (cli/__init__.py): the
+    command's own work, which may run for days (`serve`, `jobs`), is collected as usual."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import gc, sys\n"
+        "from ondeck.entrypoints.cli import _whole_process\n"
+        "from ondeck.entrypoints.cli.tasks import app\n"
+        "@app.command('gc-probe', hidden=True)\n"
+        "def probe() -> None:\n"
+        "    print('collecting' if gc.isenabled() else 'not collecting')\n"
+        "added = _whole_process(['task', 'add', '가비지 없음'])\n"
+        "sys.exit(added or _whole_process(['task', 'gc-probe']))\n"
+    )
+    env = {"ONDECK_HOME": str(tmp_path), "ONDECK_TZ": "UTC", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "collecting"
