@@ -12,25 +12,21 @@ memory with the line saying how to name it (`Asker.unplaced`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ondeck.core.errors import InvalidInput, OndeckError
+from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Scope, agent_origin
 from ondeck.entrypoints.api.memory import HandoffOut, NoteList, NoteOut, RecallOut, Superseded
 from ondeck.entrypoints.gateway import Call
-from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
-from ondeck.entrypoints.mcp.toolbox import Toolbox, serving
+from ondeck.entrypoints.mcp.asker import READ_ONLY
+from ondeck.entrypoints.mcp.toolbox import Toolbox, asker, call, settings
 from ondeck.entrypoints.place import Here
 from ondeck.memory import notes_calls as calls
 from ondeck.memory.notes_calls import new_note_place, writing_session
 from ondeck.memory.recall import recall_json
 from ondeck.sessions.records import lost_before as sessions_lost_before
-
-T = TypeVar("T")
 
 INSTRUCTIONS = (
     " Memory: the brief in get_context shows this project's latest handoff, pinned notes and "
@@ -54,17 +50,7 @@ def add_memory_tools(server: Toolbox) -> None:
     """The memory's tools; each call serves `serving()`."""
 
     def sides() -> dict[str, list[str]]:
-        return serving().store.settings.sides
-
-    def asker() -> Asker:
-        return serving().asker
-
-    def call(fn: Callable[[Call], T]) -> T:
-        """Run a tool's body as one call on the store; refusals become tool errors."""
-        try:
-            return fn(serving().store.call())
-        except OndeckError as exc:
-            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return settings().sides
 
     def scope(project: str | None = None) -> Scope:
         from ondeck.core.validation import check_project

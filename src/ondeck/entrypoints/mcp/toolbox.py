@@ -21,10 +21,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
-from ondeck.entrypoints.gateway import Store
+from ondeck.core.errors import OndeckError
+from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import Asker
+from ondeck.host.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +47,24 @@ def serving() -> Serving:
     if found is None:
         raise ToolError("no server: ondeck's tools are called through an ondeck MCP server")
     return found
+
+
+def settings() -> Settings:
+    """The served store's settings."""
+    return serving().store.settings
+
+
+def asker() -> Asker:
+    """Who asks this call, and from where."""
+    return serving().asker
+
+
+def call(fn: Callable[[Call], T]) -> T:
+    """Run a tool's body as one call on the served store; refusals become tool errors."""
+    try:
+        return fn(serving().store.call())
+    except OndeckError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from None
 
 
 @contextmanager

@@ -23,14 +23,21 @@ from sqlalchemy import Engine
 
 from ondeck import __version__
 from ondeck.context.render import Format, render, to_json
-from ondeck.core.errors import InvalidInput, OndeckError
+from ondeck.core.errors import InvalidInput
 from ondeck.core.models import ScheduleKind, TaskStatus
 from ondeck.core.sides import EVERY_SIDE, SideView, side_to_write
 from ondeck.core.validation import parse_date
 from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
-from ondeck.entrypoints.mcp.toolbox import Serving, Toolbox, serving, serving_as
+from ondeck.entrypoints.mcp.toolbox import (
+    Serving,
+    Toolbox,
+    asker,
+    call,
+    serving_as,
+    settings,
+)
 from ondeck.host.settings import Settings
 from ondeck.work import schedule_calls, task_calls
 
@@ -123,19 +130,6 @@ def every_tool() -> tuple[Tool, ...]:
 
 def add_tools(server: Toolbox) -> None:
     """The backlog's and the schedules' tools; each call serves `serving()`."""
-
-    def settings() -> Settings:
-        return serving().store.settings
-
-    def asker() -> Asker:
-        return serving().asker
-
-    def call(fn: Callable[[Call], T]) -> T:
-        """Run a tool's body as one call on the store; refusals become tool errors."""
-        try:
-            return fn(serving().store.call())
-        except OndeckError as exc:
-            raise ToolError(f"{exc.code}: {exc.message}") from None
 
     def actor(ctx: Context | None) -> str:
         return asker().actor or f"mcp:{_client_name(ctx)}"
