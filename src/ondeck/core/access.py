@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from ondeck.core.clock import iso
+from ondeck.core.sides import OWNER, Access
 
 
 class TokenScope(StrEnum):
@@ -47,6 +48,14 @@ class Identity:
 
     def may(self, method: str) -> bool:
         return self.scope is TokenScope.WRITE or method.upper() in READ_METHODS
+
+    def access(self) -> Access:
+        """What this identity may see and write, as every door reads it."""
+        if self.token is None:
+            return OWNER
+        return Access(
+            side=self.side, write=self.scope is TokenScope.WRITE, who=f"token {self.token!r}"
+        )
 
 
 ADMIN = Identity(token=None, scope=TokenScope.WRITE)

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
+from ondeck.core.sides import SideView
 from ondeck.core.validation import BIGINT_MAX
 
 TEXT_MAX = 8_000
@@ -144,14 +145,23 @@ _NOTE_FIELDS = tuple(Note.__dataclass_fields__)
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Scope:
-    """Whose memory a reader may see. Sides are hard partitions: with sides configured, a
-    reader sees one side's items (`side`), or (`inbox`, a person asking) only the
-    unclassified ones, which no side sees. Without sides there is one pool."""
+    """Whose memory a reader sees: its side (the one `SideView`, core/sides.py, that every
+    kind of item is read through) and, within it, a project or the whole side."""
 
-    sides_on: bool
-    side: str | None = None
+    view: SideView
     project: str | None = None
-    inbox: bool = False
+
+    @property
+    def sides_on(self) -> bool:
+        return self.view.sides_on
+
+    @property
+    def side(self) -> str | None:
+        return self.view.side
+
+    @property
+    def inbox(self) -> bool:
+        return self.view.inbox
 
     def describe(self) -> str:
         where = (

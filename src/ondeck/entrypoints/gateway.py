@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from ondeck.context.render import DEFAULT_CHARS, Format, fit_context, render
 from ondeck.core import clock
+from ondeck.core.sides import OWNER, Access
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
     from starlette.requests import Request
 
     from ondeck.context.build import Context, ContextSettings
+    from ondeck.core.memory import Scope
     from ondeck.core.sides import SideView
     from ondeck.db.plain import Db
     from ondeck.host.settings import Settings
@@ -86,8 +88,11 @@ class Call:
     # Who makes the call, as its changes are recorded: for an HTTP request, the identity its
     # token proved (`api`, `api:<token name>`; set by the API's guard through `acting_as`).
     actor: str = "api"
-    # The one side its token sees and writes (`token create --side`); None: every side.
-    side_limit: str | None = None
+    # What it may see and write (core/sides.py): the owner's every side, or the one side its
+    # token or MCP client is held to, and whether it may write. Made once, where the caller
+    # came from (the API's guard, the MCP server), and read by every door through the
+    # methods below, never decided again by a route.
+    access: Access = OWNER
 
     @property
     def settings(self) -> Settings:
@@ -101,63 +106,58 @@ class Call:
     def zone(self) -> tzinfo:
         return self.store.settings.zone
 
+    @property
+    def side_limit(self) -> str | None:
+        """The one side this call is held to; None: every side."""
+        return self.access.side
+
     def now(self) -> datetime:
         """The instant of this call: the same however often it is asked."""
         return self.instant
 
-    def acting_as(self, actor: str, side_limit: str | None = None) -> Call:
-        """This call (the same instant) made by `actor`, seeing `side_limit` only if set."""
-        return replace(self, actor=actor, side_limit=side_limit)
+    def acting_as(self, actor: str, access: Access | None = None) -> Call:
+        """This call (the same instant) made by `actor`, with `access` if given (else the
+        access it had: a new actor never widens what the caller may reach)."""
+        return replace(self, actor=actor, access=self.access if access is None else access)
 
-    def side_view(self, side: str | None, *, inbox: bool = False) -> SideView:
-        """The side a caller with no directory reads (the API, the dashboard): the one it
-        names, or its token's; with sides configured, naming none is refused (sides are
-        read one at a time), and a side-limited token reads its side only."""
+    def side_view(
+        self, side: str | None, *, inbox: bool = False, required: bool = True
+    ) -> SideView:
+        """The side a list shows a caller with no directory (the API, the dashboard): the one
+        it names, or its own; with sides configured, naming none is refused (sides are read
+        one at a time) unless not `required`."""
+        return self.access.reader(self.settings.sides, side, inbox=inbox, required=required)
+
+    def scope(self, side: str | None, project: str | None, *, inbox: bool = False) -> Scope:
+        """Whose memory a list shows: `side_view` and a project within it."""
         from ondeck.core.errors import InvalidInput
-        from ondeck.core.sides import view_of
+        from ondeck.core.memory import Scope
 
-        sides = self.settings.sides
-        side = self.limited(side, inbox=inbox)
-        if sides and side is None and not inbox:
-            raise InvalidInput(
-                f"give side: one of {', '.join(sorted(sides))} (tasks and schedules are never "
-                "read across sides), or unclassified=true for the inbox"
-            )
-        return view_of(sides, side, inbox=inbox)
+        if inbox and side:
+            raise InvalidInput("give either side or unclassified=true, not both")
+        return Scope(view=self.side_view(side, inbox=inbox), project=project)
 
     def side_to_write(self, side: str | None) -> str | None:
-        """The side a new task or schedule made by this caller gets: the one named (required
-        with sides configured), or its token's."""
-        from ondeck.core.sides import side_to_write
-
-        return side_to_write(self.settings.sides, self.limited(side), required=True)
+        """The side a new item made by this caller gets: the one named (required with sides
+        configured), or its own."""
+        return self.access.to_write(self.settings.sides, side)
 
     def id_view(self) -> SideView:
         """What a step on one item named by id may reach: any side for the owner (the id
-        names it), its own side only for a side-limited token."""
-        from ondeck.core.sides import EVERY_SIDE, SideView
+        names it), its own side only for a caller held to one."""
+        return self.access.reach(self.settings.sides)
 
-        if self.side_limit is None or not self.settings.sides:
-            return EVERY_SIDE
-        return SideView(sides_on=True, side=self.side_limit)
+    def check_reaches(self, side: str | None, what: str) -> None:
+        """An item of a side this caller does not reach is "not found"."""
+        self.access.check_reaches(self.settings.sides, side, what)
 
     def side_to_move(self, side: str | None) -> str | None:
-        """The side an edit moves an item to: a side-limited token moves nothing out."""
-        from ondeck.core.sides import side_to_write
-
-        return side_to_write(self.settings.sides, self.limited(side), required=True)
+        """The side an edit moves an item to: a caller held to a side moves nothing out."""
+        return self.access.to_write(self.settings.sides, side)
 
     def limited(self, side: str | None, *, inbox: bool = False) -> str | None:
-        """`side`, or this call's token's side (naming another, or the inbox, is refused)."""
-        limit = self.side_limit
-        if limit is None:
-            return side
-        from ondeck.core.errors import Forbidden
-
-        if inbox or (side is not None and side != limit):
-            asked = "the inbox" if inbox else f"side {side!r}"
-            raise Forbidden(f"this token sees and writes side {limit!r} only, not {asked}")
-        return limit
+        """`side`, or this call's own side (naming another, or the inbox, is refused)."""
+        return self.access.own(side, inbox=inbox)
 
     def today(self) -> date:
         return clock.today(self.instant, self.zone)
@@ -277,9 +277,9 @@ def call_of(request: Request) -> Call:
     return call
 
 
-def identify_as(request: Request, actor: str, side_limit: str | None = None) -> Call:
-    """The request's Call, from now on made by `actor` (who its token proved to be), seeing
-    `side_limit` only when its token is limited to a side."""
-    call = call_of(request).acting_as(actor, side_limit)
+def identify_as(request: Request, actor: str, access: Access = OWNER) -> Call:
+    """The request's Call, from now on made by `actor` (who its token proved to be), with
+    what its token may see and write."""
+    call = call_of(request).acting_as(actor, access)
     request.state.ondeck_call = call
     return call

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Scope
+from ondeck.core.sides import EVERY_SIDE, configured, view_of
 
 if TYPE_CHECKING:
     from ondeck.host.settings import Settings
@@ -63,26 +64,21 @@ def scope_for(
     cwd: str | None = None,
 ) -> Scope:
     """Whose memory to read: the side given, else the side of the working directory."""
-    sides_on = bool(settings.sides)
+    sides = settings.sides
     if inbox:
         if side:
             raise InvalidInput("give either --side or --unclassified, not both")
-        return Scope(sides_on=sides_on, side=None, project=project, inbox=sides_on)
-    if not sides_on:
+        return Scope(view=view_of(sides, None, inbox=True), project=project)
+    if not sides:
         if side:
             raise InvalidInput("no sides are configured (one pool): leave --side out")
-        return Scope(sides_on=False, project=project)
-    if side:
-        if side not in settings.sides:
+        return Scope(view=EVERY_SIDE, project=project)
+    if not side:
+        found = here(settings, cwd)
+        if found.unclassified or found.side is None:
             raise InvalidInput(
-                f"side {side[:64]!r} is not configured: use one of "
-                f"{', '.join(sorted(settings.sides))}"
+                f"this directory belongs to no side ({found.reason}): give --side "
+                f"({', '.join(sorted(sides))}), or --unclassified to read the inbox"
             )
-        return Scope(sides_on=True, side=side, project=project)
-    found = here(settings, cwd)
-    if found.unclassified or found.side is None:
-        raise InvalidInput(
-            f"this directory belongs to no side ({found.reason}): give --side "
-            f"({', '.join(sorted(settings.sides))}), or --unclassified to read the inbox"
-        )
-    return Scope(sides_on=True, side=found.side, project=project)
+        side = found.side
+    return Scope(view=view_of(sides, configured(sides, side)), project=project)

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ondeck.core.memory import TRUE_TODAY, Note, Scope
+from ondeck.core.sides import SideView
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
 from ondeck.sessions.hook_events import AGENT
@@ -113,7 +114,8 @@ def scope_of(request: BriefRequest) -> Scope | None:
         return None
     if request.sides_on and not request.side:
         return None
-    return Scope(sides_on=request.sides_on, side=request.side, project=request.project)
+    view = SideView(sides_on=request.sides_on, side=request.side)
+    return Scope(view=view, project=request.project)
 
 
 # --- statements: plain SQL (db/plain.py), one text per shape, values bound -------------------

@@ -26,16 +26,29 @@ if TYPE_CHECKING:
 
 
 def note_json(at: Caller, note: Note) -> dict[str, Any]:
-    """The note as the API shows it: its status as true today, instants in the zone."""
+    """The note as the API shows it: its status as true today, instants in the zone.
+
+    Every note leaving these calls, read or just written, passes here, and one of a side
+    the caller does not reach is "not found" (a write is then rolled back with it): the
+    last gate behind each list's and step's own side filter."""
+    at.access.check_reaches(at.settings.sides, note.side, f"note {note.id}")
     return note.to_json(at.settings.zone, at.today())
 
 
-def _writer(conn: Connection, session: str | int | None, origin: str | None) -> tuple[Any, str]:
-    """The session that writes (named by number or id), and the note's origin: the one
-    given, else that session's agent, else a person."""
+def _writer(
+    conn: Connection, at: Caller, session: str | int | None, origin: str | None
+) -> tuple[Any, str]:
+    """The session that writes (named by number or id; one of a side the caller does not
+    reach is not found), and the note's origin: the one given, else that session's agent,
+    else a person."""
     from ondeck.sessions.records import find_session
 
+    at.access.may_write()
     found = find_session(conn, session) if session is not None else None
+    if found is not None:
+        at.access.check_reaches(
+            at.settings.sides, None if found.unclassified else found.side, f"session {session!r}"
+        )
     if origin is None:
         origin = agent_origin(found.external_id) if found is not None else ORIGIN_PERSON
     return found, origin
@@ -135,13 +148,13 @@ def add_note(
     origin: str | None = None,
 ) -> dict[str, Any]:
     """A new note; with `session`, written as that session's (its side and project)."""
-    found, origin = _writer(conn, session, origin)
+    found, origin = _writer(conn, at, session, origin)
     note = notes_write.add_note(
         conn,
         at.now(),
         text=text,
         kind=kind,
-        side=side,
+        side=at.access.own(side),
         project=project,
         sides=at.settings.sides,
         zone=at.settings.zone,
@@ -191,7 +204,7 @@ def edit_note(
         text=text,
         kind=kind,
         project=new_project,
-        side=to_side if to_side is not None else notes_changes.UNSET,
+        side=at.access.own(to_side) if to_side is not None else notes_changes.UNSET,
         sides=at.settings.sides,
         expires_on=expires,
         zone=at.settings.zone,
@@ -221,7 +234,7 @@ def supersede_note(
 ) -> dict[str, Any]:
     """The old note (now superseded) and the one replacing it; with `session`, written by
     that session (its agent the origin; the place stays the old note's)."""
-    found, origin = _writer(conn, session, origin)
+    found, origin = _writer(conn, at, session, origin)
     old, new = notes_changes.supersede(
         conn,
         at.now(),
@@ -261,12 +274,11 @@ def write_handoff(
     head: str | None = None,
 ) -> dict[str, Any]:
     """The session's handoff, and whether it replaced one it wrote before."""
-    from ondeck.sessions.records import find_session
-
+    found, _ = _writer(conn, at, session, None)
     note, replaced = notes_handoffs.write_handoff(
         conn,
         at.now(),
-        find_session(conn, session).id,
+        found.id,
         text,
         git_root=git_root,
         branch=branch,

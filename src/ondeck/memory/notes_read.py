@@ -12,6 +12,7 @@ from sqlalchemy import Connection, literal_column, or_, select
 from ondeck.core.errors import InvalidInput, NotFound
 from ondeck.core.memory import REASON_MAX, TEXT_MAX, Note, NoteKind, Scope, check_note_id
 from ondeck.core.models import Event
+from ondeck.core.sides import configured
 from ondeck.core.validation import check_line, check_project, check_text
 from ondeck.db.tables import notes
 from ondeck.system import events as event_log
@@ -50,11 +51,7 @@ def check_side(side: str | None, sides: Collection[str]) -> str | None:
     if sides:
         if not side:
             raise InvalidInput(f"give the side: one of {', '.join(sorted(sides))}")
-        if side not in sides:
-            raise InvalidInput(
-                f"side {side[:64]!r} is not configured: use one of {', '.join(sorted(sides))}"
-            )
-        return side
+        return configured(sides, side)
     if side:
         raise InvalidInput("no sides are configured (one pool): leave the side out")
     return None

@@ -12,16 +12,18 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DBAPIError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware
 from ondeck.core.errors import InvalidInput
 from ondeck.core.session_terms import hook_actor, session_owner
+from ondeck.core.sides import OWNER, Access
 from ondeck.db.bare import SqlaDb
-from ondeck.db.engine import writing
+from ondeck.db.engine import reading, writing
 from ondeck.db.refusals import is_content
+from ondeck.db.tables import sessions
 from ondeck.sessions import rows as session_rows
 from ondeck.sessions.hook_events_check import parse_record, rescrubbed
 
@@ -69,12 +71,15 @@ def apply_records(
     grace: timedelta | None = None,
     sides: Collection[str] | None = None,
     sent_at: datetime | None = None,
+    access: Access = OWNER,
 ) -> list[dict[str, Any]]:
     """Records from the API or the spool, each checked and applied in its own transaction
     (one refused record does not undo the others). A malformed one is answered `rejected`
     with the reason; a database that goes away raises `Unavailable`. `sent_at`: the
     sender's clock as it sent them; one far from `now` is a skewed clock: the records are
-    moved onto this clock, and each answer carries a `warning` naming both instants."""
+    moved onto this clock, and each answer carries a `warning` naming both instants.
+    `access`: a sender held to one side (a side-limited token) records that side's sessions
+    only; a record of another side's session, or of the inbox, is rejected."""
     offset = session_rows.clock_offset(sent_at, now)
     if offset is not None and sent_at is not None:
         log.warning("%s", session_rows.skew_warning(sent_at, now))
@@ -92,6 +97,12 @@ def apply_records(
                 }
             )
             continue
+        refused = _outside(engine, record, access)
+        if refused is not None:
+            results.append(
+                {"fingerprint": record.get("fingerprint"), "outcome": "rejected", "reason": refused}
+            )
+            continue
         if offset is not None and sent_at is not None:
             record = session_rows.on_store_clock(record, offset, sent_at, now)
         result = apply_alone(engine, now, record, grace=grace, sides=sides)
@@ -100,6 +111,27 @@ def apply_records(
             result["warning"] = "; ".join(w for w in said if w)
         results.append(result)
     return results
+
+
+def _outside(engine: Engine, record: dict[str, Any], access: Access) -> str | None:
+    """Why a sender held to one side may not record this: the record's session is (or would
+    be) of another side. One of no side goes to the inbox, as anyone's does: undecided, for
+    the owner to classify, never read by the sender. None: it may."""
+    if access.side is None:
+        return None
+    c = record["classification"]
+    said = None if c["unclassified"] else c["side"]["value"]
+    with reading(engine) as conn:
+        stored = conn.execute(
+            select(sessions.c.side, sessions.c.unclassified).where(
+                sessions.c.agent == record["agent"],
+                sessions.c.external_id == record["session"],
+            )
+        ).first()
+    sides = [said] if stored is None else [said, None if stored.unclassified else stored.side]
+    if any(side is not None and side != access.side for side in sides):
+        return f"{access.who} records side {access.side!r} only: this session is of another"
+    return None
 
 
 def apply_alone(

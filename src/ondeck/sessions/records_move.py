@@ -13,6 +13,7 @@ from sqlalchemy import Connection, update
 
 from ondeck.core.clock import aware
 from ondeck.core.errors import Conflict, InvalidInput
+from ondeck.core.sides import configured
 from ondeck.core.validation import check_project
 from ondeck.db.tables import sessions
 from ondeck.sessions.records import Session, find_session, session_from_row
@@ -38,10 +39,7 @@ def move_session(
     if sides:
         if not side:
             raise InvalidInput(f"give the side to move it to: one of {', '.join(sorted(sides))}")
-        if side not in sides:
-            raise InvalidInput(
-                f"side {side[:64]!r} is not configured: use one of {', '.join(sorted(sides))}"
-            )
+        configured(sides, side)
     elif side:
         raise InvalidInput("no sides are configured (one pool): give only --project")
     elif project is None:

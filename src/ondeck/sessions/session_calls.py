@@ -28,37 +28,51 @@ def list_sessions(
     before_id: int | None = None,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    """Newest first; `before_id` pages back."""
+    """Newest first; `before_id` pages back. Of every side for the owner who names none; of
+    the caller's own side for one held to a side (the inbox refused)."""
+    view = at.access.reader(at.settings.sides, side, inbox=status == "unclassified", required=False)
     found = records.list_sessions(
         conn,
         status=status,
-        side=side,
+        side=view.side if view.sides_on and not view.inbox else side,
         project=project,
         agent=agent,
         before_id=before_id,
         limit=limit,
         lost_before=records.lost_before(at.now(), at.settings),
     )
-    return [s.summary_json(at.settings.zone) for s in found]
+    return [_reached(at, s, s.id).summary_json(at.settings.zone) for s in found]
+
+
+def _reached(at: Caller, session: records.Session, ref: str | int) -> records.Session:
+    """`session`, if the caller reaches its side (an unclassified one is the inbox's); else
+    not found: every session these calls return passes here."""
+    side = None if session.unclassified else session.side
+    at.access.check_reaches(at.settings.sides, side, f"session {str(ref)[:80]!r}")
+    return session
 
 
 def get_session(conn: Connection, at: Caller, ref: str | int) -> dict[str, Any]:
     """Everything a session's record holds, by its number or its agent's id."""
     cutoff = records.lost_before(at.now(), at.settings)
+    _reached(at, records.find_session(conn, ref, lost_before=cutoff), ref)
     return records.session_detail(conn, ref, lost_before=cutoff).to_json(at.settings.zone)
 
 
 def move_session(
     conn: Connection, at: Caller, ref: str | int, *, side: str | None, project: str | None
 ) -> dict[str, Any]:
-    """Reclassify a session by hand (recorded as `session.moved`)."""
+    """Reclassify a session by hand (recorded as `session.moved`); a caller held to a side
+    moves only its own side's sessions, within it."""
+    at.access.may_write()
+    _reached(at, records.find_session(conn, ref), ref)
     moved = records_move.move_session(
         conn,
         at.now(),
         ref,
-        side=side,
+        side=at.access.own(side),
         project=project,
         sides=at.settings.sides,
         actor=at.actor,
     )
-    return moved.summary_json(at.settings.zone)
+    return _reached(at, moved, ref).summary_json(at.settings.zone)

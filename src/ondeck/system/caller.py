@@ -12,6 +12,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from ondeck.core.sides import Access
     from ondeck.host.settings import Settings
 
 
@@ -21,6 +22,11 @@ class Caller(Protocol):
 
     @property
     def actor(self) -> str: ...
+
+    @property
+    def access(self) -> Access:
+        """What the caller may see and write (core/sides.py): every door's one gate."""
+        ...
 
     def now(self) -> datetime:
         """The call's instant: the same however often it is asked."""

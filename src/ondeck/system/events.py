@@ -29,6 +29,7 @@ from sqlalchemy import (
 
 from ondeck.core.clock import aware
 from ondeck.core.models import Event
+from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.db import gate
 from ondeck.db.dialect import is_postgres
 from ondeck.db.engine import on_driver
@@ -287,9 +288,15 @@ def list_events(
     kind: str | None = None,
     before_id: int | None = None,
     limit: int = 50,
+    view: SideView = EVERY_SIDE,
 ) -> list[Event]:
-    """Newest first; `before_id` pages back through history (keyset, so deep pages stay fast)."""
+    """Newest first; `before_id` pages back through history (keyset, so deep pages stay fast).
+    `view`: a reader held to one side sees the events of that side's tasks, schedules, notes
+    and sessions only (an event's details name its subject's title); the store's own events
+    (backups, tokens, workers) are the owner's."""
     query = select(events).order_by(events.c.id.desc()).limit(max(1, min(limit, MAX_LIMIT)))
+    if view.sides_on:
+        query = query.where(events.c.subject.in_(subjects_of(view)))
     if subject:
         query = query.where(events.c.subject == subject)
     if kind:
@@ -301,3 +308,30 @@ def list_events(
     if before_id is not None:
         query = query.where(events.c.id < before_id)
     return [Event(**row._mapping) for row in conn.execute(query)]
+
+
+def subjects_of(view: SideView) -> Any:
+    """The event subjects (`task:12`, …) of the items `view` sees, as one subquery."""
+    from ondeck.db.tables import notes, schedules, sessions, tasks
+
+    def named(prefix: str, table: Any, side: Any) -> Any:
+        subject = literal(prefix, String) + cast(table.c.id, String)
+        return select(subject).where(side)
+
+    def sided(column: Any) -> Any:
+        if view.inbox:
+            return column.is_(None)
+        return column == view.side if view.side else literal(False)
+
+    return union_all(
+        named("task:", tasks, sided(tasks.c.side)),
+        named("schedule:", schedules, sided(schedules.c.side)),
+        named("note:", notes, sided(notes.c.side)),
+        named(
+            "session:",
+            sessions,
+            sessions.c.unclassified.is_(True)
+            if view.inbox
+            else sessions.c.unclassified.is_(False) & sided(sessions.c.side),
+        ),
+    )

@@ -69,7 +69,7 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     except OndeckError as exc:
         return errors.error_response(exc.http_status, exc.code, exc.message)
     request.state.ondeck_identity = identity
-    identify_as(request, identity.actor(surface), identity.side)
+    identify_as(request, identity.actor(surface), identity.access())
     return None
 
 

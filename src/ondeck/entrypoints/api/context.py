@@ -8,11 +8,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from ondeck.context.render import Format
-from ondeck.core.sides import SideView
+from ondeck.core.sides import SideView, configured
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import errors
+from ondeck.entrypoints.api.models import SideRule, errors, sided
 from ondeck.entrypoints.gateway import Call
 from ondeck.sessions.hook_agents import AGENT_PATTERN, CLAUDE_CODE
 
@@ -98,10 +98,8 @@ def _side_view(store: Call, side: str | None, unclassified: bool) -> tuple[str |
 
     settings = store.settings
     side = store.limited(side)
-    if side is not None and side not in settings.sides:
-        from ondeck.core.errors import InvalidInput
-
-        raise InvalidInput(f"side {side!r} is not configured")
+    if side is not None:
+        configured(settings.sides, side)
     return side, SideView(sides_on=bool(settings.sides), side=None if unclassified else side)
 
 
@@ -131,6 +129,7 @@ def context_text(store: Call, http: Request, asked: ContextQuestion) -> str:
 
 @router.get(
     "/context",
+    openapi_extra=sided(SideRule.ONE_SIDE),
     responses={
         200: {"content": {"text/markdown": {}, "application/json": {}}},
         **errors(e422="Invalid input; nothing was written."),
@@ -142,7 +141,11 @@ def get_context(
     return Response(context_text(store, http, asked), media_type=MEDIA_TYPES[asked.format])
 
 
-@router.get("/context/status", responses=errors(e422="Invalid input; nothing was written."))
+@router.get(
+    "/context/status",
+    openapi_extra=sided(SideRule.ONE_SIDE),
+    responses=errors(e422="Invalid input; nothing was written."),
+)
 def get_status_line(
     store: StoreDep,
     project: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from ondeck.core.errors import InvalidInput
 from ondeck.core.validation import BIGINT_MAX
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import errors
+from ondeck.entrypoints.api.models import SideRule, errors, sided
 from ondeck.system import events
 
 router = APIRouter(tags=["events"])
@@ -27,6 +27,7 @@ class EventOut(BaseModel):
 
 @router.get(
     "/events",
+    openapi_extra=sided(SideRule.ONE_SIDE),
     response_model=list[EventOut],
     responses=errors(e422="Invalid input; nothing was written."),
 )
@@ -50,6 +51,11 @@ def list_events(
             raise InvalidInput(f"{name} must not contain NUL characters")
     with store.read() as conn:
         found = events.list_events(
-            conn, subject=subject, kind=kind, before_id=before_id, limit=limit
+            conn,
+            subject=subject,
+            kind=kind,
+            before_id=before_id,
+            limit=limit,
+            view=store.id_view(),
         )
     return [e.to_json(store.settings.zone) for e in found]

@@ -16,10 +16,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import PlainTextResponse, Response
 
-from ondeck.core.errors import Forbidden, InvalidInput
+from ondeck.core.sides import configured
 from ondeck.core.validation import PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import StrictBody, errors
+from ondeck.entrypoints.api.models import SideRule, StrictBody, errors, sided
 from ondeck.memory import exchange
 
 router = APIRouter(tags=["memory"])
@@ -55,6 +55,7 @@ class ImportOut(BaseModel):
 
 @router.get(
     "/export",
+    openapi_extra=sided(SideRule.ONE_SIDE),
     responses={
         200: {
             "content": {"application/x-ndjson": {}, "application/json": {}},
@@ -80,9 +81,8 @@ def export(
 
     # A side-limited token exports its side only (naming another is refused).
     side = store.limited(side)
-    if side is not None and side not in store.settings.sides:
-        raise InvalidInput(f"side {side[:64]!r} is not configured")
-    side = _token_side(request, side)
+    if side is not None:
+        configured(store.settings.sides, side)
     now = store.now()
     with store.read() as conn:
         if format is ExportFormat.jsonl:
@@ -92,31 +92,14 @@ def export(
     return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
 
 
-def _token_side(request: Request, side: str | None) -> str | None:
-    """A device token limited to one side exports that side only (whatever is asked)."""
-    identity = getattr(request.state, "ondeck_identity", None)
-    limited = getattr(identity, "side", None)
-    if not limited:
-        return side
-    if side is not None and side != limited:
-        name = getattr(identity, "token", None)
-        raise Forbidden(f"token {name!r} sees the side {limited!r} only")
-    return str(limited)
-
-
 @router.post(
     "/import",
+    openapi_extra=sided(SideRule.OWNER),
     response_model=ImportOut,
     responses=errors(e422="Nothing was written.", e409="Conflicts; nothing was written."),
 )
 def import_(store: StoreDep, body: ImportIn) -> dict[str, Any]:
-    if store.side_limit is not None:
-        from ondeck.core.errors import Forbidden
-
-        # The lines name their own sides: a token of one side imports nothing.
-        raise Forbidden(
-            f"this token sees and writes side {store.side_limit!r} only: import with the "
-            "owner's token"
-        )
+    # The lines name their own sides: a token of one side imports nothing.
+    store.access.owner_only("an import", "names its own sides: import with the owner's token")
     with store.write() as conn:
         return exchange.import_counts(conn, store, body.lines)

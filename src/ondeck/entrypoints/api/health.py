@@ -9,12 +9,13 @@ from sqlalchemy import text
 
 from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.api.deps import StoreDep
+from ondeck.entrypoints.api.models import SideRule, sided
 from ondeck.system import heartbeat
 
 router = APIRouter()
 
 
-@router.get("/health")
+@router.get("/health", openapi_extra=sided(SideRule.NONE))
 def health(store: StoreDep) -> dict[str, Any]:
     now = store.now()
     zone = store.settings.zone

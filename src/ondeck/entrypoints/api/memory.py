@@ -13,11 +13,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field, Strict
 
-from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus, Scope
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import Day, Project, StrictBody, errors
+from ondeck.entrypoints.api.models import Day, Project, SideRule, StrictBody, errors, sided
 from ondeck.entrypoints.gateway import Call
 from ondeck.memory import notes
 from ondeck.memory import notes_calls as calls
@@ -181,26 +180,14 @@ ERRORS = errors(
 
 
 def scope_of(store: Call, side: str | None, project: str | None, inbox: bool) -> Scope:
-    sides = store.settings.sides
-    if inbox:
-        if side:
-            raise InvalidInput("give either side or unclassified=true, not both")
-        return Scope(sides_on=bool(sides), project=project, inbox=bool(sides))
-    if sides:
-        if not side:
-            raise InvalidInput(
-                f"give side: one of {', '.join(sorted(sides))} (memory is never read across "
-                "sides), or unclassified=true for the inbox"
-            )
-        if side not in sides:
-            raise InvalidInput(f"side {side!r} is not configured")
-        return Scope(sides_on=True, side=side, project=project)
-    if side:
-        raise InvalidInput("no sides are configured (one pool): leave side out")
-    return Scope(sides_on=False, project=project)
+    """Whose memory a route reads: through the call's one gate (the side named, or its
+    token's; another side or the inbox refused to a token held to one)."""
+    return store.scope(side, project, inbox=inbox)
 
 
-@router.get("/recall", response_model=RecallOut, responses=ERRORS)
+@router.get(
+    "/recall", openapi_extra=sided(SideRule.ONE_SIDE), response_model=RecallOut, responses=ERRORS
+)
 def get_recall(
     store: StoreDep,
     q: Annotated[str, Query(min_length=1, max_length=200, description="Words to find.")],
@@ -220,7 +207,9 @@ def get_recall(
         )
 
 
-@router.get("/notes", response_model=NoteList, responses=ERRORS)
+@router.get(
+    "/notes", openapi_extra=sided(SideRule.ONE_SIDE), response_model=NoteList, responses=ERRORS
+)
 def list_notes(
     store: StoreDep,
     side: Side = None,
@@ -246,7 +235,13 @@ def list_notes(
         )
 
 
-@router.post("/notes", response_model=NoteOut, status_code=201, responses=ERRORS)
+@router.post(
+    "/notes",
+    openapi_extra=sided(SideRule.NEW),
+    response_model=NoteOut,
+    status_code=201,
+    responses=ERRORS,
+)
 def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
     with store.write() as conn:
         return calls.add_note(
@@ -262,7 +257,12 @@ def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
         )
 
 
-@router.get("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+@router.get(
+    "/notes/{note_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def get_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
@@ -271,7 +271,12 @@ def get_note(
         return calls.show_note(conn, store, note_id, scope)
 
 
-@router.get("/notes/{note_id}/history", response_model=NoteShown, responses=ERRORS)
+@router.get(
+    "/notes/{note_id}/history",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteShown,
+    responses=ERRORS,
+)
 def get_note_history(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
@@ -281,7 +286,12 @@ def get_note_history(
         return calls.show_note(conn, store, note_id, scope, history=True)
 
 
-@router.patch("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+@router.patch(
+    "/notes/{note_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def edit_note(
     store: StoreDep,
     note_id: NoteId,
@@ -312,21 +322,36 @@ def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool)
         return calls.pin_note(conn, store, note_id, pinned, scope=scope)
 
 
-@router.post("/notes/{note_id}/pin", response_model=NoteOut, responses=ERRORS)
+@router.post(
+    "/notes/{note_id}/pin",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def pin_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
     return _pin(store, note_id, True, side, unclassified)  # type: ignore[no-any-return]
 
 
-@router.post("/notes/{note_id}/unpin", response_model=NoteOut, responses=ERRORS)
+@router.post(
+    "/notes/{note_id}/unpin",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def unpin_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
     return _pin(store, note_id, False, side, unclassified)  # type: ignore[no-any-return]
 
 
-@router.post("/notes/{note_id}/supersede", response_model=Superseded, responses=ERRORS)
+@router.post(
+    "/notes/{note_id}/supersede",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=Superseded,
+    responses=ERRORS,
+)
 def supersede_note(
     store: StoreDep,
     note_id: NoteId,
@@ -341,7 +366,12 @@ def supersede_note(
         )
 
 
-@router.post("/notes/{note_id}/wrong", response_model=NoteOut, responses=ERRORS)
+@router.post(
+    "/notes/{note_id}/wrong",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def mark_wrong(
     store: StoreDep,
     note_id: NoteId,
@@ -354,7 +384,12 @@ def mark_wrong(
         return calls.mark_wrong(conn, store, note_id, body.reason, scope=scope)
 
 
-@router.delete("/notes/{note_id}", response_model=NoteOut, responses=ERRORS)
+@router.delete(
+    "/notes/{note_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=NoteOut,
+    responses=ERRORS,
+)
 def delete_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
@@ -363,7 +398,9 @@ def delete_note(
         return calls.delete_note(conn, store, note_id, scope=scope)
 
 
-@router.post("/handoffs", response_model=HandoffOut, responses=ERRORS)
+@router.post(
+    "/handoffs", openapi_extra=sided(SideRule.BY_ID), response_model=HandoffOut, responses=ERRORS
+)
 def write_handoff(store: StoreDep, body: HandoffIn) -> dict[str, Any]:
     with store.write() as conn:
         return calls.write_handoff(

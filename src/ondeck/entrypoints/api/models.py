@@ -7,6 +7,7 @@ Statuses, kinds and policies are `core.models`' enums: the document names each a
 from __future__ import annotations
 
 from datetime import date
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
@@ -66,6 +67,31 @@ def errors(**descriptions: str) -> dict[int | str, dict[str, Any]]:
         int(key.removeprefix("e")): {"model": ErrorOut, "description": text}
         for key, text in descriptions.items()
     }
+
+
+class SideRule(StrEnum):
+    """How a route meets the side gate (core/sides.py `Access`), declared by every route as
+    `x-ondeck-sides` in the OpenAPI document: a route that declares none fails
+    tests/security/test_sides_every_door.py, which calls each with one-side tokens."""
+
+    # Lists or reads items of one side: the one named, or the caller's own; another side
+    # or the inbox is refused (403) to a caller held to a side.
+    ONE_SIDE = "one-side"
+    # One item named by id: of the caller's side only (another side's is not found, 404).
+    BY_ID = "by-id"
+    # Makes an item, in the caller's side (naming another is refused, 403).
+    NEW = "new-in-side"
+    # A session's records: of the caller's side only (another side's are rejected).
+    CAPTURE = "capture"
+    # Refused (403) to a caller held to a side: what it does names any side.
+    OWNER = "owner-only"
+    # Holds no item of any side (health, the rule check).
+    NONE = "no-items"
+
+
+def sided(rule: SideRule) -> dict[str, Any]:
+    """A route's `openapi_extra`: its side rule, for clients and the walk that checks it."""
+    return {"x-ondeck-sides": rule.value}
 
 
 # --- shared by the API and the MCP server (so both describe results the same way) -----

@@ -11,7 +11,7 @@ from ondeck.core import clock
 from ondeck.core.rulecheck import MAX_COUNT, check_rule
 from ondeck.core.rules import MAX_LENGTH
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import Day, errors
+from ondeck.entrypoints.api.models import Day, SideRule, errors, sided
 
 router = APIRouter(tags=["rules"])
 
@@ -26,6 +26,7 @@ class RuleCheckOut(BaseModel):
 
 @router.get(
     "/rules/check",
+    openapi_extra=sided(SideRule.NONE),
     response_model=RuleCheckOut,
     responses=errors(e422="Invalid input; nothing was written."),
 )

@@ -28,9 +28,11 @@ from ondeck.entrypoints.api.models import (
     Priority,
     Project,
     ScheduleOut,
+    SideRule,
     StrictBody,
     Title,
     errors,
+    sided,
 )
 from ondeck.work import schedule_calls
 
@@ -110,7 +112,12 @@ class SchedulePatch(StrictBody):
     side: SideName | None = Field(None, description="Move it to this side (out of the inbox).")
 
 
-@router.get("/schedules", response_model=list[ScheduleOut], responses=ERRORS)
+@router.get(
+    "/schedules",
+    openapi_extra=sided(SideRule.ONE_SIDE),
+    response_model=list[ScheduleOut],
+    responses=ERRORS,
+)
 def list_schedules(
     store: StoreDep,
     kind: Annotated[Kind | None, Query()] = None,
@@ -128,7 +135,13 @@ def list_schedules(
         return schedule_calls.list_schedules(conn, store, view=view, kind=kind, project=project)
 
 
-@router.post("/schedules", response_model=ScheduleOut, status_code=201, responses=ERRORS)
+@router.post(
+    "/schedules",
+    openapi_extra=sided(SideRule.NEW),
+    response_model=ScheduleOut,
+    status_code=201,
+    responses=ERRORS,
+)
 def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
     side = store.side_to_write(body.side)
     fields = body.model_dump(exclude={"side"})
@@ -136,13 +149,23 @@ def create_schedule(store: StoreDep, body: ScheduleIn) -> dict[str, Any]:
         return schedule_calls.create_schedule(conn, store, side=side, **fields)
 
 
-@router.get("/schedules/{schedule_id}", response_model=ScheduleDetail, responses=ERRORS)
+@router.get(
+    "/schedules/{schedule_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=ScheduleDetail,
+    responses=ERRORS,
+)
 def show_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.read() as conn:
         return schedule_calls.show_schedule(conn, store, schedule_id, view=store.id_view())
 
 
-@router.patch("/schedules/{schedule_id}", response_model=ScheduleOut, responses=ERRORS)
+@router.patch(
+    "/schedules/{schedule_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=ScheduleOut,
+    responses=ERRORS,
+)
 def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
     for name, value in changes.items():
@@ -157,7 +180,11 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
 
 
 @router.delete(
-    "/schedules/{schedule_id}", status_code=204, response_class=Response, responses=ERRORS
+    "/schedules/{schedule_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    status_code=204,
+    response_class=Response,
+    responses=ERRORS,
 )
 def delete_schedule(store: StoreDep, schedule_id: ScheduleId) -> Response:
     with store.write() as conn:
@@ -172,7 +199,12 @@ class PulledOut(ScheduleOut):
     )
 
 
-@router.post("/schedules/{schedule_id}/now", response_model=PulledOut, responses=ERRORS)
+@router.post(
+    "/schedules/{schedule_id}/now",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=PulledOut,
+    responses=ERRORS,
+)
 def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     """Due today at the latest (an overdue schedule keeps the dates it owes); the next jobs
     tick fires it, woken at once when it runs in this server. A schedule whose date today
@@ -181,19 +213,34 @@ def pull_now(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
         return schedule_calls.pull_now(conn, store, schedule_id, view=store.id_view())
 
 
-@router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut, responses=ERRORS)
+@router.post(
+    "/schedules/{schedule_id}/pause",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=ScheduleOut,
+    responses=ERRORS,
+)
 def pause_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
         return schedule_calls.pause_schedule(conn, store, schedule_id, view=store.id_view())
 
 
-@router.post("/schedules/{schedule_id}/resume", response_model=ScheduleOut, responses=ERRORS)
+@router.post(
+    "/schedules/{schedule_id}/resume",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=ScheduleOut,
+    responses=ERRORS,
+)
 def resume_schedule(store: StoreDep, schedule_id: ScheduleId) -> dict[str, Any]:
     with store.write() as conn:
         return schedule_calls.resume_schedule(conn, store, schedule_id, view=store.id_view())
 
 
-@router.get("/schedules/{schedule_id}/fires", response_model=list[FireOut], responses=ERRORS)
+@router.get(
+    "/schedules/{schedule_id}/fires",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=list[FireOut],
+    responses=ERRORS,
+)
 def list_fires(
     store: StoreDep,
     schedule_id: ScheduleId,

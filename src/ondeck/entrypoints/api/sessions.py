@@ -17,7 +17,7 @@ from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.context import ContextQuestion, context_text
 from ondeck.entrypoints.api.deps import StoreDep
-from ondeck.entrypoints.api.models import Project, StrictBody, errors
+from ondeck.entrypoints.api.models import Project, SideRule, StrictBody, errors, sided
 from ondeck.sessions import intake, session_calls
 from ondeck.sessions import records as sessions
 from ondeck.sessions.hook_agents import AGENT_PATTERN
@@ -163,7 +163,12 @@ class HookEventsOut(BaseModel):
 ERRORS = errors(e404="No such session.", e422="Invalid input; nothing was written.")
 
 
-@router.get("/sessions", response_model=list[SessionOut], responses=ERRORS)
+@router.get(
+    "/sessions",
+    openapi_extra=sided(SideRule.ONE_SIDE),
+    response_model=list[SessionOut],
+    responses=ERRORS,
+)
 def list_sessions(
     store: StoreDep,
     status: Annotated[
@@ -191,7 +196,12 @@ def list_sessions(
         )
 
 
-@router.get("/sessions/{ref}", response_model=SessionDetailOut, responses=ERRORS)
+@router.get(
+    "/sessions/{ref}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=SessionDetailOut,
+    responses=ERRORS,
+)
 def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
     with store.read() as conn:
         return session_calls.get_session(conn, store, ref)
@@ -199,6 +209,7 @@ def get_session(store: StoreDep, ref: SessionRef) -> dict[str, Any]:
 
 @router.post(
     "/sessions/{ref}/move",
+    openapi_extra=sided(SideRule.BY_ID),
     response_model=SessionOut,
     responses={**ERRORS, **errors(e409="The session changed meanwhile.")},
 )
@@ -209,6 +220,7 @@ def move_session(store: StoreDep, ref: SessionRef, body: MoveIn) -> dict[str, An
 
 @router.post(
     "/sessions/records",
+    openapi_extra=sided(SideRule.CAPTURE),
     response_model=RecordsOut,
     responses=errors(
         e409="The hook expects another database than this server's.",
@@ -244,6 +256,7 @@ def post_records(
         grace=store.settings.session_grace,
         sides=store.settings.sides,
         sent_at=body.sent_at,
+        access=store.access,
     )
     if not context:
         return {"results": results}
@@ -259,6 +272,7 @@ def post_records(
 
 @router.post(
     "/sessions/hook-events",
+    openapi_extra=sided(SideRule.OWNER),
     response_model=HookEventsOut,
     responses=errors(
         e403="Only from this machine (the server reads git and the marker file in cwd).",
@@ -285,6 +299,9 @@ def post_hook_events(
     are read once the answer is sent."""
     if not from_loopback(request):
         raise Forbidden()
+    store.access.owner_only(
+        "hook events", "are classified by the rules they carry, which may name any side"
+    )
     _same_store(store.store.store_id(fresh=expected is not None), expected)
     now = store.now()
     rules = body.rules

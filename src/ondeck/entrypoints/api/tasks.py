@@ -28,10 +28,12 @@ from ondeck.entrypoints.api.models import (
     DoneAndNext,
     Priority,
     Project,
+    SideRule,
     StrictBody,
     TaskOut,
     Title,
     errors,
+    sided,
 )
 from ondeck.entrypoints.gateway import Call
 from ondeck.work import backlog_leases, task_calls
@@ -153,7 +155,9 @@ def _duration(body: ClaimIn | RenewIn | CompleteAndClaimNextIn) -> str | int | t
     return body.seconds if body.seconds is not None else body.for_
 
 
-@router.get("/tasks", response_model=list[TaskOut], responses=ERRORS)
+@router.get(
+    "/tasks", openapi_extra=sided(SideRule.ONE_SIDE), response_model=list[TaskOut], responses=ERRORS
+)
 def list_tasks(
     store: StoreDep,
     status: Annotated[
@@ -181,20 +185,36 @@ def list_tasks(
         )
 
 
-@router.post("/tasks", response_model=TaskOut, status_code=201, responses=ERRORS)
+@router.post(
+    "/tasks",
+    openapi_extra=sided(SideRule.NEW),
+    response_model=TaskOut,
+    status_code=201,
+    responses=ERRORS,
+)
 def create_task(store: StoreDep, body: TaskIn) -> dict[str, Any]:
     side = store.side_to_write(body.side)
     with store.write() as conn:
         return task_calls.create_task(conn, store, side=side, **body.model_dump(exclude={"side"}))
 
 
-@router.get("/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+@router.get(
+    "/tasks/{task_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def get_task(store: StoreDep, task_id: TaskId) -> dict[str, Any]:
     with store.read() as conn:
         return task_calls.get_task(conn, store, task_id, view=store.id_view())
 
 
-@router.patch("/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+@router.patch(
+    "/tasks/{task_id}",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
     for name in ("title", "body", "priority"):
@@ -206,7 +226,12 @@ def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, An
         return task_calls.edit_task(conn, store, task_id, view=store.id_view(), **changes)
 
 
-@router.post("/tasks/claim-next", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/claim-next",
+    openapi_extra=sided(SideRule.ONE_SIDE),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
     view = store.side_view(body.side)
     with store.write() as conn:
@@ -221,7 +246,12 @@ def claim_next(store: StoreDep, body: ClaimNextIn) -> dict[str, Any]:
         )
 
 
-@router.post("/tasks/{task_id}/claim", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/{task_id}/claim",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any]:
     with store.write() as conn:
         return task_calls.claim(
@@ -234,7 +264,12 @@ def claim_task(store: StoreDep, task_id: TaskId, body: ClaimIn) -> dict[str, Any
         )
 
 
-@router.post("/tasks/{task_id}/renew", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/{task_id}/renew",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, Any]:
     with store.write() as conn:
         return task_calls.renew_lease(
@@ -247,7 +282,12 @@ def renew_lease(store: StoreDep, task_id: TaskId, body: RenewIn) -> dict[str, An
         )
 
 
-@router.post("/tasks/{task_id}/complete", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/{task_id}/complete",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[str, Any]:
     with store.write() as conn:
         return task_calls.complete_task(
@@ -256,7 +296,10 @@ def complete_task(store: StoreDep, task_id: TaskId, body: CompleteIn) -> dict[st
 
 
 @router.post(
-    "/tasks/{task_id}/complete-and-claim-next", response_model=DoneAndNext, responses=ERRORS
+    "/tasks/{task_id}/complete-and-claim-next",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=DoneAndNext,
+    responses=ERRORS,
 )
 def complete_and_claim_next(
     store: StoreDep, task_id: TaskId, body: CompleteAndClaimNextIn
@@ -277,7 +320,12 @@ def complete_and_claim_next(
         )
 
 
-@router.post("/tasks/{task_id}/release", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/{task_id}/release",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str, Any]:
     with store.write() as conn:
         return task_calls.release_task(
@@ -285,7 +333,12 @@ def release_task(store: StoreDep, task_id: TaskId, body: ReleaseIn) -> dict[str,
         )
 
 
-@router.post("/tasks/{task_id}/cancel", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/tasks/{task_id}/cancel",
+    openapi_extra=sided(SideRule.BY_ID),
+    response_model=TaskOut,
+    responses=ERRORS,
+)
 def cancel_task(store: StoreDep, task_id: TaskId, body: CancelIn | None = None) -> dict[str, Any]:
     note = body.note if body else None
     with store.write() as conn:

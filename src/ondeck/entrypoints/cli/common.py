@@ -23,6 +23,7 @@ import typer
 
 from ondeck.core import clock
 from ondeck.core.errors import InvalidInput
+from ondeck.core.sides import OWNER, Access
 from ondeck.core.terminal import json_visible, visible
 from ondeck.host.settings import Settings, load_settings
 
@@ -56,6 +57,12 @@ class Cli:
         if self._settings is None:
             self._settings = load_settings(database_url=self.db_url, server_url=self.server_url)
         return self._settings
+
+    @property
+    def access(self) -> Access:
+        """A command on this machine's database is its owner's: every side. In client mode
+        the server's gate holds the command to what its token reaches."""
+        return OWNER
 
     @property
     def client_mode(self) -> bool:

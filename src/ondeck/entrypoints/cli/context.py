@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from ondeck.context.render import Format
+from ondeck.core.sides import configured
 from ondeck.entrypoints.cli.common import cli_of, echo
 
 
@@ -93,8 +94,8 @@ def _brief_of(
         raise InvalidInput("--session is 1 to 200 characters")
     sides_on = bool(settings.sides)
     unclassified = False
-    if side is not None and (not sides_on or side not in settings.sides):
-        raise InvalidInput(f"side {side[:64]!r} is not configured")
+    if side is not None:
+        configured(settings.sides, side)
     if (sides_on and side is None) or project is None:
         # The brief of this directory's side and project, as the session hook would give.
         from ondeck.entrypoints.place import here

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from ondeck.core.humanize import counted
+from ondeck.core.sides import configured
 from ondeck.entrypoints.cli.common import Cli, cli_of, echo, print_json, write_json_lines
 
 
@@ -47,8 +48,8 @@ def register(app: typer.Typer) -> None:
         settings = cli.settings
         if side is not None and all_sides:
             raise typer.BadParameter("give either --side or --all-sides")
-        if side is not None and side not in settings.sides:
-            raise InvalidInput(f"side {side[:64]!r} is not configured")
+        if side is not None:
+            configured(settings.sides, side)
         if settings.sides and side is None and not all_sides:
             side = _directory_side(cli)
         if fmt is Format.markdown and out is None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from mcp.types import ToolAnnotations
 
+from ondeck.core.sides import OWNER, Access
 from ondeck.entrypoints.place import Here
 
 # The tools that change nothing: all a `read` token may call over HTTP (entrypoints/mcp/http.py).
@@ -22,3 +23,6 @@ class Asker:
     place: Here
     actor: str | None = None  # every change's actor; None: the transport's own default
     unplaced: str | None = None  # the memory tools' one-line refusal when no side is named
+    # What its token may see and write (over HTTP); the owner's over stdio, where the
+    # directory's side (`place`) is what the tools read.
+    access: Access = OWNER

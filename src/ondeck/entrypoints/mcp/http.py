@@ -31,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from ondeck.core.access import ADMIN, Identity, TokenScope
 from ondeck.core.errors import Forbidden, OndeckError
+from ondeck.core.sides import configured
 from ondeck.entrypoints.gateway import Store
 from ondeck.entrypoints.mcp.asker import Asker
 from ondeck.entrypoints.mcp.tools import ToolServer
@@ -84,31 +85,17 @@ def _request_of(context: Context[Any, Any] | None) -> Request:
 
 def asker_of(settings: Settings, request: Request, identity: Identity) -> Asker:
     """Who asks (its token) and from where (the side and project the request names)."""
-    from ondeck.core.errors import InvalidInput
     from ondeck.core.validation import check_project
 
-    side = request.query_params.get("side") or request.headers.get(SIDE_HEADER) or None
-    if identity.side is not None:
-        # A token limited to a side reads and writes that side, whatever the request names.
-        from ondeck.core.errors import Forbidden
-
-        if side is not None and side != identity.side:
-            raise Forbidden(
-                f"token {identity.token!r} sees and writes side {identity.side!r} only, "
-                f"not {side[:64]!r}"
-            )
-        side = identity.side
+    # A token held to a side reads and writes that side, whatever the request names.
+    side = identity.access().own(
+        request.query_params.get("side") or request.headers.get(SIDE_HEADER) or None
+    )
+    if side is not None:
+        configured(settings.sides, side)
     named = request.query_params.get("project") or request.headers.get(PROJECT_HEADER)
     project = check_project(named or None)
     sides = sorted(settings.sides)
-    if side is not None and not sides:
-        raise InvalidInput(
-            f"no sides are configured on the server (one pool): name no side, not {side[:64]!r}"
-        )
-    if side is not None and side not in sides:
-        raise InvalidInput(
-            f"side {side[:64]!r} is not configured on the server: use one of {', '.join(sides)}"
-        )
     unplaced = None
     why = request.headers.get(UNCLASSIFIED_HEADER)
     if sides and side is None and why:
@@ -131,7 +118,9 @@ def asker_of(settings: Settings, request: Request, identity: Identity) -> Asker:
         unclassified=bool(sides) and side is None,
         reason="no side named" if unplaced else "named by the request",
     )
-    return Asker(place=place, actor=identity.actor("mcp"), unplaced=unplaced)
+    return Asker(
+        place=place, actor=identity.actor("mcp"), unplaced=unplaced, access=identity.access()
+    )
 
 
 class McpOverHttp:

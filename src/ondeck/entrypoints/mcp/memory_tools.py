@@ -18,7 +18,9 @@ from pydantic import Field
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Scope, agent_origin
+from ondeck.core.sides import EVERY_SIDE, view_of
 from ondeck.entrypoints.api.memory import HandoffOut, NoteList, NoteOut, RecallOut, Superseded
+from ondeck.entrypoints.api.models import SideRule
 from ondeck.entrypoints.gateway import Call
 from ondeck.entrypoints.mcp.asker import READ_ONLY
 from ondeck.entrypoints.mcp.toolbox import Toolbox, asker, call, settings
@@ -57,7 +59,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         project = check_project(project)
         if not sides():
-            return Scope(sides_on=False, project=project)
+            return Scope(view=EVERY_SIDE, project=project)
         who = asker()
         place = who.place
         if who.unplaced:
@@ -67,7 +69,7 @@ def add_memory_tools(server: Toolbox) -> None:
                 f"this directory belongs to no side ({place.reason}): ondeck shows and keeps no "
                 "memory for it until a person classifies it"
             )
-        return Scope(sides_on=True, side=place.side, project=project)
+        return Scope(view=view_of(sides(), place.side), project=project)
 
     def session_of(conn: Any, ref: str | None, at: Call) -> Any | None:
         """The session named (in this side), else the one open in this directory."""
@@ -84,10 +86,13 @@ def add_memory_tools(server: Toolbox) -> None:
     def acting(at: Call, own: Any | None) -> Call:
         """The call as made by the caller's actor, else the session's (`mcp:<session id>`),
         else `mcp:agent`."""
-        return at.acting_as(asker().actor or f"mcp:{own.external_id[:60] if own else 'agent'}")
+        who = asker()
+        return at.acting_as(
+            who.actor or f"mcp:{own.external_id[:60] if own else 'agent'}", who.access
+        )
 
     # Named `recall` for clients; the Python name keeps the service's free.
-    @server.tool(name="recall", annotations=READ_ONLY)
+    @server.tool(name="recall", annotations=READ_ONLY, sides=SideRule.ONE_SIDE)
     def recall_memory(
         query: Annotated[str, Field(description='Words to find; "a phrase" as one.')],
         project: ProjectArg = None,
@@ -118,7 +123,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.NEW)
     def remember(
         text: Annotated[str, Field(description="The note (at most 8,000 characters).")],
         kind: Literal["note", "decision"] = "note",
@@ -162,7 +167,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def write_handoff(
         text: Annotated[str, Field(description="Your own words for the next session.")],
         session: SessionArg = None,
@@ -192,7 +197,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def supersede_note(
         note_id: int,
         text: Annotated[str, Field(description="The note that replaces it.")],
@@ -217,7 +222,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def mark_note_wrong(
         note_id: int, reason: Annotated[str, Field(description="What is wrong with it.")]
     ) -> NoteOut:
@@ -231,7 +236,7 @@ def add_memory_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, sides=SideRule.ONE_SIDE)
     def list_notes(
         project: ProjectArg = None,
         kinds: Annotated[

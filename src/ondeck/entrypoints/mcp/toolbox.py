@@ -22,11 +22,15 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from ondeck.core.errors import OndeckError
+from ondeck.entrypoints.api.models import SideRule
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import Asker
 from ondeck.host.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Where a tool's side rule is kept in its description (`_meta`), for clients and the walk.
+SIDES_META = "ondeck/sides"
 T = TypeVar("T")
 
 
@@ -83,10 +87,21 @@ class Toolbox:
         self.tools: list[Tool] = []
 
     def tool(
-        self, name: str | None = None, annotations: ToolAnnotations | None = None
+        self,
+        name: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        *,
+        sides: SideRule,
     ) -> Callable[[F], F]:
+        """`sides`: how the tool meets the side gate, as the API's routes declare it (a tool
+        cannot be added without one; tests/security/test_sides_every_door.py calls each)."""
+
         def add(fn: F) -> F:
-            self.tools.append(Tool.from_function(fn, name=name, annotations=annotations))
+            self.tools.append(
+                Tool.from_function(
+                    fn, name=name, annotations=annotations, meta={SIDES_META: sides.value}
+                )
+            )
             return fn
 
         return add

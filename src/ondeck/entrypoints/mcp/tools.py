@@ -27,7 +27,7 @@ from ondeck.core.errors import InvalidInput
 from ondeck.core.models import ScheduleKind, TaskStatus
 from ondeck.core.sides import EVERY_SIDE, SideView, side_to_write
 from ondeck.core.validation import parse_date
-from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, TaskOut
+from ondeck.entrypoints.api.models import DoneAndNext, ScheduleOut, SideRule, TaskOut
 from ondeck.entrypoints.gateway import Call, Store
 from ondeck.entrypoints.mcp.asker import READ_ONLY, Asker
 from ondeck.entrypoints.mcp.toolbox import (
@@ -136,7 +136,7 @@ def add_tools(server: Toolbox) -> None:
 
     def call_by(ctx: Context | None, fn: Callable[[Call], T]) -> T:
         """`call`, its changes recorded as made by this tool's caller."""
-        return call(lambda at: fn(at.acting_as(actor(ctx))))
+        return call(lambda at: fn(at.acting_as(actor(ctx), asker().access)))
 
     def view() -> SideView:
         """The side the caller's place is in: its tasks and schedules only; none at all
@@ -164,7 +164,7 @@ def add_tools(server: Toolbox) -> None:
             )
         return own
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, sides=SideRule.ONE_SIDE)
     def get_context(
         project: Annotated[
             str | None, Field(description="Only this project (and unscoped).")
@@ -192,7 +192,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, sides=SideRule.ONE_SIDE)
     def list_tasks(
         status: Annotated[
             str | None, Field(description=f"{', '.join(TaskStatus)}; comma-separated")
@@ -212,7 +212,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.NEW)
     def add_task(
         title: str,
         body: str = "",
@@ -242,7 +242,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.ONE_SIDE)
     def claim_task(
         task_id: Annotated[
             int | None, Field(description="Omit to take the next READY task.")
@@ -273,7 +273,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def renew_lease(
         task_id: int,
         token: int,
@@ -293,7 +293,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def complete_task(
         task_id: int,
         token: Annotated[
@@ -313,7 +313,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def complete_and_claim_next(
         task_id: int,
         token: int,
@@ -344,7 +344,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def release_task(task_id: int, token: int, ctx: Context | None = None) -> TaskOut:
         """Give a claimed task back (READY) without finishing it."""
 
@@ -355,7 +355,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, sides=SideRule.ONE_SIDE)
     def list_schedules() -> ScheduleList:
         """The recurring schedules, with their rules in words and next due dates."""
 
@@ -366,7 +366,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call(run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.NEW)
     def add_schedule(
         title: str,
         rule: Annotated[
@@ -403,7 +403,7 @@ def add_tools(server: Toolbox) -> None:
 
         return call_by(ctx, run)
 
-    @server.tool()
+    @server.tool(sides=SideRule.BY_ID)
     def pull_schedule_now(schedule_id: int, ctx: Context | None = None) -> PulledNow:
         """Make a schedule due today at the latest; the jobs loop fires it at its next tick.
         The note says what will come of it (nothing, if today already fired; nothing yet,

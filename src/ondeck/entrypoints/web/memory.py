@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from ondeck.core.errors import InvalidInput
 from ondeck.core.memory import Note, Scope
+from ondeck.core.sides import EVERY_SIDE, view_of
 from ondeck.entrypoints.web import auth
 from ondeck.entrypoints.web.render import (
     FormError,
@@ -45,11 +46,11 @@ def _scope(request: Request, side: str, project: str) -> tuple[Scope, str]:
     sides = sorted(store_of(request).settings.sides)
     project_name = project.strip() or None
     if not sides:
-        return Scope(sides_on=False, project=project_name), ""
+        return Scope(view=EVERY_SIDE, project=project_name), ""
     if side == INBOX:
-        return Scope(sides_on=True, inbox=True, project=project_name), INBOX
+        return Scope(view=view_of(sides, None, inbox=True), project=project_name), INBOX
     chosen = side if side in sides else sides[0]
-    return Scope(sides_on=True, side=chosen, project=project_name), chosen
+    return Scope(view=view_of(sides, chosen), project=project_name), chosen
 
 
 def _results(request: Request, q: str, scope: Scope, include_all: bool) -> dict[str, Any]:

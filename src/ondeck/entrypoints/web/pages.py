@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from ondeck.backups.runs import list_backups
+from ondeck.core.sides import Access
 from ondeck.core.urls import shown
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.db.migrate import revision_of
@@ -135,7 +136,7 @@ def system_page(request: Request) -> Response:
 
 
 def _feed_refusal(
-    request: Request, store: Call, token: str, limit: list[str | None]
+    request: Request, store: Call, token: str, limit: list[Access]
 ) -> Response | None:
     guard = auth.guard_of(request)
     wait = guard.retry_after(request, store.now())
@@ -148,7 +149,7 @@ def _feed_refusal(
         )
     found = guard.identify(store, token) if token else None
     if found is not None:
-        limit.append(found.side)
+        limit.append(found.access())
         return None
     if token:
         guard.wrong_token(request, store.now())
@@ -173,7 +174,7 @@ def calendar_feed(
     guard = auth.guard_of(request)
     store = store_of(request)
     now = store.now()
-    limit: list[str | None] = []
+    limit: list[Access] = []
     if guard.login_enabled and not guard.has_session(request):
         refused = _feed_refusal(request, store, token, limit)
         if refused is not None:
