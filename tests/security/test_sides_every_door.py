@@ -476,5 +476,111 @@ def test_every_mcp_tool_holds_a_side_limited_token_to_its_side(
             # The tools reach the work side's own items with the same token.
             own = asyncio.run(calls("work-write", None, walk.ids["work"]))
             assert not own["list_tasks"].is_error and MINE in str(own["list_tasks"].content)
+            _walk_the_cli_in_client_mode(walk, served.url, tmp_path)
     finally:
         engine.dispose()
+
+
+def _walk_the_cli_in_client_mode(walk: Walk, url: str, tmp_path: Path) -> None:
+    """`ondeck …` on a machine with no database, a client of the server with the work
+    token: each reading command shows nothing of the personal side or the inbox, and each
+    aimed at them is refused in one line."""
+    import os
+    import subprocess
+
+    from support.served import ONDECK
+
+    personal, inbox = walk.ids["personal"], walk.ids["inbox"]
+    env = {
+        **os.environ,
+        "ONDECK_SERVER_URL": url,
+        "ONDECK_TOKEN": walk.tokens["work-write"],
+        "ONDECK_SIDES": json.dumps(SIDES),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_DATA_DIR": str(tmp_path / "client"),
+    }
+    shown = [
+        ["task", "list", "--side", "work"],
+        ["schedule", "list", "--side", "work"],
+        ["note", "list", "--side", "work"],
+        ["recall", "task summary note handoff last word", "--side", "work"],
+        ["session", "list"],
+        ["context", "--side", "work"],
+    ]
+    aimed = [
+        ["task", "list", "--side", "personal"],
+        ["task", "show", str(personal["task"])],
+        ["note", "list", "--side", "personal"],
+        ["note", "list", "--unclassified"],
+        ["note", "show", str(personal["note"])],
+        ["recall", "task summary note handoff last word", "--side", "personal"],
+        ["session", "list", "--side", "personal"],
+        ["session", "show", str(personal["session"])],
+        ["session", "show", str(inbox["session"])],
+        ["session", "move", str(personal["session"]), "--side", "work"],
+        ["note", "add", "sneaked", "--side", "personal"],
+    ]
+    before = walk.others()
+    for args in shown + aimed:
+        done = subprocess.run(
+            [ONDECK, *args], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+        said = done.stdout + done.stderr
+        for mark in (OTHER, INBOX, "PERSONALSIDE", "INBOXSIDE"):
+            assert mark not in said, f"ondeck {' '.join(args)}: {said[:300]}"
+        if args in aimed:
+            assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, (
+                f"ondeck {' '.join(args)}: {done.returncode} {said[:300]}"
+            )
+        else:
+            assert done.returncode == 0, f"ondeck {' '.join(args)}: {said[:300]}"
+    assert walk.others() == before
+
+
+def _web_paths(app: FastAPI) -> list[str]:
+    """The dashboard's pages (GET routes outside the API), ids filled with the personal
+    side's."""
+    found: list[str] = []
+
+    def walk_routes(routes: Any) -> None:
+        for route in routes:
+            contexts = getattr(route, "effective_route_contexts", None)
+            if contexts is not None:
+                walk_routes(contexts() if callable(contexts) else contexts)
+                continue
+            path, methods = getattr(route, "path", ""), getattr(route, "methods", None) or ()
+            if "GET" in methods and not path.startswith(("/api/", "/mcp", "/static", "/openapi")):
+                found.append(path)
+
+    walk_routes(app.routes)
+    return found
+
+
+def test_no_dashboard_page_shows_a_device_token_anything(walk: Walk) -> None:
+    """The dashboard is the owner's: a device token, even of every side, opens none of its
+    pages (it is not the login's token), so none can show another side; the calendar feed,
+    which takes one, is of its side (tests/api/test_sides_api.py)."""
+    paths = _web_paths(walk.app)
+    assert len(paths) > 8, paths
+    ids = walk.ids["personal"]
+    for path in paths:
+        for name, value in (("id", ids["task"]), ("task_id", ids["task"])):
+            path = path.replace("{" + name + "}", str(value))
+        path = path.replace("{schedule_id}", str(ids["schedule"]))
+        path = path.replace("{note_id}", str(ids["note"]))
+        path = path.replace("{ref}", str(ids["session"]))
+        for token in ("work-read", "reader"):
+            answer = walk.client.get(
+                path,
+                params={"side": "personal"},
+                headers={"Authorization": f"Bearer {walk.tokens[token]}"},
+                follow_redirects=False,
+            )
+            if path in ("/login", "/calendar.ics"):
+                continue
+            assert answer.status_code in (303, 307, 401, 403), f"{path}: {answer.status_code}"
+            _clean(answer, path)
+        login = walk.client.post(
+            "/login", data={"token": walk.tokens["reader"]}, follow_redirects=False
+        )
+        assert "set-cookie" not in {k.lower() for k in login.headers}, "a device token logged in"
