@@ -41,6 +41,7 @@ from ondeck.host.settings import load_settings
 from ondeck.memory import notes_handoffs, notes_write
 from ondeck.sessions.classify import Facts, Rules, classify
 from ondeck.sessions.hook_events import new_record
+from ondeck.system import events
 from ondeck.system import tokens as device_tokens
 from ondeck.work import backlog
 from ondeck.work import schedules as schedule_service
@@ -584,3 +585,35 @@ def test_no_dashboard_page_shows_a_device_token_anything(walk: Walk) -> None:
             "/login", data={"token": walk.tokens["reader"]}, follow_redirects=False
         )
         assert "set-cookie" not in {k.lower() for k in login.headers}, "a device token logged in"
+
+
+def test_events_of_a_side_on_both_stores(engine: Engine) -> None:
+    """The one statement of the walk that differs per store: the events a reader held to a
+    side sees are those of that side's items (and the inbox's of the inbox), on SQLite and
+    PostgreSQL alike."""
+    from ondeck.core.sides import EVERY_SIDE, SideView
+
+    walk = Walk(engine, None)
+    with engine.connect() as conn:
+        seen = {
+            name: {e.subject for e in events.list_events(conn, limit=500, view=view)}
+            for name, view in (
+                ("work", SideView(sides_on=True, side="work")),
+                ("personal", SideView(sides_on=True, side="personal")),
+                ("inbox", SideView(sides_on=True, inbox=True)),
+                ("closed", SideView(sides_on=True)),
+                ("all", EVERY_SIDE),
+            )
+        }
+    for side in ("work", "personal"):
+        ids = walk.ids[side]
+        assert seen[side] == {
+            f"task:{ids['task']}",
+            f"schedule:{ids['schedule']}",
+            f"note:{ids['note']}",
+            f"note:{ids['note'] + 1}",  # the session's handoff
+        }, seen[side]
+    assert seen["inbox"] == {f"task:{walk.ids['inbox']['task']}"}
+    assert seen["closed"] == set()
+    assert seen["all"] >= seen["work"] | seen["personal"] | seen["inbox"]
+    assert any(s.startswith("token:") for s in seen["all"])  # the owner's own events
