@@ -374,7 +374,7 @@ def timed(engine: Engine, rounds: int, calls: list[Callable[[Any], Any]]) -> lis
 
 
 def recall_times(engine: Engine, rounds: int) -> dict[str, Any]:
-    scope = Scope(sides_on=True, side="work")
+    scope = Scope.of(sides_on=True, side="work")
     day = clock.today(clock.now(), UTC)
     hits: dict[str, int] = {}
 

@@ -152,7 +152,7 @@ def ask(engine: Engine, keys: dict[int, str], day: Any, limit: int) -> dict[str,
         refused = None
         try:
             with engine.begin() as conn:
-                found = recall(conn, question, Scope(sides_on=False), day, limit=limit)
+                found = recall(conn, question, Scope.of(sides_on=False), day, limit=limit)
             ranked = [
                 keys.get(h.id, f"?{h.id}") if h.kind in NOTE_KINDS else f"{h.kind}:{h.id}"
                 for h in found.hits

@@ -23,9 +23,9 @@ from support.memory import make_session
 UTC = ZoneInfo("UTC")
 SEOUL = ZoneInfo("Asia/Seoul")
 SIDES = {"work": ["/w"], "personal": ["/p"]}
-WORK = Scope(sides_on=True, side="work")
-PERSONAL = Scope(sides_on=True, side="personal")
-POOL = Scope(sides_on=False)
+WORK = Scope.of(sides_on=True, side="work")
+PERSONAL = Scope.of(sides_on=True, side="personal")
+POOL = Scope.of(sides_on=False)
 DAY = NOW.date()
 
 
@@ -240,11 +240,11 @@ def test_sides_never_mix_and_the_inbox_is_for_a_person_asking(engine: Engine) ->
     assert inbox.side is None and inbox.project is None
     assert listed(engine, WORK) == [work.id]
     assert listed(engine, PERSONAL) == [mine.id]
-    assert listed(engine, Scope(sides_on=True, inbox=True)) == [inbox.id]
+    assert listed(engine, Scope.of(sides_on=True, inbox=True)) == [inbox.id]
     with engine.connect() as conn, pytest.raises(NotFound, match="in side work"):
         svc.get_note(conn, mine.id, WORK)
     with engine.connect() as conn, pytest.raises(InvalidInput, match="give a side"):
-        svc.list_notes(conn, Scope(sides_on=True), DAY)
+        svc.list_notes(conn, Scope.of(sides_on=True), DAY)
     with engine.begin() as conn, pytest.raises(InvalidInput, match="not configured"):
         svc.add_note(
             conn, NOW, text="x", side="hobby", project=None, sides=SIDES, zone=UTC, actor="t"
@@ -257,7 +257,7 @@ def test_sides_never_mix_and_the_inbox_is_for_a_person_asking(engine: Engine) ->
             conn, NOW, lost, side="work", project="infra", sides=SIDES, actor="cli"
         )
     assert listed(engine, WORK) == [inbox.id, work.id]
-    assert listed(engine, Scope(sides_on=True, inbox=True)) == []
+    assert listed(engine, Scope.of(sides_on=True, inbox=True)) == []
     assert kinds_of(engine, inbox.id) == ["handoff.written", "note.moved"]
 
 
@@ -265,7 +265,7 @@ def test_project_scope_shows_the_project_and_side_wide_notes(engine: Engine) -> 
     wide = add(engine, "side-wide: always run the linters", side="work", sides=SIDES)
     here = add(engine, "ondeck: SQLite in WAL", side="work", project="ondeck", sides=SIDES)
     add(engine, "blog: drafts in /d", side="work", project="blog", sides=SIDES)
-    scope = Scope(sides_on=True, side="work", project="ondeck")
+    scope = Scope.of(sides_on=True, side="work", project="ondeck")
     assert listed(engine, scope) == [here.id, wide.id]
 
 

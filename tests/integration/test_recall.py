@@ -24,10 +24,10 @@ from support.memory import add_compaction, make_session
 
 UTC = ZoneInfo("UTC")
 DAY = NOW.date()
-POOL = Scope(sides_on=False)
+POOL = Scope.of(sides_on=False)
 SIDES = {"work": ["/w"], "personal": ["/p"]}
-WORK = Scope(sides_on=True, side="work")
-PERSONAL = Scope(sides_on=True, side="personal")
+WORK = Scope.of(sides_on=True, side="work")
+PERSONAL = Scope.of(sides_on=True, side="personal")
 
 
 def note(engine: Engine, body: str, at=NOW, **kw):  # type: ignore[no-untyped-def]
@@ -310,9 +310,9 @@ def test_sides_never_mix_in_recall(engine: Engine) -> None:
         r in seen for r in (ref(work), f"session {w}", f"session {u}", f"task {lawyer.id}")
     )
     assert f"task {loose.id}" not in seen
-    assert set(refs(engine, "deploy", Scope(sides_on=True, inbox=True))) == {f"session {u}"}
+    assert set(refs(engine, "deploy", Scope.of(sides_on=True, inbox=True))) == {f"session {u}"}
     with engine.begin() as conn, pytest.raises(InvalidInput, match="give a side"):
-        recall(conn, "deploy", Scope(sides_on=True), DAY)
+        recall(conn, "deploy", Scope.of(sides_on=True), DAY)
 
 
 def test_a_last_word_says_which_agent_said_it(engine: Engine) -> None:

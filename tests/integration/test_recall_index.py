@@ -35,7 +35,7 @@ from support.memory import add_compaction, make_session
 
 UTC = ZoneInfo("UTC")
 DAY = NOW.date()
-POOL = Scope(sides_on=False)
+POOL = Scope.of(sides_on=False)
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -295,7 +295,7 @@ def test_common_words_read_best_first_give_what_reading_everything_gives(
                 at=NOW + timedelta(minutes=rng.randint(0, 50)),
                 project=project,
             )
-    narrow = Scope(sides_on=False, project="api")
+    narrow = Scope.of(sides_on=False, project="api")
     queries = ("deploy", "deploy cache", "deploying backup vault", "배포 deploy", "캐시 로그 장애")
     with engine.begin() as conn:
         recall(conn, "deploy", POOL, DAY)  # indexes

@@ -207,7 +207,7 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
     assert before_tick[0] == f"note {note.id} is expired: it cannot be edited"
     with engine.connect() as conn:
         shown = notes.get_note(conn, note.id).to_json(UTC, next_day.date())
-        listed = notes.list_notes(conn, Scope(sides_on=False), next_day.date())
+        listed = notes.list_notes(conn, Scope.of(sides_on=False), next_day.date())
     assert shown["status"] == "expired" and listed == []
     with engine.begin() as conn:
         assert notes.expire_due(conn, next_day, next_day.date()) == [note.id]
@@ -267,6 +267,6 @@ def test_recall_shows_a_silent_session_s_last_word_as_of_a_lost_session(engine: 
     three_days = later(NOW, days=3)
     with engine.connect() as conn:
         found = recall(
-            conn, "배포", Scope(sides_on=False), three_days.date(), lost_before=three_days - GRACE
+            conn, "배포", Scope.of(sides_on=False), three_days.date(), lost_before=three_days - GRACE
         )
     assert [(h.kind, h.status) for h in found.hits] == [("last_word", "lost")]

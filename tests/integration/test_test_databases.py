@@ -42,7 +42,7 @@ def _write_and_index(url: str) -> None:
             zone=ZoneInfo("UTC"),
             actor="t",
         )
-        recall(conn, "deploy", Scope(sides_on=False), NOW.date())
+        recall(conn, "deploy", Scope.of(sides_on=False), NOW.date())
         assert conn.execute(text("SELECT docs FROM recall_corpus")).scalar_one() == 1
     engine.dispose()
 

@@ -151,6 +151,18 @@ class Scope:
     view: SideView
     project: str | None = None
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        sides_on: bool,
+        side: str | None = None,
+        inbox: bool = False,
+        project: str | None = None,
+    ) -> Scope:
+        """The scope of a reader already placed (its side checked where it came from)."""
+        return cls(view=SideView(sides_on=sides_on, side=side, inbox=inbox), project=project)
+
     @property
     def sides_on(self) -> bool:
         return self.view.sides_on
