@@ -267,6 +267,10 @@ def test_recall_shows_a_silent_session_s_last_word_as_of_a_lost_session(engine: 
     three_days = later(NOW, days=3)
     with engine.connect() as conn:
         found = recall(
-            conn, "배포", Scope.of(sides_on=False), three_days.date(), lost_before=three_days - GRACE
+            conn,
+            "배포",
+            Scope.of(sides_on=False),
+            three_days.date(),
+            lost_before=three_days - GRACE,
         )
     assert [(h.kind, h.status) for h in found.hits] == [("last_word", "lost")]
