@@ -514,6 +514,15 @@ def _seed_0012() -> dict[str, list[dict[str, Any]]]:
     return _seed_0011()
 
 
+def _seed_0013() -> dict[str, list[dict[str, Any]]]:
+    """0013: when a session's latest start was heard (a resume's), so an end from before it
+    ends nothing; 0012's rows, each with one."""
+    seed = _seed_0012()
+    for row in seed["sessions"]:
+        row["last_start_at"] = row["started_at"]
+    return seed
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -526,6 +535,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0009": _seed_0009(),
     "0011": _seed_0011(),
     "0012": _seed_0012(),
+    "0013": _seed_0013(),
 }
 
 

@@ -262,6 +262,9 @@ sessions = Table(
     Column("end_reason", ScrubbedText(64)),
     # How the first start came (startup, resume, clear, compact); NULL: no start was heard.
     Column("start_source", ScrubbedText(16)),
+    # The latest start heard (a resume's): an end from before it, arriving after it, is of
+    # an earlier run and ends nothing (migration 0013).
+    Column("last_start_at", Instant),
     Column("resumes", Integer, nullable=False, server_default="0"),
     Column("cwd", ScrubbedText()),
     Column("git_root", ScrubbedText()),

@@ -72,20 +72,31 @@ class Change:
         if at > self.row["last_seen_at"]:
             self.set("last_seen_at", at)
 
-    def alive_since(self) -> bool:
+    def alive_since(self, *, ended: bool = True) -> bool:
         """Whether this record shows the session alive after what the row knows: heard
         within the grace (older, and a lost session stays lost: a spooled Stop of 14 hours
-        ago adds its last word and reopens nothing), and after an end it has."""
+        ago adds its last word and reopens nothing), and (`ended`) after an end it has."""
         at = self.record["at"]
         if self.lost_before is not None and at < self.lost_before:
             return False
-        ended = self.get("ended_at")
-        return ended is None or at > ended
+        if not ended:
+            return True
+        end_at = self.get("ended_at")
+        return end_at is None or at > end_at
 
     def reopen_if_lost(self, by: str) -> None:
-        if self.get("status") == SessionStatus.LOST and self.alive_since():
+        """A turn or compaction heard from a session shown lost (it was not), or after its
+        end (it went on: resumed, or the end was an import's guess): open again."""
+        status = self.get("status")
+        ended_at = self.get("ended_at")
+        after_end = (
+            status == SessionStatus.ENDED and ended_at is not None and self.record["at"] > ended_at
+        )
+        if (status == SessionStatus.LOST or after_end) and self.alive_since(ended=False):
             self.set("status", SessionStatus.OPEN)
-            self.event("session.reopened", {"from": SessionStatus.LOST.value, "by": by})
+            self.set("ended_at", None)
+            self.set("end_reason", None)
+            self.event("session.reopened", {"from": status, "by": by})
 
     def count_redactions(self, count: int, kinds: dict[str, int]) -> None:
         if not count:
@@ -102,11 +113,15 @@ class Change:
         source = self.record.get("source")
         if created:
             return
+        at = self.record["at"]
+        last_start = self.get("last_start_at")
+        if last_start is None or at > last_start:
+            self.set("last_start_at", at)
         if self.row["start_source"] is None:
             # The start arrives after a later event made the row (a spool drained out of
             # order, a hook installed mid-session): it is the session's start after all.
             self.set("start_source", source or UNKNOWN_SOURCE)
-            self.set("started_at", min(self.row["started_at"], self.record["at"]))
+            self.set("started_at", min(self.row["started_at"], at))
             if self.capture:
                 facts = self.record["facts"]
                 self.set("start_head", facts.get("head"))
@@ -116,22 +131,30 @@ class Change:
             if self.row["side_rule"] != "moved":
                 self.adopt(self.record["classification"])
             # Not a second "started": the record began when its first event was heard; this
-            # says when the session itself did.
+            # says when the session itself did. A resume may still reopen it (below).
             self.event("session.start_heard_late", self.started_details(late=True))
-            return
+        elif at < self.row["started_at"]:
+            # An earlier start than the one that made the row (the first start spooled, a
+            # resume stored before it): the session began then, as this start says.
+            self.set("started_at", at)
+            self.set("start_source", source or UNKNOWN_SOURCE)
+            if self.capture:
+                self.set("start_head", self.record["facts"].get("head"))
         status = self.get("status")
         ended_at = self.get("ended_at")
-        if status == SessionStatus.ENDED and ended_at is not None and self.record["at"] < ended_at:
+        if status == SessionStatus.ENDED and ended_at is not None and at < ended_at:
             return  # a resume from before the end, arriving after it (a hook stores its own
             # event before it drains the spool): it does not reopen what ended since
         # A resume reopens; so does any start of a session thought lost (it was not). A new
         # `startup` always comes with a new session id: for a known one it is a replay.
         if (source == "resume" or status == SessionStatus.LOST) and self.alive_since():
+            if source == "resume":
+                self.set("resumes", int(self.row["resumes"]) + 1)
+            if status == SessionStatus.OPEN:
+                return  # already running (its end, if any, is not heard yet)
             self.set("status", SessionStatus.OPEN)
             self.set("ended_at", None)
             self.set("end_reason", None)
-            if source == "resume":
-                self.set("resumes", int(self.row["resumes"]) + 1)
             self.event(
                 "session.resumed" if source == "resume" else "session.reopened",
                 {"from": status, "source": source},
@@ -217,6 +240,16 @@ class Change:
         status = self.get("status")
         if status == SessionStatus.ENDED:
             return  # ended before (and not resumed since): the first end stands
+        # Heard from after this end (a resume, or a turn of the run a resume began): the end
+        # of an earlier run, arriving late (an import of its transcript, a spooled end
+        # drained after the session went on). It ends nothing now.
+        later = max(self.get("last_start_at") or self.row["last_seen_at"], self.row["last_seen_at"])
+        if self.record["at"] < later:
+            self.event(
+                "session.end_heard_late",
+                {"reason": self.record.get("reason"), "heard_since": later.isoformat()},
+            )
+            return
         ended_at = max(self.record["at"], self.get("started_at"))
         self.set("status", SessionStatus.ENDED)
         self.set("ended_at", ended_at)

@@ -14,7 +14,15 @@ from ondeck.db.plain import Db, instant_in, instant_out, json_in, json_out
 from ondeck.db.plain import render as _for
 
 INSTANTS = frozenset(
-    {"started_at", "last_seen_at", "ended_at", "last_word_at", "created_at", "updated_at"}
+    {
+        "started_at",
+        "last_seen_at",
+        "last_start_at",
+        "ended_at",
+        "last_word_at",
+        "created_at",
+        "updated_at",
+    }
 )
 JSONS = frozenset({"classification", "disagreements", "commits", "files", "redaction_kinds"})
 BOOLS = frozenset({"capture", "unclassified", "imported"})
@@ -29,6 +37,7 @@ INSERTED = (  # what a new row is given; the others keep their defaults
     "started_at",
     "last_seen_at",
     "start_source",
+    "last_start_at",
     "resumes",
     "cwd",
     "git_root",
