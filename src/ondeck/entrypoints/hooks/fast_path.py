@@ -92,6 +92,7 @@ CLIENT_ALONE = CLIENT | {
     "ondeck.core.errors",
     "ondeck.core.humanize",
     "ondeck.core.memory",
+    "ondeck.core.sides",  # the brief's Scope holds its side view (standard library only)
     "ondeck.core.validation",
     "ondeck.db",
     "ondeck.db.plain",

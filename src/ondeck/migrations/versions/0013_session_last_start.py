@@ -33,5 +33,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("sessions") as batch:
-        batch.drop_column("last_start_at")
+    # A plain DROP COLUMN (SQLite 3.35+ and PostgreSQL): batch mode would copy the table, and
+    # dropping the old copy trips the foreign keys of the rows that refer to it.
+    op.drop_column("sessions", "last_start_at")
