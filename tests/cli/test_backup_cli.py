@@ -252,3 +252,27 @@ def test_an_import_after_a_restore_brings_what_changed_and_a_cut_export_is_refus
         assert stale not in brief, stale
     shown = _json(env, "note", "show", str(decision["id"]))
     assert shown["status"] == "superseded" and not shown["pinned"], shown
+
+
+def test_a_note_written_while_the_clock_ran_ahead_stays_wrong_after_restore_and_import(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The note is written with the clock a month ahead (libfaketime), backed up, marked
+    wrong with the clock right, exported; restore and import: wrong, and said so."""
+    from datetime import UTC, timedelta
+
+    from support.procs import at_time
+
+    ahead = at_time(env, datetime.now(UTC) + timedelta(days=30))
+    note = json.loads(_ok(ahead, "note", "add", "배포 창은 금요일", "--json"))
+    made = _json(env, "backup")
+    _ok(env, "note", "wrong", str(note["id"]), "--reason", "목요일로 바뀜")
+    exported = tmp_path / "memory.jsonl"
+    _ok(env, "export", "--format", "jsonl", "--all-sides", "--out", str(exported))
+    _ok(env, "restore", made["file"], "--yes")
+    out = _ok(env, "import", str(exported))
+    assert "0 already there; 1 brought to the export's newer state" in out, out
+    assert f"marked wrong as in the export: 1 note ({note['id']})" in out, out
+    shown = _json(env, "note", "show", str(note["id"]))
+    assert (shown["status"], shown["status_reason"]) == ("wrong", "목요일로 바뀜"), shown
+    assert "배포 창은 금요일" not in _ok(env, "recall", "배포")

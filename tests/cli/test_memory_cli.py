@@ -281,7 +281,9 @@ def test_export_and_import_from_the_command_line(ondeck: Any, db_url: str, tmp_p
     assert code == 0, err
     assert "a decision" in (tmp_path / "md" / "_side-wide.md").read_text(encoding="utf-8")
     again = ok_json(ondeck, "import", str(target))
-    assert again == {"notes": 0, "sessions": 0, "skipped": 2, "updated": 0, "warnings": []}
+    assert again == {"notes": 0, "sessions": 0, "skipped": 2, "updated": 0, "warnings": [],
+                     "changed": {"wrong": [], "superseded": [], "expired": [], "updated": []},
+                     "kept": []}  # fmt: skip
     before = count(db_url)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"format": "ondeck-memory", "version": 1}\n\xff\xfe\n')

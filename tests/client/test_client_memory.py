@@ -177,6 +177,8 @@ def test_export_then_import_through_the_client(server: Server, laptop: Machine) 
         "sessions": 0,
         "skipped": notes_in_file - 1,
         "updated": 0,
+        "changed": {"wrong": [], "superseded": [], "expired": [], "updated": []},
+        "kept": [],
         "warnings": [],
     }
     again = js(laptop, ".", "import", str(out))
@@ -185,6 +187,8 @@ def test_export_then_import_through_the_client(server: Server, laptop: Machine) 
         "sessions": 0,
         "skipped": notes_in_file,
         "updated": 0,
+        "changed": {"wrong": [], "superseded": [], "expired": [], "updated": []},
+        "kept": [],
         "warnings": [],
     }
     bad = laptop.home / "bad.jsonl"

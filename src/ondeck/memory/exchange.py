@@ -7,7 +7,9 @@ note a new id and keeps the links between them (supersedes, superseded by), the 
 they came from (matched by agent and session id, created only when absent) and every
 status, reason and time; each imported note is an event (`note.imported`) naming its old
 id. Export then import into an empty database gives the same notes. A note already there
-(same kind, text, origin, place and creation time) is not imported twice. One bad line
+(same kind, text, origin, place and creation time) is not imported twice: it takes the
+file's state where that is the later (exchange_import.py says which is, never by the
+clock), and the import names each note it changed, by what it did. One bad line
 refuses the whole file, saying which line and why, and nothing is written.
 
 Markdown (for reading): one file per side and project with its decisions, pinned notes and
@@ -26,10 +28,11 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ondeck.memory.exchange_export import export_jsonl, export_markdown
-from ondeck.memory.exchange_import import Imported, import_jsonl
+from ondeck.memory.exchange_import import CHANGES, Imported, import_jsonl
 from ondeck.system.caller import Caller
 
 __all__ = [
+    "CHANGES",
     "Imported",
     "export_jsonl",
     "export_markdown",
@@ -53,5 +56,7 @@ def import_counts(conn: Connection, at: Caller, lines: Iterable[str]) -> dict[st
         "sessions": result.sessions,
         "skipped": result.skipped,
         "updated": result.updated,
+        "changed": {kind: result.changed.get(kind, []) for kind in CHANGES},
+        "kept": result.kept,
         "warnings": result.warnings,
     }

@@ -1,7 +1,14 @@
 """Memory in: applying a checked export (exchange_read.py) in the caller's transaction, all
 or nothing: new notes get new ids and keep their links, notes already here are matched and
-brought to the file's newer state, and a chain that would contradict itself refuses the
-whole file."""
+brought to the file's later state, and a chain that would contradict itself refuses the
+whole file.
+
+Which of two copies of one note is the later: the one whose status has gone further from
+true (active, then expired or superseded, then wrong: a status only moves that way), and
+between copies equally far, the one changed later. A status is never judged by the
+instants it was stamped with: those are the writing machine's "now", which may have run
+ahead (a note written then looks changed "since" every export made after the clock was put
+right)."""
 
 from __future__ import annotations
 
@@ -27,9 +34,29 @@ class Imported:
     notes: int = 0
     sessions: int = 0
     skipped: int = 0  # already there, as the file has it (or changed here since)
-    updated: int = 0  # already there, brought to the file's newer state
+    updated: int = 0  # already there, brought to the file's later state
     ids: dict[int, int] = field(default_factory=dict)  # old id → new id
     warnings: list[str] = field(default_factory=list)
+    # The notes here the import changed, by what it did to them (CHANGES), and those the
+    # file has otherwise but whose state here stands: their ids here.
+    changed: dict[str, list[int]] = field(default_factory=dict)
+    kept: list[int] = field(default_factory=list)
+
+
+# What an import did to a note it already had: marked it as the file has it, or brought
+# its other fields (text, pin, place, links, reason).
+CHANGES = ("wrong", "superseded", "expired", "updated")
+
+# How far from true each status is. Notes change only forward (notes_changes.py changes an
+# active note; only marking wrong takes a retired one; nothing makes a note true again), so
+# of two copies the one further along is the later. Expired and superseded are equally
+# far: neither becomes the other.
+_FURTHER = {
+    NoteStatus.ACTIVE.value: 0,
+    NoteStatus.EXPIRED.value: 1,
+    NoteStatus.SUPERSEDED.value: 1,
+    NoteStatus.WRONG.value: 2,
+}
 
 
 _CARRIED = (
@@ -119,10 +146,14 @@ def import_jsonl(
     recreated = {new_id for _, new_id, _ in inserted}
     for number, local_id, values in matched:
         _relink(conn, local_id, values, result.ids, recreated)
-        if _bring(conn, now, local_id, values, result.ids, number, conflicts, actor):
+        outcome = _bring(conn, now, local_id, values, result.ids, number, conflicts, actor)
+        if outcome in CHANGES:
             result.updated += 1
+            result.changed.setdefault(outcome, []).append(local_id)
         else:
             result.skipped += 1
+            if outcome == "kept":
+                result.kept.append(local_id)
     touched = {new_id for _, new_id, _ in inserted} | {local for _, local, _ in matched}
     conflicts += _chain_faults(conn, touched)
     if conflicts:
@@ -197,8 +228,10 @@ def _bring(
     number: int,
     conflicts: list[str],
     actor: str,
-) -> bool:
-    """Bring the file's newer state of a note this database has; whether it changed it."""
+) -> str | None:
+    """Bring the file's later state (module doc) of a note this database has. What it did:
+    one of CHANGES; "kept" when the file has it otherwise but this database's state is the
+    later; None when the two are the same (or conflict, in `conflicts`)."""
     here = conn.execute(select(notes).where(notes.c.id == local_id)).one()._mapping
     theirs: dict[str, Any] = {name: values[name] for name in _CARRIED}
     for link in ("supersedes", "superseded_by"):
@@ -210,16 +243,17 @@ def _bring(
         if name not in ("updated_at", "redactions") and not _same(here[name], value)
     }
     if not changes:
-        return False
+        return None
+    further = _FURTHER[values["status"]] - _FURTHER[here["status"]]
     mine, file_time = aware(here["updated_at"]), aware(values["updated_at"])
-    if file_time < mine:
-        return False  # changed here since the export: this database's state stands
-    if file_time == mine:
+    if further < 0 or (further == 0 and file_time < mine):
+        return "kept"  # retired further here, or changed here since: this state stands
+    if further == 0 and file_time == mine:
         conflicts.append(
             f"line {number}: note {local_id} here and note {values['_id']} in the file were "
             f"both changed at {mine.isoformat()}, differently ({', '.join(sorted(changes))})"
         )
-        return False
+        return None
     try:
         with conn.begin_nested():
             conn.execute(update(notes).where(notes.c.id == local_id).values(**theirs))
@@ -228,7 +262,7 @@ def _bring(
             f"line {number}: note {local_id} cannot take the file's links "
             f"({', '.join(sorted(changes))}): another note here holds them"
         )
-        return False
+        return None
     event_log.record(
         conn,
         now,
@@ -244,7 +278,7 @@ def _bring(
             },
         },
     )
-    return True
+    return values["status"] if "status" in changes else "updated"
 
 
 def _same(here: Any, theirs: Any) -> bool:

@@ -48,7 +48,16 @@ class ImportOut(BaseModel):
     sessions: int = Field(description="Session records added.")
     skipped: int = Field(description="Already there: kept as they were.")
     updated: int = Field(
-        description="Already there, brought to the export's newer state (each an event)."
+        description="Already there, brought to the export's later state (each an event)."
+    )
+    changed: dict[str, list[int]] = Field(
+        description="The notes `updated` counts, their ids here, by what the import did: "
+        "`wrong`, `superseded`, `expired` (marked as the export has them), `updated` (text, "
+        "pin, place, links or reason brought)."
+    )
+    kept: list[int] = Field(
+        description="Notes the export has otherwise whose state here is the later (retired "
+        "further, or changed since): kept as they are, counted in `skipped`."
     )
     warnings: list[str] = Field(description="What the import could not check, one line each.")
 

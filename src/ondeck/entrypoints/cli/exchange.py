@@ -137,6 +137,34 @@ def register(app: typer.Typer) -> None:
             f"{counts['skipped']} already there"
             + (f"; {updated} brought to the export's newer state" if updated else "")
         )
+        for line in _what_changed(counts):
+            echo(line)
+
+
+# One line per kind of change an import made to notes already here (and the notes it
+# kept), in the order memory/exchange_import.py CHANGES lists them.
+_CHANGE_LINES = {
+    "wrong": "marked wrong as in the export",
+    "superseded": "superseded as in the export",
+    "expired": "expired as in the export",
+    "updated": "brought to the export's text, pin, place or links",
+    "kept": "kept as they are here (their state here is the later)",
+}
+_IDS_SHOWN = 20
+
+
+def _what_changed(counts: dict[str, Any]) -> list[str]:
+    """`marked wrong as in the export: 2 notes (4, 9)`: what the import did to the notes
+    it already had, by kind, naming them by their ids here."""
+    lines = []
+    found = {**counts.get("changed", {}), "kept": counts.get("kept", [])}
+    for kind, words in _CHANGE_LINES.items():
+        ids = found.get(kind) or []
+        if ids:
+            shown = ", ".join(map(str, ids[:_IDS_SHOWN]))
+            more = f" and {len(ids) - _IDS_SHOWN} more" if len(ids) > _IDS_SHOWN else ""
+            lines.append(f"{words}: {counted(len(ids), 'note')} ({shown}{more})")
+    return lines
 
 
 def _directory_side(cli: Cli) -> str:
