@@ -177,6 +177,27 @@ def engine(db_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def second_engine(
+    engine: Engine, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Engine]:
+    """A second migrated, empty database on the same store as `engine` (a restored backup,
+    another machine's database): what an import is tried into."""
+    if engine.dialect.name == "postgresql":
+        admin = request.getfixturevalue("pg_admin_url")
+        url = new_pg_database(admin, request.getfixturevalue("pg_template"))
+        other = make_engine(url)
+        yield other
+        other.dispose()
+        drop_pg_database(admin, url)
+        return
+    path = tmp_path / "second.db"
+    shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+    other = make_engine(f"sqlite:///{path}")
+    yield other
+    other.dispose()
+
+
+@pytest.fixture
 def settings(db_url: str, tmp_path: Path) -> Settings:
     return load_settings(
         database_url=db_url, tz="UTC", data_dir=tmp_path / "data", backup_dir=tmp_path / "backups"

@@ -5,8 +5,6 @@ line refuses the whole file; Markdown files per project hold what is true."""
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,9 +13,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select
 
-from conftest import NOW, drop_pg_database, new_pg_database
+from conftest import NOW
 from ondeck.core.errors import InvalidInput
-from ondeck.db.engine import make_engine
 from ondeck.db.tables import events, notes, sessions
 from ondeck.memory import exchange
 from ondeck.memory import notes as svc
@@ -28,21 +25,9 @@ SIDES = {"work": ["/w"], "personal": ["/p"]}
 
 
 @pytest.fixture
-def empty(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A second migrated, empty database on the same store."""
-    if engine.dialect.name == "postgresql":
-        admin = request.getfixturevalue("pg_admin_url")
-        url = new_pg_database(admin, request.getfixturevalue("pg_template"))
-        other = make_engine(url)
-        yield other
-        other.dispose()
-        drop_pg_database(admin, url)
-        return
-    path = tmp_path / "empty.db"
-    shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-    other = make_engine(f"sqlite:///{path}")
-    yield other
-    other.dispose()
+def empty(second_engine: Engine) -> Engine:
+    """An empty database on the same store."""
+    return second_engine
 
 
 def fill(engine: Engine) -> None:

@@ -7,17 +7,13 @@ stamps say."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import Engine, select
 
-from conftest import NOW, drop_pg_database, new_pg_database
-from ondeck.db.engine import make_engine
+from conftest import NOW
 from ondeck.db.tables import events, notes
 from ondeck.memory import exchange
 from ondeck.memory import notes as svc
@@ -28,21 +24,9 @@ AHEAD = NOW + timedelta(days=30)  # the machine's clock, a month ahead
 
 
 @pytest.fixture
-def restored(engine: Engine, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A second migrated, empty database on the same store: the backup, once restored."""
-    if engine.dialect.name == "postgresql":
-        admin = request.getfixturevalue("pg_admin_url")
-        url = new_pg_database(admin, request.getfixturevalue("pg_template"))
-        other = make_engine(url)
-        yield other
-        other.dispose()
-        drop_pg_database(admin, url)
-        return
-    path = tmp_path / "restored.db"
-    shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-    other = make_engine(f"sqlite:///{path}")
-    yield other
-    other.dispose()
+def restored(second_engine: Engine) -> Engine:
+    """The backup, once restored: an empty database on the same store."""
+    return second_engine
 
 
 def _export(engine: Engine) -> list[str]:

@@ -139,10 +139,6 @@ class Access:
     # Who it is, for refusals: "token 'laptop'", "this session".
     who: str = "the owner"
 
-    @property
-    def held(self) -> bool:
-        return self.side is not None
-
     def own(self, side: str | None, *, inbox: bool = False) -> str | None:
         """`side` (or, held to one, its own side); naming another side or the inbox is
         refused."""

@@ -138,8 +138,9 @@ class Call:
         return Scope(view=self.side_view(side, inbox=inbox), project=project)
 
     def side_to_write(self, side: str | None) -> str | None:
-        """The side a new item made by this caller gets: the one named (required with sides
-        configured), or its own."""
+        """The side a new item made by this caller gets, or an edit moves one to: the one
+        named (required with sides configured), or its own (a caller held to a side moves
+        nothing out of it)."""
         return self.access.to_write(self.settings.sides, side)
 
     def id_view(self) -> SideView:
@@ -150,10 +151,6 @@ class Call:
     def check_reaches(self, side: str | None, what: str) -> None:
         """An item of a side this caller does not reach is "not found"."""
         self.access.check_reaches(self.settings.sides, side, what)
-
-    def side_to_move(self, side: str | None) -> str | None:
-        """The side an edit moves an item to: a caller held to a side moves nothing out."""
-        return self.access.to_write(self.settings.sides, side)
 
     def limited(self, side: str | None, *, inbox: bool = False) -> str | None:
         """`side`, or this call's own side (naming another, or the inbox, is refused)."""

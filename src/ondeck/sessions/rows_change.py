@@ -72,17 +72,16 @@ class Change:
         if at > self.row["last_seen_at"]:
             self.set("last_seen_at", at)
 
-    def alive_since(self, *, ended: bool = True) -> bool:
+    def within_grace(self) -> bool:
+        """Whether this record was heard within the grace: older, and a lost session stays
+        lost (a spooled Stop of 14 hours ago adds its last word and reopens nothing)."""
+        return self.lost_before is None or self.record["at"] >= self.lost_before
+
+    def alive_since(self) -> bool:
         """Whether this record shows the session alive after what the row knows: heard
-        within the grace (older, and a lost session stays lost: a spooled Stop of 14 hours
-        ago adds its last word and reopens nothing), and (`ended`) after an end it has."""
-        at = self.record["at"]
-        if self.lost_before is not None and at < self.lost_before:
-            return False
-        if not ended:
-            return True
+        within the grace, and after an end it has."""
         end_at = self.get("ended_at")
-        return end_at is None or at > end_at
+        return self.within_grace() and (end_at is None or self.record["at"] > end_at)
 
     def reopen_if_lost(self, by: str) -> None:
         """A turn or compaction heard from a session shown lost (it was not), or after its
@@ -92,7 +91,7 @@ class Change:
         after_end = (
             status == SessionStatus.ENDED and ended_at is not None and self.record["at"] > ended_at
         )
-        if (status == SessionStatus.LOST or after_end) and self.alive_since(ended=False):
+        if (status == SessionStatus.LOST or after_end) and self.within_grace():
             self.set("status", SessionStatus.OPEN)
             self.set("ended_at", None)
             self.set("end_reason", None)

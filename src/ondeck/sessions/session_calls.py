@@ -34,7 +34,7 @@ def list_sessions(
     found = records.list_sessions(
         conn,
         status=status,
-        side=view.side if view.sides_on and not view.inbox else side,
+        side=view.side,
         project=project,
         agent=agent,
         before_id=before_id,

@@ -33,7 +33,7 @@ from ondeck.core.sides import EVERY_SIDE, SideView
 from ondeck.db import gate
 from ondeck.db.dialect import is_postgres
 from ondeck.db.engine import on_driver
-from ondeck.db.tables import events
+from ondeck.db.tables import events, notes, schedules, sessions, tasks
 from ondeck.db.types import Instant, Json, ScrubbedText
 
 MAX_LIMIT = 500
@@ -312,7 +312,6 @@ def list_events(
 
 def subjects_of(view: SideView) -> Any:
     """The event subjects (`task:12`, …) of the items `view` sees, as one subquery."""
-    from ondeck.db.tables import notes, schedules, sessions, tasks
 
     def named(prefix: str, table: Any, side: Any) -> Any:
         subject = literal(prefix, String) + cast(table.c.id, String)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field, Strict
 
-from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus, Scope
+from ondeck.core.memory import TEXT_MAX, NoteKind, NoteStatus
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Day, Project, SideRule, StrictBody, errors, sided
@@ -179,12 +179,6 @@ ERRORS = errors(
 )
 
 
-def scope_of(store: Call, side: str | None, project: str | None, inbox: bool) -> Scope:
-    """Whose memory a route reads: through the call's one gate (the side named, or its
-    token's; another side or the inbox refused to a token held to one)."""
-    return store.scope(side, project, inbox=inbox)
-
-
 @router.get(
     "/recall", openapi_extra=sided(SideRule.ONE_SIDE), response_model=RecallOut, responses=ERRORS
 )
@@ -200,7 +194,7 @@ def get_recall(
     all: Annotated[bool, Query(description="Also superseded, wrong and expired notes.")] = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, project, unclassified)
+    scope = store.scope(side, project, inbox=unclassified)
     with store.write() as conn:  # the index is brought up to date first
         return recall_json(
             conn, store, q, scope, kinds=",".join(kind or []), include_all=all, limit=limit
@@ -221,7 +215,7 @@ def list_notes(
     before_id: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=notes.MAX_LIMIT)] = 50,
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, project, unclassified)
+    scope = store.scope(side, project, inbox=unclassified)
     with store.read() as conn:
         return calls.list_notes(
             conn,
@@ -266,7 +260,7 @@ def add_note(store: StoreDep, body: NoteIn) -> dict[str, Any]:
 def get_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.read() as conn:
         return calls.show_note(conn, store, note_id, scope)
 
@@ -281,7 +275,7 @@ def get_note_history(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
     """The note with its events (`ondeck note show`)."""
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.read() as conn:
         return calls.show_note(conn, store, note_id, scope, history=True)
 
@@ -299,7 +293,7 @@ def edit_note(
     side: Side = None,
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.write() as conn:
         return calls.edit_note(
             conn,
@@ -317,7 +311,7 @@ def edit_note(
 
 
 def _pin(store: Call, note_id: int, pinned: bool, side: str | None, inbox: bool) -> Any:
-    scope = scope_of(store, side, None, inbox)
+    scope = store.scope(side, None, inbox=inbox)
     with store.write() as conn:
         return calls.pin_note(conn, store, note_id, pinned, scope=scope)
 
@@ -359,7 +353,7 @@ def supersede_note(
     side: Side = None,
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.write() as conn:
         return calls.supersede_note(
             conn, store, note_id, body.text, scope=scope, session=body.session or None
@@ -379,7 +373,7 @@ def mark_wrong(
     side: Side = None,
     unclassified: Inbox = False,
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.write() as conn:
         return calls.mark_wrong(conn, store, note_id, body.reason, scope=scope)
 
@@ -393,7 +387,7 @@ def mark_wrong(
 def delete_note(
     store: StoreDep, note_id: NoteId, side: Side = None, unclassified: Inbox = False
 ) -> dict[str, Any]:
-    scope = scope_of(store, side, None, unclassified)
+    scope = store.scope(side, None, inbox=unclassified)
     with store.write() as conn:
         return calls.delete_note(conn, store, note_id, scope=scope)
 

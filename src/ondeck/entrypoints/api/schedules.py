@@ -172,7 +172,7 @@ def edit_schedule(store: StoreDep, schedule_id: ScheduleId, body: SchedulePatch)
         if value is None and name != "project":
             raise InvalidInput(f"{name} cannot be null (only project can be cleared)")
     if "side" in changes:
-        changes["side"] = store.side_to_move(changes["side"])
+        changes["side"] = store.side_to_write(changes["side"])
     with store.write() as conn:
         return schedule_calls.edit_schedule(
             conn, store, schedule_id, view=store.id_view(), **changes

@@ -221,7 +221,7 @@ def edit_task(store: StoreDep, task_id: TaskId, body: TaskPatch) -> dict[str, An
         if name in changes and changes[name] is None:
             raise InvalidInput(f"{name} cannot be null (only due_on and project can be cleared)")
     if "side" in changes:
-        changes["side"] = store.side_to_move(changes["side"])
+        changes["side"] = store.side_to_write(changes["side"])
     with store.write() as conn:
         return task_calls.edit_task(conn, store, task_id, view=store.id_view(), **changes)
 
