@@ -241,3 +241,91 @@ def test_a_directory_deleted_before_the_end_is_said_to_be_gone(
     assert s.status == "ended" and s.commits is None
     assert s.git_note and "no longer exists" in s.git_note and str(repo) in s.git_note
     assert "no git HEAD" not in s.git_note
+
+
+# --- a start spooled, its end stored (the start arrives after the end) -----------------------
+
+
+def read(session: dict[str, Any]) -> bool:
+    """Whether what git says the session did has been stored (or why it could not be)."""
+    return session["commits"] is not None or bool(session["git_note"])
+
+
+@pytest.mark.slow
+def test_local_mode_database_away_at_the_start_still_records_the_commits_and_files(
+    engine: Engine, tmp_path: Path, outage: tuple[str, Any, Any]
+) -> None:
+    """The start waits in the spool; the end is stored first and drains it: what git says
+    the session did is read from the start's HEAD all the same (issue 36 item 2)."""
+    url, cut, restore = outage
+    env = local_env(tmp_path, url)
+    repo = new_repo(tmp_path / "site", commits=2)
+    cut()
+    started = hook("session-start", "start", repo, env)
+    assert "kept in the spool" in json.dumps(started, ensure_ascii=False)
+    restore()
+    commit_file(repo, "jobs.py", "x = 1\n", "작업 추가 (add jobs)")
+    hook("session-end", "end", repo, env)
+    s = the_session(engine)
+    assert s.status == "ended" and s.start_head, s.git_note
+    assert s.commits is not None, s.git_note
+    assert [c[1] for c in s.commits["items"]] == ["작업 추가 (add jobs)"]
+    assert s.files == {"paths": ["jobs.py"], "total": 1, "private": 0}
+
+
+@pytest.mark.slow
+def test_client_mode_server_down_at_the_start_still_records_the_commits_and_files(
+    served: Served, tmp_path: Path
+) -> None:
+    token = served.ondeck("token", "create", "laptop")
+    laptop = tmp_path / "laptop"
+    env = home_env(laptop, server_url=served.url, token=token)
+    repo = new_repo(laptop / "site", commits=2)
+    served.stop()
+    started = hook("session-start", "start", repo, env)
+    assert "kept in the spool" in json.dumps(started, ensure_ascii=False)
+    served.start()
+    commit_file(repo, "deploy.py", "retry = 3\n", "배포 재시도 (retry deploys)")
+    hook("session-end", "end", repo, env)
+    deadline = time.monotonic() + 30
+    while not read(s := served.session()) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the commits go after the end's answer
+    assert s["status"] == "ended" and s["start_head"], s
+    assert s["commits"] is not None, s["git_note"]
+    assert [c[1] for c in s["commits"]["items"]] == ["배포 재시도 (retry deploys)"], s
+    assert s["files"]["paths"] == ["deploy.py"]
+
+
+@pytest.mark.slow
+def test_local_server_takes_the_end_of_a_session_whose_start_waits_in_the_spool(
+    tmp_path: Path,
+) -> None:
+    """The hooks' own server stores the end and reads git for it, while the start still
+    waits in this machine's spool (the database was locked at the start): the server reads
+    from the start this machine kept, not "no git HEAD"."""
+    import sqlite3
+
+    server = Served(tmp_path / "home")
+    env = server.env
+    repo = new_repo(tmp_path / "home" / "site", commits=2)
+    hook("stop", "stop", repo, env, session_id="an-earlier-session")  # the store's id
+    holder = sqlite3.connect(server.db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    started = hook("session-start", "start", repo, env)
+    holder.close()
+    assert "kept in the spool" in json.dumps(started, ensure_ascii=False)
+    server.start()
+    try:
+        commit_file(repo, "jobs.py", "x = 1\n", "작업 추가 (add jobs)")
+        transcript = repo.parent / "transcript.jsonl"
+        data = payload("end", cwd=str(repo), transcript_path=str(transcript))
+        ended = run_hook("session-end", data, {**env, "ONDECK_DEBUG": "1"})
+        assert "session-end stored through" in ended.stderr, ended.stderr  # the server took it
+        deadline = time.monotonic() + 30
+        while not read(s := server.session()) and time.monotonic() < deadline:
+            time.sleep(0.2)  # git is read after the end's answer
+    finally:
+        server.stop()
+    assert s["status"] == "ended" and s["start_head"], s
+    assert s["commits"] is not None, s["git_note"]
+    assert [c[1] for c in s["commits"]["items"]] == ["작업 추가 (add jobs)"], s

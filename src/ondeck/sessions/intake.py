@@ -170,18 +170,21 @@ def record_hook_events(
     grace: timedelta | None = None,
     sides: Collection[str] | None = None,
     later: Callable[[Callable[[], None]], None] | None = None,
+    data_dir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Hook events as a hook received them (`hook`, `payload`, `at`, `transcript_size`),
     made into records here, by the hook's own classification `rules`, and applied: the warm
     server's half of a hook (entrypoints/hooks/verbs.py). A session's end is followed by what git
     says it did, read after the answer when `later` schedules it (the hook does not wait
     for git). Each event is answered (`rejected` with the reason when malformed); an
-    applied one with its classification and the `facts` its record holds (cwd, git)."""
+    applied one with its classification and the `facts` its record holds (cwd, git).
+    `data_dir`: where this machine's hooks keep what they know (a session's start commit,
+    the spool), for an end whose start the store does not hold yet."""
     from ondeck.host.quick_settings import HookConfig
     from ondeck.sessions.hook_events import HOOK_KINDS, instant, make_record
 
     try:
-        config = HookConfig.from_rules(rules)
+        config = HookConfig.from_rules(rules, **({"data_dir": data_dir} if data_dir else {}))
     except ValueError as exc:
         raise InvalidInput(f"rules: {exc}") from None
     results: list[dict[str, Any]] = []
@@ -236,11 +239,13 @@ def _read_changes(
     grace: timedelta | None,
     sides: Collection[str] | None,
 ) -> Callable[[], None]:
+    from ondeck.sessions import start_commits
     from ondeck.sessions.hook_events_changes import changes_of
 
     def follow() -> None:
         try:
-            changes = changes_of(end, start, config, at)
+            known = start_commits.known(config.data_dir, config.spool_dir, end["session"], start)
+            changes = changes_of(end, known, config, at)
             if changes is not None:
                 with writing(engine) as conn:
                     apply_record(conn, now, parse_record(changes), grace=grace, sides=sides)

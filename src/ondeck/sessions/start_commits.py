@@ -82,6 +82,39 @@ def recall(data_dir: str, session: str) -> dict[str, Any] | None:
     }
 
 
+def known(
+    data_dir: str, spool_dir: str, session: str, stored: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The start an end reads git from: the store's (`stored`, the session as its end left
+    it) when it holds the start's HEAD; else the one this machine kept when the session
+    began (kept before the start was stored or spooled: the end may have been stored first
+    and the start drained since, or still waiting); else the start still in the spool (made
+    by a hook that kept none); else the store's. Every end reads it here: the hook's, and
+    the server's for the hooks and the mod of its own machine."""
+    if stored is not None and (not stored.get("capture", True) or stored.get("start_head")):
+        return stored
+    return recall(data_dir, session) or _in_spool(spool_dir, session) or stored
+
+
+def _in_spool(spool_dir: str, session: str) -> dict[str, Any] | None:
+    """The session's start, when it too waits in the spool (the database was away)."""
+    from ondeck.sessions import spool
+
+    found = spool.find(
+        spool_dir,
+        lambda r: r.get("kind") == "start" and r.get("session") == session,
+        containing=session,
+    )
+    if found is None:
+        return None
+    facts = found.get("facts") or {}
+    return {
+        "start_head": facts.get("head"),
+        "git_root": facts.get("git_root"),
+        "at": found.get("at"),
+    }
+
+
 def forget(data_dir: str, session: str) -> None:
     try:  # noqa: SIM105 (contextlib is an import a hook does not otherwise pay for)
         os.unlink(_path(data_dir, session))

@@ -317,6 +317,7 @@ def post_hook_events(
         grace=store.settings.session_grace,
         sides=store.settings.sides,
         later=background.add_task,
+        data_dir=str(store.settings.data_dir.expanduser()),
     )
     # A session-start asks for its context in the same answer (the hook saves a request).
     for event, result in zip(body.events, results, strict=True):

@@ -461,16 +461,10 @@ def _record_here(
             out["systemMessage"] = local.spooled_line(what)
         elif warning:
             out["systemMessage"] = f"ondeck: {warning}."
-        start = result["session"] if result else None
-        if start is None or (start.get("capture", True) and not start.get("start_head")):
-            # Its start may still wait in the spool (this end was stored before it).
-            start = _start_in_spool(record, config) or start
-        if start is None:
-            # The end was spooled and the store holds the start: the start commit this
-            # machine kept when the session began (git is here now, not when it drains).
-            from ondeck.sessions import start_commits
+        from ondeck.sessions import start_commits
 
-            start = start_commits.recall(config.data_dir, record["session"])
+        stored = result["session"] if result else None
+        start = start_commits.known(config.data_dir, config.spool_dir, record["session"], stored)
         if result is not None and not isinstance(local, Local):
             # Client mode: the commits and files go after the answer, as the server path
             # reads them after answering (a session's end waits for neither).
@@ -491,22 +485,3 @@ def _record_here(
         return out or None
     finally:
         local.close()
-
-
-def _start_in_spool(end: dict[str, Any], config: HookConfig) -> dict[str, Any] | None:
-    """The session's start, when it too waits in the spool (the database was away)."""
-    from ondeck.sessions import spool
-
-    found = spool.find(
-        config.spool_dir,
-        lambda r: r.get("kind") == "start" and r.get("session") == end["session"],
-        containing=end["session"],
-    )
-    if found is None:
-        return None
-    facts = found.get("facts") or {}
-    return {
-        "start_head": facts.get("head"),
-        "git_root": facts.get("git_root"),
-        "at": found.get("at"),
-    }
