@@ -35,6 +35,7 @@ from typing import Any
 from ondeck.core.session_terms import SessionStatus, hook_actor, session_owner
 from ondeck.db.plain import Db
 from ondeck.db.predicates import lost_before
+from ondeck.sessions import compactions
 from ondeck.sessions.rows_change import DISAGREEMENTS_MAX, UNKNOWN_SOURCE, Change
 from ondeck.sessions.rows_sql import params, row_out, sql
 
@@ -236,6 +237,10 @@ def apply(
         return Applied(session=row, duplicate=True, events=[], ended=False, warning=warning)
     cutoff = lost_before(now, grace) if grace is not None else None
     change = Change(row, record, now, cutoff)
+    if record["kind"] == "compact" and not created:
+        text = record.get("text")
+        summary = text["value"] if text else None
+        change.compaction_held = compactions.held(db, row["id"], record["at"], summary)
     if created:
         change.event("session.started", change.started_details(late=False))
     else:

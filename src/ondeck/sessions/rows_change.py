@@ -35,6 +35,9 @@ class Change:
         self.values: dict[str, Any] = {}
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.compaction: dict[str, Any] | None = None
+        # This compaction is already held (its transcript imported, or a copy of this
+        # record stored by another door): it is heard from, not counted twice.
+        self.compaction_held = False
         self.ended = False
 
     def get(self, key: str) -> Any:
@@ -212,6 +215,8 @@ class Change:
 
     def on_compact(self, created: bool) -> None:
         self.reopen_if_lost("compaction")
+        if self.compaction_held:
+            return
         text = self.record.get("text") if self.capture else None
         self.compaction = {
             "at": self.record["at"],

@@ -28,8 +28,10 @@ from ondeck.core import logs
 from ondeck.core.clock import aware, local
 from ondeck.core.session_terms import SessionStatus
 from ondeck.db.engine import writing
+from ondeck.db.plain import as_db
 from ondeck.db.refusals import is_content
 from ondeck.db.tables import session_compactions, sessions
+from ondeck.sessions import compactions
 from ondeck.sessions.hook_events import (
     LAST_WORD_MAX,
     SUMMARY_MAX,
@@ -397,9 +399,15 @@ class SessionImport:
         if row["imported"] and aware(row["last_seen_at"]) < self.last_at:
             values.update(last_seen_at=self.last_at, ended_at=self.last_at)
             added.append("ended_at")
-        known = aware(row["last_seen_at"]) if row["compactions"] else None
-        later = [s for s in self.summaries if s["at"] and (known is None or s["at"] > known)]
-        if capture and later and (row["imported"] or not row["compactions"]):
+        # The compactions the record does not hold yet, by the rule every door keeps (a
+        # hook's record of one, stored before or after, is the same compaction).
+        db = as_db(conn)
+        later = [
+            s
+            for s in (self.summaries if capture else [])
+            if not compactions.held(db, row["id"], s["at"] or self.last_at, s["value"])
+        ]
+        if later:
             values["compactions"] = row["compactions"] + len(later)
             added.append("compactions")
         if row["agent_version"] is None and found.version is not None:

@@ -126,6 +126,7 @@ DATABASE = CLIENT - {"ondeck.entrypoints.hooks.client_mode"} | {
     "ondeck.memory.brief",
     "ondeck.memory.brief_render",
     "ondeck.sessions.alerts",
+    "ondeck.sessions.compactions",
     "ondeck.sessions.records_tasks",
     "ondeck.sessions.rows",
     "ondeck.sessions.rows_change",
