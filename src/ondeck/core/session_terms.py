@@ -23,6 +23,11 @@ class SessionStatus(StrEnum):
     LOST = "lost"
 
 
+# The end an import gives a session: its transcript's last entry, a guess (the transcript
+# does not say whether the session ended, or runs still). A resume reopens it, whenever the
+# resume began; the session's own end, heard later, replaces it.
+IMPORTED_END = "imported"
+
 OWNER_PREFIX = "claude:"
 # tasks.lease_owner holds 200 characters: the prefix and the id fit, whatever the id.
 OWNER_ID_MAX = 190

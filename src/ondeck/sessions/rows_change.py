@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ondeck.core.session_terms import SessionStatus
+from ondeck.core.session_terms import IMPORTED_END, SessionStatus
 from ondeck.db.plain import Db
 from ondeck.db.plain import render as _for
 from ondeck.sessions.rows_sql import JSONS, UPDATABLE, params, sql
@@ -80,10 +80,16 @@ class Change:
         lost (a spooled Stop of 14 hours ago adds its last word and reopens nothing)."""
         return self.lost_before is None or self.record["at"] >= self.lost_before
 
+    def end_guessed(self) -> bool:
+        """Whether the session's end is an import's guess (its transcript's last entry)."""
+        return bool(
+            self.get("status") == SessionStatus.ENDED and self.get("end_reason") == IMPORTED_END
+        )
+
     def alive_since(self) -> bool:
         """Whether this record shows the session alive after what the row knows: heard
-        within the grace, and after an end it has."""
-        end_at = self.get("ended_at")
+        within the grace, and after an end it has (an import's guess is no end)."""
+        end_at = None if self.end_guessed() else self.get("ended_at")
         return self.within_grace() and (end_at is None or self.record["at"] > end_at)
 
     def reopen_if_lost(self, by: str) -> None:
@@ -144,12 +150,20 @@ class Change:
                 self.set("start_head", self.record["facts"].get("head"))
         status = self.get("status")
         ended_at = self.get("ended_at")
-        if status == SessionStatus.ENDED and ended_at is not None and at < ended_at:
+        if (
+            status == SessionStatus.ENDED
+            and ended_at is not None
+            and at < ended_at
+            and not self.end_guessed()
+        ):
             return  # a resume from before the end, arriving after it (a hook stores its own
             # event before it drains the spool): it does not reopen what ended since
-        # A resume reopens; so does any start of a session thought lost (it was not). A new
-        # `startup` always comes with a new session id: for a known one it is a replay.
-        if (source == "resume" or status == SessionStatus.LOST) and self.alive_since():
+        # A resume reopens; so does any start of a session thought lost (it was not), or
+        # ended by an import's guess (its transcript read while it ran). A new `startup`
+        # always comes with a new session id: for a known one it is a replay, or the start
+        # of a session whose transcript an import read first.
+        reopens = source == "resume" or status == SessionStatus.LOST or self.end_guessed()
+        if reopens and self.alive_since():
             if source == "resume":
                 self.set("resumes", int(self.row["resumes"]) + 1)
             if status == SessionStatus.OPEN:
@@ -242,7 +256,7 @@ class Change:
         if text is not None and self.capture:
             self.last_word(text, self.record.get("text_at") or self.record["at"], "transcript")
         status = self.get("status")
-        if status == SessionStatus.ENDED:
+        if status == SessionStatus.ENDED and not self.end_guessed():
             return  # ended before (and not resumed since): the first end stands
         # Heard from after this end (a resume, or a turn of the run a resume began): the end
         # of an earlier run, arriving late (an import of its transcript, a spooled end

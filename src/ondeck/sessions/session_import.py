@@ -22,11 +22,11 @@ from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, insert, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware, local
-from ondeck.core.session_terms import SessionStatus
+from ondeck.core.session_terms import IMPORTED_END, SessionStatus
 from ondeck.db.engine import writing
 from ondeck.db.plain import as_db
 from ondeck.db.refusals import is_content
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 log = logs.logger("ondeck.sessions")
 
 AGENTS = ("claude-code", "codex")
-END_REASON = "imported"
 ACTOR = "import"
 REFUSED_SHOWN = 50
 
@@ -311,7 +310,22 @@ class SessionImport:
     def store(self, conn: Connection) -> str:
         """Record it, or complete the record there is: "sessions", "completed" or
         "unchanged" (the counts of ImportReport)."""
-        row = (
+        row = self._row(conn)
+        if row is None:
+            try:
+                with conn.begin_nested():
+                    self._insert(conn)
+                return "sessions"
+            except IntegrityError:
+                # A hook recorded the session meanwhile (it runs while it is imported:
+                # PostgreSQL lets both look for it at once): complete its record instead.
+                row = self._row(conn)
+                if row is None:
+                    raise
+        return "completed" if self._complete(conn, dict(row)) else "unchanged"
+
+    def _row(self, conn: Connection) -> Any:
+        return (
             conn.execute(
                 select(sessions)
                 .where(sessions.c.agent == self.agent)
@@ -321,10 +335,6 @@ class SessionImport:
             .mappings()
             .first()
         )
-        if row is None:
-            self._insert(conn)
-            return "sessions"
-        return "completed" if self._complete(conn, dict(row)) else "unchanged"
 
     def _insert(self, conn: Connection) -> None:
         found, c, facts = self.found, self.classification, self.facts
@@ -337,7 +347,7 @@ class SessionImport:
             "started_at": self.first_at,
             "last_seen_at": self.last_at,
             "ended_at": self.last_at,
-            "end_reason": END_REASON,
+            "end_reason": IMPORTED_END,
             "resumes": 0,
             "cwd": clean_text(found.cwd) if place and found.cwd else None,
             "git_root": facts.get("git_root") if place else None,
@@ -397,8 +407,12 @@ class SessionImport:
                 values.update(last_word=word["value"], last_word_at=word["at"])
                 added.append("last_word")
         if row["imported"] and aware(row["last_seen_at"]) < self.last_at:
-            values.update(last_seen_at=self.last_at, ended_at=self.last_at)
-            added.append("ended_at")
+            values["last_seen_at"] = self.last_at
+            if row["status"] == SessionStatus.ENDED and row["end_reason"] == IMPORTED_END:
+                values["ended_at"] = self.last_at  # the guess moves on; a session that runs
+                added.append("ended_at")  # again (resumed since) is not ended by it
+            else:
+                added.append("last_seen_at")
         # The compactions the record does not hold yet, by the rule every door keeps (a
         # hook's record of one, stored before or after, is the same compaction).
         db = as_db(conn)
