@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware
-from ondeck.core.errors import InvalidInput
+from ondeck.core.errors import InvalidInput, Unavailable
 from ondeck.core.session_terms import hook_actor, session_owner
 from ondeck.core.sides import OWNER, Access
 from ondeck.db.bare import SqlaDb
@@ -25,6 +25,7 @@ from ondeck.db.engine import reading, writing
 from ondeck.db.refusals import is_content
 from ondeck.db.tables import sessions
 from ondeck.sessions import rows as session_rows
+from ondeck.sessions import start_commits
 from ondeck.sessions.hook_events_check import parse_record, rescrubbed
 
 log = logs.logger("ondeck.sessions")
@@ -209,10 +210,14 @@ def record_hook_events(
         except ValueError as exc:
             results.append({"fingerprint": None, "outcome": "rejected", "reason": str(exc)})
             continue
-        with writing(engine) as conn:
-            result = apply_record(conn, now, record, grace=grace, sides=sides)
+        result = _store_or_spool(engine, now, record, made, config, grace, sides)
         if kind == "end":
-            follow = _read_changes(engine, now, made, result["session"], config, at, grace, sides)
+            # Which start git is read from is decided now, before the answer: what this
+            # machine kept of the start (hooks/start_commits.py) is removed once the hook
+            # has its answer.
+            stored = result.get("session") or _start_stored(engine, made)
+            start = start_commits.known(config.data_dir, config.spool_dir, made["session"], stored)
+            follow = _read_changes(engine, now, made, start, config, at, grace, sides)
             if later is None:
                 follow()
             else:
@@ -229,26 +234,71 @@ def record_hook_events(
     return results
 
 
+def _store_or_spool(
+    engine: Engine,
+    now: datetime,
+    record: dict[str, Any],
+    made: dict[str, Any],
+    config: Any,
+    grace: timedelta | None,
+    sides: Collection[str] | None,
+) -> dict[str, Any]:
+    """Store the record the server made of a hook event (`record`, checked; `made`, as
+    made: what the spool keeps); when the database cannot take it
+    now (SQLite locked by a long import, PostgreSQL away), write it down in this machine's
+    spool instead, where the hooks keep theirs: the event is durable before the answer, and
+    the next hook or jobs tick stores it. Else the mod, told 503, would hand the event to a
+    hook that waits for the same lock again, past Claude Code's budget for a session end."""
+    from ondeck.sessions import spool
+
+    try:
+        with writing(engine) as conn:
+            return apply_record(conn, now, record, grace=grace, sides=sides)
+    except Unavailable as exc:
+        spool.append(config.spool_dir, made)
+        log.warning("hook event of session %s kept in the spool: %s", made["session"][:60], exc)
+        return {"fingerprint": made["fingerprint"], "outcome": "spooled", "reason": str(exc)}
+
+
+def _start_stored(engine: Engine, made: dict[str, Any]) -> dict[str, Any] | None:
+    """The session's start as the store holds it, for an end it could not take (spooled):
+    SQLite's readers go on beside a writer's lock (WAL), so its start's HEAD is still
+    known; None when even that cannot be read."""
+    columns = (
+        sessions.c.start_head,
+        sessions.c.git_root,
+        sessions.c.capture,
+        sessions.c.started_at,
+    )
+    try:
+        with reading(engine) as conn:
+            row = conn.execute(
+                select(*columns)
+                .where(sessions.c.agent == made["agent"])
+                .where(sessions.c.external_id == made["session"])
+            ).first()
+    except Unavailable:
+        return None
+    return dict(row._mapping) if row is not None else None
+
+
 def _read_changes(
     engine: Engine,
     now: datetime,
     end: dict[str, Any],
-    start: dict[str, Any],
+    start: dict[str, Any] | None,
     config: Any,
     at: datetime,
     grace: timedelta | None,
     sides: Collection[str] | None,
 ) -> Callable[[], None]:
-    from ondeck.sessions import start_commits
     from ondeck.sessions.hook_events_changes import changes_of
 
     def follow() -> None:
         try:
-            known = start_commits.known(config.data_dir, config.spool_dir, end["session"], start)
-            changes = changes_of(end, known, config, at)
+            changes = changes_of(end, start, config, at)
             if changes is not None:
-                with writing(engine) as conn:
-                    apply_record(conn, now, parse_record(changes), grace=grace, sides=sides)
+                _store_or_spool(engine, now, parse_record(changes), changes, config, grace, sides)
         except Exception:  # after the answer: nobody else to tell
             log.exception("reading git at the end of session %s failed", end["session"])
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Re
 from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.context.render import Format
-from ondeck.core.errors import Conflict, OndeckError
+from ondeck.core.errors import Conflict, OndeckError, Unavailable
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.context import ContextQuestion, context_text
@@ -131,8 +131,10 @@ class RecordResult(BaseModel):
         None, description="Something the hook is to tell (its clock far from the server's)."
     )
     fingerprint: str | None
-    outcome: Literal["applied", "duplicate", "rejected", "declined"] = Field(
-        description="declined: the hook is to make and store the record itself."
+    outcome: Literal["applied", "duplicate", "rejected", "declined", "spooled"] = Field(
+        description="declined: the hook is to make and store the record itself; spooled: "
+        "the database could not take it now, so the server wrote it in this machine's spool "
+        "(the next hook or jobs tick stores it)."
     )
     reason: str | None = None
     session: dict[str, Any] | None = None
@@ -325,7 +327,10 @@ def post_hook_events(
         if event.get("context") is True and result.get("classification"):
             project = result["classification"]["project"]["value"]
             brief = _brief_of(event, result["classification"], rules, facts)
-            result["context"] = store.context_text(Format.markdown, project, brief=brief)
+            try:
+                result["context"] = store.context_text(Format.markdown, project, brief=brief)
+            except Unavailable:  # the event is kept (spooled); the hook renders none
+                result["context"] = None
     return {"results": results}
 
 
