@@ -34,6 +34,13 @@ type Dollar = EngineInterface
 const my = {
   python: 'python3',
   socket: '',
+  // The id of the database the hooks (and so this mod's hand-overs and spool) write to, as
+  // the first hand-over's hook told it (learned from the database itself). Until it is
+  // known the mod sends nothing to the server: a server serving another database would
+  // file half of the session there. Sent with each event, the server refuses (409) when
+  // it serves another one, and the mod hands the events over again.
+  store: '',
+  elsewhere: false, // the server said it serves another database
   session: '', // the session recorded as started in this process
   cwd: '',
   started: undefined as Promise<void> | undefined,
@@ -47,11 +54,19 @@ const my = {
 
 
 async function ask($: Dollar, method: string, path: string, body?: unknown) {
-  if (!my.socket) return undefined
+  if (!my.socket || !my.store || my.elsewhere) return undefined
   try {
-    const init = { method, headers: { 'content-type': 'application/json' }, socketPath: my.socket }
+    const headers = { 'content-type': 'application/json', 'x-ondeck-store-expected': my.store }
+    const init = { method, headers, socketPath: my.socket }
     const sent = body === undefined ? init : { ...init, body: JSON.stringify(body) }
     const answer = await $.http.fetch(`${BASE}${path}`, sent)
+    if (answer.status === 409) {
+      // It serves another database than the hooks': it is asked nothing more until the
+      // next session starts (events go to `ondeck hook`, its line would be another's).
+      my.elsewhere = true
+      my.line = ''
+      return undefined
+    }
     return answer.ok ? answer.text : undefined
   } catch {
     return undefined
@@ -60,9 +75,12 @@ async function ask($: Dollar, method: string, path: string, body?: unknown) {
 
 // The server's result for the event, or undefined when it did not take it.
 async function viaServer($: Dollar, event: HookEvent): Promise<Answer | undefined> {
+  // Not yet told which database is ours (the hook it is handed to tells), or the server
+  // serves another: the event goes to `ondeck hook`.
+  if (!my.store || my.elsewhere) return undefined
   const text = await ask($, 'POST', '/sessions/hook-events', { events: [event] })
   if (text === undefined) {
-    if (my.socket) my.reachable = false
+    if (my.socket && !my.elsewhere) my.reachable = false
     return undefined
   }
   try {
@@ -88,7 +106,7 @@ async function runHook($: Dollar, verb: string, stdin: string): Promise<string |
   // token (the mod holds none), also asks for the status line (ONDECK_MOD_STATUS) and,
   // after a compaction or for `/ondeck`, the brief.
   const env: Record<string, string> = my.socket
-    ? { ONDECK_MOD: '' }
+    ? { ONDECK_MOD: '', ONDECK_MOD_STORE: '1' }
     : { ONDECK_MOD: '', ONDECK_MOD_STATUS: contextQuery(my.facts, {}) }
   try {
     const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', verb], {
@@ -98,6 +116,7 @@ async function runHook($: Dollar, verb: string, stdin: string): Promise<string |
     })
     if (ran.exitCode !== 0) return undefined
     const told = modAnswerOfHookOutput(ran.stdout)
+    if (told?.store !== undefined && my.socket) my.store = told.store
     if (told !== undefined && !my.socket) {
       if (told.facts !== undefined) my.facts = { ...told.facts, session: my.facts.session }
       if (told.line !== undefined) my.line = told.line
@@ -116,9 +135,10 @@ async function deliver($: Dollar, event: HookEvent): Promise<Answer | string | u
     await resend($)
     return result
   }
+  const learning = !my.store && !my.elsewhere // the first hand-over: no fallback
   const out = await viaHook($, event)
   if (out === undefined) my.kept.push(event)
-  else if (my.socket) my.handed += 1 // in client mode the hook is the way, not a fallback
+  else if (my.socket && !learning) my.handed += 1 // in client mode the hook is the way
   return out
 }
 
@@ -139,7 +159,7 @@ async function refresh($: Dollar) {
       my.line = ''
     }
   }
-  $.ui.status(statusText(my.line, my.reachable, my.handed, my.kept.length))
+  $.ui.status(statusText(my.line, my.reachable, my.handed, my.kept.length, my.elsewhere))
 }
 
 // The brief as the server renders it now (after a compaction: what changed since). In
@@ -154,6 +174,7 @@ async function begin($: Dollar, source: string) {
   my.cwd = await $.session.cwd()
   my.session = id
   my.facts = { session: id }
+  my.elsewhere = false // a server refused before may serve the hooks' database by now
   const event = hookEvent('session-start', id, my.cwd, await $.clock.now(), { source })
   const result = await deliver($, event)
   if (typeof result === 'string') {
@@ -189,6 +210,11 @@ async function current($: Dollar, source: string): Promise<void> {
 export const register: Register = (on, options) => {
   my.python = typeof options.python === 'string' && options.python ? options.python : 'python3'
   my.socket = typeof options.socket === 'string' ? options.socket : ''
+  // Written by `ondeck setup claude-code` when it could read the database's id; else the
+  // first hand-over's hook tells it.
+  my.store = typeof options.store === 'string' && /^[0-9a-f]{1,64}$/.test(options.store)
+    ? options.store
+    : ''
 
   on('session.start', async ($, e, next) => {
     const got = await next(e)
@@ -262,7 +288,7 @@ export const register: Register = (on, options) => {
     const { Box, Markdown, Text } = $.ui.resolve(e)
     return (
       <Box flexDirection="column">
-        <Text dimColor>{statusText(my.line, my.reachable, my.handed, my.kept.length)}</Text>
+        <Text dimColor>{statusText(my.line, my.reachable, my.handed, my.kept.length, my.elsewhere)}</Text>
         <Markdown text={my.brief || 'ondeck: no brief yet.'} />
       </Box>
     )

@@ -62,6 +62,7 @@ export function briefOfHookOutput(stdout: string): string {
 export type ModAnswer = {
   line?: string
   reachable: boolean
+  store?: string // local mode: the id of the hooks' database
   facts?: { project?: string; side?: string; unclassified?: boolean }
   brief?: string
 }
@@ -72,6 +73,9 @@ export function modAnswerOfHookOutput(stdout: string): ModAnswer | undefined {
     if (typeof told !== 'object' || told === null) return undefined
     const answer: ModAnswer = { reachable: told.reachable !== false }
     if (typeof told.line === 'string') answer.line = told.line
+    if (typeof told.store === 'string' && /^[0-9a-f]{1,64}$/.test(told.store)) {
+      answer.store = told.store
+    }
     if (typeof told.brief === 'string' && told.brief) answer.brief = told.brief
     const f = told.facts as Record<string, unknown> | undefined
     if (typeof f === 'object' && f !== null) {
@@ -89,9 +93,16 @@ export function modAnswerOfHookOutput(stdout: string): ModAnswer | undefined {
 
 // The status line: the server's own line, then what the mod knows that the server cannot
 // (it is away; events went to `ondeck hook`, which stores or spools them, or wait here).
-export function statusText(line: string, reachable: boolean, handed: number, kept: number): string {
+export function statusText(
+  line: string,
+  reachable: boolean,
+  handed: number,
+  kept: number,
+  elsewhere = false,
+): string {
   const parts = [line || 'ondeck']
-  if (!reachable) parts.push('⚠ server unreachable')
+  if (elsewhere) parts.push('⚠ the server serves another database than the hooks')
+  else if (!reachable) parts.push('⚠ server unreachable')
   if (handed > 0) parts.push(`${handed} event${handed === 1 ? '' : 's'} handed to \`ondeck hook\``)
   if (kept > 0) parts.push(`${kept} event${kept === 1 ? '' : 's'} kept to resend`)
   return parts.join(' · ')

@@ -2,16 +2,19 @@ import { describe, expect, mock, test, tier } from 'claude-code/testing'
 
 tier('user')
 
-const OPTIONS = { options: { python: '/venv/bin/python', socket: '/data/run/server-7400.sock' } }
+const STORE = 'a1b2c3d4e5f60718' // the id of the hooks' database
+const SOCKET = '/data/run/server-7400.sock'
+const OPTIONS = { options: { python: '/venv/bin/python', socket: SOCKET, store: STORE } }
+const UNTOLD = { options: { python: '/venv/bin/python', socket: SOCKET } } // an older setup
 const CLIENT = { options: { python: '/venv/bin/python', socket: '' } }
 const SESSION = 'sess-1'
 const BRIEF = '# On deck 2026-12-02\n\n## Due\n- #1 보고서 쓰기 (due today)\n'
 
-type Sent = { url: string; body: string; socketPath?: string }
+type Sent = { url: string; body: string; socketPath?: string; store?: string }
 type Ran = { argv: readonly string[]; stdin?: string; env?: Record<string, string> }
 
 // The engine beneath the mod: a session in /work, and ondeck's server answering (or not).
-function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
+function world(on: any, serverUp: () => boolean, hookOk: () => boolean, serves = () => STORE) {
   const sent: Sent[] = []
   const ran: Ran[] = []
   const status: (string | undefined)[] = []
@@ -33,9 +36,13 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
   on('session.end', (_: unknown, e: { sessionId: string }) => ({ sessionId: e.sessionId }))
   on('ui.open', () => ({ value: { isPlaced: true } }))
   on('session.compact', () => ({ messages: [{ role: 'user', text: 'We renewed the certificate.', toolUses: [] }] }))
-  on('http.fetch', (_: unknown, e: { url: string; init?: { body?: string; socketPath?: string } }) => {
+  on('http.fetch', (_: unknown, e: { url: string; init?: { body?: string; socketPath?: string; headers?: Record<string, string> } }) => {
     if (!serverUp()) return { value: { status: 503, ok: false, headers: {}, text: '' } }
-    sent.push({ url: e.url, body: e.init?.body ?? '', socketPath: e.init?.socketPath })
+    const store = e.init?.headers?.['x-ondeck-store-expected']
+    sent.push({ url: e.url, body: e.init?.body ?? '', socketPath: e.init?.socketPath, store })
+    if (store !== undefined && store !== serves()) {
+      return { value: { status: 409, ok: false, headers: {}, text: '{"error":{"code":"store_mismatch"}}' } }
+    }
     const text = e.url.includes('/context/status')
       ? JSON.stringify({ line: 'ondeck · 1 due' })
       : e.url.includes('/context?')
@@ -59,6 +66,7 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean) {
     const said: Record<string, unknown> = start
       ? { hookSpecificOutput: { additionalContext: `BRIEF FROM THE HOOK (${source})` } }
       : {}
+    if (e.init?.env?.ONDECK_MOD_STORE === '1') said.ondeck = { store: STORE } // as it learned it
     const asked = e.init?.env?.ONDECK_MOD_STATUS
     if (asked !== undefined) {
       // a client-mode hook: the line it asked the server for, with its own token, and
@@ -115,7 +123,7 @@ describe('register', () => {
       event_at: '2026-12-02T09:00:00.000Z', last_assistant_message: '끝났어요', turn_id: 't1',
     })
     expect(sentEvents[1].transcript_size).toBe(-1)
-    expect(w.sent.every((s) => s.socketPath === '/data/run/server-7400.sock')).toBe(true)
+    expect(w.sent.every((s) => s.socketPath === SOCKET && s.store === STORE)).toBe(true)
     expect(w.ran).toEqual([])
     expect(w.status.at(-1)).toBe('ondeck · 1 due')
   })
@@ -133,7 +141,7 @@ describe('register', () => {
       ['/venv/bin/python', '-m', 'ondeck', 'hook', 'stop'],
     ])
     expect(JSON.parse(w.ran[1]?.stdin ?? '{}').last_assistant_message).toBe('done')
-    expect(w.ran[1]?.env).toEqual({ ONDECK_MOD: '' })
+    expect(w.ran[1]?.env).toEqual({ ONDECK_MOD: '', ONDECK_MOD_STORE: '1' })
     expect(w.status.at(-1)).toContain('server unreachable')
     expect(w.status.at(-1)).toContain('2 events handed to `ondeck hook`')
   })
@@ -206,6 +214,37 @@ describe('register', () => {
     expect(JSON.parse(start?.stdin ?? '{}')).toMatchObject({ session_id: 'sess-2', source: 'clear' })
     expect(start?.env).toEqual({ ONDECK_MOD: '', ONDECK_MOD_STATUS: 'session=sess-2' })
     expect(w.sent).toEqual([]) // the mod asked nothing itself: no socket, no token
+  })
+
+  test('not told which database is the hooks\', the mod learns it from its first hand-over', UNTOLD, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    const context = await $.prompt.context({ blocks: [] })
+    expect(context.blocks[0]?.text).toBe('BRIEF FROM THE HOOK (startup)')
+    expect(w.ran.map((r) => r.argv.at(-1))).toEqual(['session-start'])
+    expect(w.ran[0]?.env).toEqual({ ONDECK_MOD: '', ONDECK_MOD_STORE: '1' })
+    await $.turn.complete({
+      answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
+    })
+    expect(events(w.sent).map((e) => e.hook)).toEqual(['stop'])
+    expect(w.sent.every((s) => s.store === STORE)).toBe(true)
+    expect(w.status.at(-1)).toBe('ondeck · 1 due') // the learning hand-over is no fallback
+  })
+
+  test('a server serving another database is sent nothing: the events go to `ondeck hook`', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true, () => 'ffff0000ffff0000')
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    await $.prompt.context({ blocks: [] })
+    await $.turn.complete({
+      answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
+    })
+    // Refused (409) with the id sent; each event then goes to the hook, which stores it in
+    // the hooks' own database (or spools it), never into the server's.
+    expect(w.ran.map((r) => r.argv.at(-1))).toEqual(['session-start', 'stop'])
+    expect(w.sent.map((s) => s.url.split('/api/v1')[1])).toEqual(['/sessions/hook-events'])
+    expect(w.sent[0]?.store).toBe(STORE)
+    expect(w.status.at(-1)).toContain('the server serves another database')
+    expect(w.status.at(-1)).not.toContain('unreachable')
   })
 
   test('/ondeck opens a pane with the brief and the status line', OPTIONS, async ($, on) => {

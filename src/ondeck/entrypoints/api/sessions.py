@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 from pydantic import AwareDatetime, BaseModel, Field
 
 from ondeck.context.render import Format
-from ondeck.core.errors import Conflict, OndeckError, Unavailable
+from ondeck.core.errors import OndeckError, Unavailable
 from ondeck.core.validation import BIGINT_MAX, PROJECT_PATTERN
 from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.context import ContextQuestion, context_text
@@ -241,16 +241,7 @@ def post_records(
             "mode: one request, and the context knows the session just stored)."
         ),
     ] = False,
-    expected: Annotated[
-        str | None,
-        Header(
-            alias="X-Ondeck-Store-Expected",
-            max_length=64,
-            description="The store fingerprint the hook is configured for.",
-        ),
-    ] = None,
 ) -> dict[str, Any]:
-    _same_store(store.store.store_id(fresh=expected is not None), expected)
     results = intake.apply_records(
         store.engine,
         store.now(),
@@ -287,14 +278,6 @@ def post_hook_events(
     store: StoreDep,
     body: HookEventsIn,
     background: BackgroundTasks,
-    expected: Annotated[
-        str | None,
-        Header(
-            alias="X-Ondeck-Store-Expected",
-            max_length=64,
-            description="The store fingerprint the hook is configured for.",
-        ),
-    ] = None,
 ) -> dict[str, Any]:
     """The hooks' warm path: the server reads the event's place (git, `.ondeck.toml`),
     classifies it by the hook's rules, scrubs and stores it; a session's commits and files
@@ -304,7 +287,6 @@ def post_hook_events(
     store.access.owner_only(
         "hook events", "are classified by the rules they carry, which may name any side"
     )
-    _same_store(store.store.store_id(fresh=expected is not None), expected)
     now = store.now()
     rules = body.rules
     if rules is None:
@@ -350,8 +332,3 @@ def _brief_of(
         unclassified=bool(classification.get("unclassified")),
     )
     return BriefRequest(**fields, repo=repo_of(facts, fields["cwd"]))
-
-
-def _same_store(mine: str, expected: str | None) -> None:
-    if expected is not None and expected != mine:
-        raise Conflict("this server serves another database", code="store_mismatch")

@@ -6,11 +6,15 @@ what changed."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ondeck.entrypoints.cli.common import echo
+
+if TYPE_CHECKING:
+    from ondeck.entrypoints.cli.common import Cli
+    from ondeck.host.quick_settings import HookConfig
 
 app = typer.Typer(
     help="Install ondeck into an agent (Claude Code, Codex CLI, Gemini CLI).",
@@ -68,9 +72,33 @@ def claude_code(
         from ondeck.host.quick_settings_read import hook_config_of
 
         # Client mode has no server here: the mod hands every event to `ondeck hook`.
-        lines = install(setup, "" if settings.server_url else hook_config_of(settings).owner_socket)
+        hooks = hook_config_of(settings)
+        if settings.server_url:
+            lines = install(setup, "")
+        else:
+            lines = install(setup, hooks.owner_socket, store=_store_of(cli_of(ctx), hooks))
     for line in lines:
         echo(line)
+
+
+def _store_of(cli: Cli, hooks: HookConfig) -> str:
+    """The id of the database the hooks write to, for the mod to send with its events: as
+    the hooks learned it, else read from the database now (and kept for them); "" when it
+    cannot be read (the mod then learns it from its first `ondeck hook`)."""
+    from ondeck.core.errors import OndeckError
+    from ondeck.db.plain import as_db
+    from ondeck.system import store_id
+
+    known: str | None = hooks.store_id
+    if known is None:
+        try:
+            with cli.read() as conn:
+                known = store_id.read(as_db(conn))
+        except OndeckError:
+            return ""
+        if known is not None:
+            hooks.learned_store_id(known)
+    return known or ""
 
 
 @app.command("codex")

@@ -98,8 +98,10 @@ class Setup:
         return found
 
 
-def install(setup: Setup, socket: str) -> list[str]:
-    """Set Claude Code up; what was done, a line each. `socket`: the owner socket ("" in
+def install(setup: Setup, socket: str, *, store: str = "") -> list[str]:
+    """Set Claude Code up; what was done, a line each. `store`: the id of the hooks'
+    database, for the mod to send with its events ("" when not known: the mod learns it from
+    its first `ondeck hook`). `socket`: the owner socket ("" in
     client mode, where the mod hands every event to `ondeck hook`).
 
     A step that fails takes back the steps before it (in reverse, as `--undo` would) and
@@ -127,7 +129,7 @@ def install(setup: Setup, socket: str) -> list[str]:
     }
     _save_state(setup, state)  # a data directory that cannot be written stops setup here
     try:
-        done = _steps(setup, socket, version, state)
+        done = _steps(setup, socket, version, state, store)
     except InvalidInput as exc:
         raise _taken_back(setup, state, exc) from None
     state["complete"] = True
@@ -137,7 +139,11 @@ def install(setup: Setup, socket: str) -> list[str]:
 
 
 def _steps(
-    setup: Setup, socket: str, version: tuple[int, int, int], state: dict[str, Any]
+    setup: Setup,
+    socket: str,
+    version: tuple[int, int, int],
+    state: dict[str, Any],
+    store: str = "",
 ) -> list[str]:
     def did(key: str, value: Any) -> None:
         # Kept after each step, so what came before a failure is known to the taking back.
@@ -160,6 +166,8 @@ def _steps(
     setup.run("plugin", "marketplace", "add", str(folder))
     did("marketplace", MARKETPLACE)
     config = ["--config", f"python={setup.python}", "--config", f"socket={socket}"]
+    if store:
+        config += ["--config", f"store={store}"]
     setup.run("plugin", "install", PLUGIN, *config)
     did("plugin", PLUGIN)
     done.append(f"Claude Code {shown}: marketplace {MARKETPLACE} added ({folder})")

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 # of it in the plugin's settings, argv or files another user might read); the hook, which
 # has it, asks for the line (and the brief) itself and adds it to its answer (mod_answer.py).
 MOD_STATUS = "ONDECK_MOD_STATUS"
+# Set by the mod in local mode on the `ondeck hook` it hands an event to: the hook adds the
+# id of its database (as it learned it from the database itself) to its answer, and the mod
+# sends it with each event over the owner socket (`X-Ondeck-Store-Expected`): a server
+# serving another database refuses them (409) instead of filing half a session there.
+MOD_STORE = "ONDECK_MOD_STORE"
 
 SERVER_TIMEOUT_S = 3.0
 # How long a hook drains the spool once its own event is stored; what is left waits for the

@@ -15,7 +15,14 @@ asked over the owner socket in local mode and adds it to its answer:
                      /api/v1/context`), for the session's side and project, as the mod asks
                      for it in local mode (source `compact`, `command`)
 
-A settings hook never has that variable, so its answer is what Claude Code expects.
+In local mode (the owner socket) the mod asks the server itself; given `ONDECK_MOD_STORE`, the
+hook adds only
+
+    store            the id of the hook's database, as the hook learned it from the
+                     database itself: the mod sends it with each event, so that a server
+                     serving another database refuses them rather than splitting a session
+
+A settings hook never has those variables, so its answer is what Claude Code expects.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 
-from ondeck.entrypoints.hooks.delivery import MOD_STATUS, debug
+from ondeck.entrypoints.hooks.delivery import MOD_STATUS, MOD_STORE, debug
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -45,10 +52,18 @@ def for_the_mod(
     """`out` with what the mod needs added when the mod ran this hook in client mode (the
     brief too, as of `brief`, the source the server renders it for); any other hook's answer
     is as it was."""
+    from ondeck.host.quick_settings_read import load_hook_config
+
+    if os.environ.get(MOD_STORE) == "1":
+        try:
+            store = load_hook_config(db_url).store_id
+        except Exception as exc:  # the mod hands the next event over again
+            debug(f"store id for the mod: {exc}")
+            return out
+        return {**(out or {}), "ondeck": {"store": store}} if store else out
     query = os.environ.get(MOD_STATUS)
     if query is None:
         return out
-    from ondeck.host.quick_settings_read import load_hook_config
 
     try:
         config = load_hook_config(db_url)
