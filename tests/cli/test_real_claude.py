@@ -38,20 +38,10 @@ class Run:
         self.work.mkdir(parents=True)
         install_hooks(self.home / ".claude" / "settings.json", command=ONDECK)
         self.db_url = db_url
-        self.env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(self.home),
-            "TERM": "xterm-256color",
-            "ANTHROPIC_BASE_URL": api.url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "ONDECK_DATABASE_URL": db_url,
-            "ONDECK_DATA_DIR": str(tmp_path / "data"),
-            "ONDECK_CONFIG": str(tmp_path / "no-config.toml"),
-            "ONDECK_TZ": "UTC",
-            "ONDECK_PORT": str(free_port()),  # no server: the hooks store in the database
-        }
+        # No server: the hooks store in the database.
+        self.env = claude.run_env(
+            self.home, tmp_path, db_url, free_port(), ANTHROPIC_BASE_URL=api.url
+        )
 
     def debug_log(self) -> str:
         folder = self.home / ".claude" / "debug"

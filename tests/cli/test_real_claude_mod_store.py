@@ -12,7 +12,6 @@ Without npm or its registry the test skips with the reason, unless ONDECK_REQUIR
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -45,19 +44,7 @@ def test_the_mod_files_nothing_into_a_server_serving_another_database(
     hooks_db = f"sqlite:///{tmp_path / 'hooks.db'}"
     other_db = f"sqlite:///{tmp_path / 'other.db'}"
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "TERM": "xterm-256color",
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "ONDECK_DATABASE_URL": hooks_db,
-        "ONDECK_DATA_DIR": str(tmp_path / "data"),
-        "ONDECK_CONFIG": str(tmp_path / "no-config.toml"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(port),
-    }
+    env = claude.run_env(home, tmp_path, hooks_db, port)
 
     def ondeck(*args: str, given: dict[str, str] = env) -> str:
         done = subprocess.run(

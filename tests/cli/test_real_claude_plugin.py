@@ -156,7 +156,7 @@ def scenario(
     request: pytest.FixtureRequest, claude_bin: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Scenario]:
     root = tmp_path_factory.mktemp(f"plugin-{request.param}")
-    home, work, data = root / "home", root / "work", root / "data"
+    home, work = root / "home", root / "work"
     work.mkdir()
     (home / ".claude").mkdir(parents=True)
     before = json.dumps({"theme": "dark"}, indent=2) + "\n"
@@ -168,24 +168,18 @@ def scenario(
         admin = request.getfixturevalue("pg_admin_url")
         db_url = new_pg_database(admin, request.getfixturevalue("pg_template"))
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "TERM": "xterm-256color",
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "ENABLE_TOOL_SEARCH": "false",  # ondeck's tools in the request itself, not deferred
-        "MCP_CONNECTION_NONBLOCKING": "false",  # and there from the first request on: the
-        # first request waits for the MCP server, 5 s unless told (python's start, and
-        # Claude Code respawns ondeck's server once after its protocol probe: slow on 2 cores)
-        "MCP_CONNECT_TIMEOUT_MS": "60000",
-        "ONDECK_DATABASE_URL": db_url,
-        "ONDECK_DATA_DIR": str(data),
-        "ONDECK_CONFIG": str(root / "no-config.toml"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(port),
-    }
+    env = claude.run_env(
+        home,
+        root,
+        db_url,
+        port,
+        ENABLE_TOOL_SEARCH="false",  # ondeck's tools in the request itself, not deferred
+        # And there from the first request on: the first request waits for the MCP server,
+        # 5 s unless told (python's start, and Claude Code respawns ondeck's server once
+        # after its protocol probe: slow on 2 cores).
+        MCP_CONNECTION_NONBLOCKING="false",
+        MCP_CONNECT_TIMEOUT_MS="60000",
+    )
     today = datetime.now(UTC).date().isoformat()
 
     def ondeck(*args: str, api: str = "http://127.0.0.1:9") -> str:

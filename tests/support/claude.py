@@ -10,6 +10,7 @@ runs with no login and no network.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +20,25 @@ from support import npm
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+
+
+def run_env(home: Path, root: Path, db_url: str, port: int, **more: str) -> dict[str, str]:
+    """The environment a test runs the real Claude Code (and ondeck beside it) in: `home`,
+    no login, no network of its own, ondeck on `db_url` with its data and config in `root`."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "ONDECK_DATABASE_URL": db_url,
+        "ONDECK_DATA_DIR": str(root / "data"),
+        "ONDECK_CONFIG": str(root / "no-config.toml"),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_PORT": str(port),
+        **more,
+    }
 
 
 # The last Claude Code before mods (2.1.287): `ondeck setup claude-code` gives it settings hooks.
