@@ -41,6 +41,13 @@ def post(server: HomeServer, event: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
+def spooled(spool: Path) -> list[str]:
+    """The kinds of the records waiting in the spool."""
+    if not spool.exists():
+        return []
+    return [json.loads(line)["kind"] for line in spool.read_text().splitlines() if line]
+
+
 def test_the_mods_end_under_a_write_lock_is_spooled_by_the_server_then_stored(
     tmp_path: Path,
 ) -> None:
@@ -54,6 +61,7 @@ def test_the_mods_end_under_a_write_lock_is_spooled_by_the_server_then_stored(
             "applied"
         )
         commit_file(repo, "jobs.py", "x = 1\n", "작업 추가 (add jobs)")
+        spool = home / ".local" / "share" / "ondeck" / "spool" / "events.jsonl"
         holder = sqlite3.connect(server.db_url.removeprefix("sqlite:///"), isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
         try:
@@ -61,14 +69,17 @@ def test_the_mods_end_under_a_write_lock_is_spooled_by_the_server_then_stored(
             end = mod_event("session-end", repo, now + timedelta(seconds=5), reason="logout")
             answered = post(server, end)
             waited = time.monotonic() - began
+            # The git changes, read after the answer, meet the lock too: it is held until
+            # they are spooled (or long enough that they should have been).
+            deadline = time.monotonic() + 30
+            while len(spooled(spool)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
         finally:
-            time.sleep(6)  # the git changes, read after the answer, meet the lock too
             holder.close()
         assert answered["outcome"] == "spooled", answered
         # The lock's 5 s wait, then the spool: inside the 10 s the mod's end is given.
         assert waited < 8, waited
-        spool = home / ".local" / "share" / "ondeck" / "spool" / "events.jsonl"
-        kinds = [json.loads(line)["kind"] for line in spool.read_text().splitlines()]
+        kinds = spooled(spool)
         assert kinds == ["end", "changes"], kinds
         server.ondeck("jobs", "--once")  # the tick drains the spool
         s = server.get(f"/api/v1/sessions/{SESSION}")

@@ -54,6 +54,15 @@ def served(tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
+def client_machine(served: Served, tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A laptop in client mode with its token for `served`: its home, its hooks'
+    environment and a repository of two commits."""
+    token = served.ondeck("token", "create", "laptop")
+    laptop = tmp_path / "laptop"
+    env = home_env(laptop, server_url=served.url, token=token)
+    return laptop, env, new_repo(laptop / "site", commits=2)
+
+
 # --- an end spooled after its start was stored ---------------------------------------------
 
 
@@ -61,10 +70,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def test_client_mode_server_down_at_the_end_still_records_the_commits_and_files(
     served: Served, tmp_path: Path
 ) -> None:
-    token = served.ondeck("token", "create", "laptop")
-    laptop = tmp_path / "laptop"
-    env = home_env(laptop, server_url=served.url, token=token)
-    repo = new_repo(laptop / "site", commits=2)
+    laptop, env, repo = client_machine(served, tmp_path)
     hook("session-start", "start", repo, env)
     commit_file(repo, "deploy.py", "retry = 3\n", "배포 재시도 (retry deploys)")
     (repo / "draft.md").write_text("not committed\n")
@@ -277,10 +283,7 @@ def test_local_mode_database_away_at_the_start_still_records_the_commits_and_fil
 def test_client_mode_server_down_at_the_start_still_records_the_commits_and_files(
     served: Served, tmp_path: Path
 ) -> None:
-    token = served.ondeck("token", "create", "laptop")
-    laptop = tmp_path / "laptop"
-    env = home_env(laptop, server_url=served.url, token=token)
-    repo = new_repo(laptop / "site", commits=2)
+    _, env, repo = client_machine(served, tmp_path)
     served.stop()
     started = hook("session-start", "start", repo, env)
     assert "kept in the spool" in json.dumps(started, ensure_ascii=False)

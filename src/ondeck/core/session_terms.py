@@ -28,6 +28,12 @@ class SessionStatus(StrEnum):
 # resume began; the session's own end, heard later, replaces it.
 IMPORTED_END = "imported"
 
+
+def end_guessed(status: str | None, end_reason: str | None) -> bool:
+    """Whether a session's end is an import's guess (see IMPORTED_END)."""
+    return status == SessionStatus.ENDED and end_reason == IMPORTED_END
+
+
 OWNER_PREFIX = "claude:"
 # tasks.lease_owner holds 200 characters: the prefix and the id fit, whatever the id.
 OWNER_ID_MAX = 190

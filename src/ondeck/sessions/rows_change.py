@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ondeck.core.session_terms import IMPORTED_END, SessionStatus
+from ondeck.core.session_terms import SessionStatus, end_guessed
 from ondeck.db.plain import Db
 from ondeck.db.plain import render as _for
 from ondeck.sessions.rows_sql import JSONS, UPDATABLE, params, sql
@@ -82,9 +82,7 @@ class Change:
 
     def end_guessed(self) -> bool:
         """Whether the session's end is an import's guess (its transcript's last entry)."""
-        return bool(
-            self.get("status") == SessionStatus.ENDED and self.get("end_reason") == IMPORTED_END
-        )
+        return end_guessed(self.get("status"), self.get("end_reason"))
 
     def alive_since(self) -> bool:
         """Whether this record shows the session alive after what the row knows: heard

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware, local
-from ondeck.core.session_terms import IMPORTED_END, SessionStatus
+from ondeck.core.session_terms import IMPORTED_END, SessionStatus, end_guessed
 from ondeck.db.engine import writing
 from ondeck.db.plain import as_db
 from ondeck.db.refusals import is_content
@@ -408,7 +408,7 @@ class SessionImport:
                 added.append("last_word")
         if row["imported"] and aware(row["last_seen_at"]) < self.last_at:
             values["last_seen_at"] = self.last_at
-            if row["status"] == SessionStatus.ENDED and row["end_reason"] == IMPORTED_END:
+            if end_guessed(row["status"], row["end_reason"]):
                 values["ended_at"] = self.last_at  # the guess moves on; a session that runs
                 added.append("ended_at")  # again (resumed since) is not ended by it
             else:

@@ -83,22 +83,19 @@ def claude_code(
 
 def _store_of(cli: Cli, hooks: HookConfig) -> str:
     """The id of the database the hooks write to, for the mod to send with its events: as
-    the hooks learned it, else read from the database now (and kept for them); "" when it
-    cannot be read (the mod then learns it from its first `ondeck hook`)."""
+    the hooks learned it, else the database's own (as the server reads it; kept for the
+    hooks); "" when the database cannot be reached (the mod then learns it from its first
+    `ondeck hook`)."""
     from ondeck.core.errors import OndeckError
-    from ondeck.db.plain import as_db
-    from ondeck.system import store_id
 
-    known: str | None = hooks.store_id
+    known = hooks.store_id
     if known is None:
         try:
-            with cli.read() as conn:
-                known = store_id.read(as_db(conn))
+            known = cli.call.store.store_id()
         except OndeckError:
             return ""
-        if known is not None:
-            hooks.learned_store_id(known)
-    return known or ""
+        hooks.learned_store_id(known)
+    return known
 
 
 @app.command("codex")

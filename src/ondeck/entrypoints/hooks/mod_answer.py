@@ -49,9 +49,9 @@ def for_the_mod(
     classification: Any = None,
     brief: str | None = None,
 ) -> dict[str, Any] | None:
-    """`out` with what the mod needs added when the mod ran this hook in client mode (the
-    brief too, as of `brief`, the source the server renders it for); any other hook's answer
-    is as it was."""
+    """`out` with what the mod needs added when the mod ran this hook: in local mode the id
+    of the hook's database, in client mode the status line (the brief too, as of `brief`,
+    the source the server renders it for); any other hook's answer is as it was."""
     from ondeck.host.quick_settings_read import load_hook_config
 
     if os.environ.get(MOD_STORE) == "1":
