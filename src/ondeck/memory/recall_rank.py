@@ -1,7 +1,8 @@
 """Recall's ranking: BM25 over the word index, the best first, read no deeper than needed.
 
 An item's score is, over the query's words that it holds, how rare each word's terms are
-(`idf`: from how many items hold the term, of all the store's items) times how much the
+(`idf`: from how many items hold the term, of all the items of the reader's side: the
+counts of another side never reach a score) times how much the
 term says of this item (its posting's `impact`, memory/recall_index.py). A word of several
 terms (a Korean word's two-syllable pieces, an identifier's parts) shares its weight among
 them, so it counts as one word. An identifier or a quoted phrase counts only where the item
@@ -31,7 +32,13 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy import text as sql_text
 
-from ondeck.db.recall_tables import SOURCES, recall_corpus, recall_postings, recall_terms
+from ondeck.db.recall_tables import (
+    SOURCES,
+    recall_corpus,
+    recall_postings,
+    recall_term_docs,
+    recall_terms,
+)
 from ondeck.memory.recall_query import Query
 
 # A term held by at most this many items is read whole.
@@ -79,15 +86,25 @@ def weight_of(docs: int, corpus: int) -> int:
     return max(1, round(1000 * idf(docs, corpus)))
 
 
-def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int, int]], int]:
-    """({term: (id, docs)} of the terms the store holds, the corpus's size), in one statement
-    (a round trip counts on PostgreSQL)."""
-    t = recall_terms
-    corpus = select(recall_corpus.c.docs).scalar_subquery()
-    rows = conn.execute(
-        select(t.c.id, t.c.term, t.c.docs, corpus).where(t.c.term.in_(list(terms)), t.c.docs > 0)
-    ).all()
-    found = {str(term): (int(tid), int(docs)) for tid, term, docs, _corpus in rows}
+def _stats(
+    conn: Connection, terms: Sequence[str], parts: tuple[str, ...] | None
+) -> tuple[dict[str, tuple[int, int]], int]:
+    """({term: (id, docs)} of the terms the reader's `parts` hold, their corpus's size), in one
+    statement (a round trip counts on PostgreSQL). `parts` None: every part (no sides)."""
+    t, d, c = recall_terms, recall_term_docs, recall_corpus
+    docs = func.sum(d.c.docs)
+    corpus = select(func.sum(c.c.docs))
+    where = [t.c.term.in_(list(terms))]
+    if parts is not None:
+        corpus = corpus.where(c.c.part.in_(parts))
+        where.append(d.c.part.in_(parts))
+    query = (
+        select(t.c.id, t.c.term, docs, corpus.scalar_subquery())
+        .join_from(t, d, d.c.term_id == t.c.id)
+        .where(*where)
+    )
+    rows = conn.execute(query.group_by(t.c.id, t.c.term).having(docs > 0)).all()
+    found = {str(term): (int(tid), int(n)) for tid, term, n, _corpus in rows}
     return found, int(rows[0][3] or 0) if rows else 0
 
 
@@ -176,12 +193,14 @@ def rank(
     sources: tuple[str, ...],
     accept: Accept,
     room: int,
+    parts: tuple[str, ...] | None = None,
 ) -> list[Ranked]:
     """The best `room` items of `sources` for `query` among those `accept` lets through
-    (fewer: every match), best first, recency breaking ties."""
+    (fewer: every match), best first, recency breaking ties. Terms weigh by how rare they
+    are in `parts` (the sides `accept` lets through; None: every part), never elsewhere."""
     words = query.words
     wanted = list(dict.fromkeys(t for w in words for c in w.choices for t in c))
-    stats, corpus = _stats(conn, wanted)
+    stats, corpus = _stats(conn, wanted, parts) if parts != () else ({}, 0)
     if not stats:
         return []
     # An identifier or a phrase with a part no item holds is held by none.
