@@ -86,24 +86,57 @@ def weight_of(docs: int, corpus: int) -> int:
     return max(1, round(1000 * idf(docs, corpus)))
 
 
+_TERMS: Any = bindparam("terms", expanding=True)
+_T, _D, _C = recall_terms, recall_term_docs, recall_corpus
+# A reader of one side (or the inbox): its part's counts, each term's one row. Made once (a
+# statement built at each recall costs more than it runs on SQLite).
+_IN_PART = (
+    select(
+        _T.c.id,
+        _T.c.term,
+        _D.c.docs,
+        select(_C.c.docs).where(_C.c.part == bindparam("part")).scalar_subquery(),
+    )
+    .join_from(_T, _D, _D.c.term_id == _T.c.id)
+    .where(_T.c.term.in_(_TERMS), _D.c.part == bindparam("part"), _D.c.docs > 0)
+)
+
+
+def _in_parts(every: bool) -> Any:
+    """The counts summed over the parts bound as `parts`, or over every part."""
+    docs = func.sum(_D.c.docs)
+    corpus = select(func.sum(_C.c.docs))
+    where = [_T.c.term.in_(_TERMS)]
+    if not every:
+        parts: Any = bindparam("parts", expanding=True)
+        corpus = corpus.where(_C.c.part.in_(parts))
+        where.append(_D.c.part.in_(parts))
+    return (
+        select(_T.c.id, _T.c.term, docs, corpus.scalar_subquery())
+        .join_from(_T, _D, _D.c.term_id == _T.c.id)
+        .where(*where)
+        .group_by(_T.c.id, _T.c.term)
+        .having(docs > 0)
+    )
+
+
+_IN_EVERY_PART = _in_parts(True)
+_IN_PARTS = _in_parts(False)
+
+
 def _stats(
     conn: Connection, terms: Sequence[str], parts: tuple[str, ...] | None
 ) -> tuple[dict[str, tuple[int, int]], int]:
     """({term: (id, docs)} of the terms the reader's `parts` hold, their corpus's size), in one
     statement (a round trip counts on PostgreSQL). `parts` None: every part (no sides)."""
-    t, d, c = recall_terms, recall_term_docs, recall_corpus
-    docs = func.sum(d.c.docs)
-    corpus = select(func.sum(c.c.docs))
-    where = [t.c.term.in_(list(terms))]
-    if parts is not None:
-        corpus = corpus.where(c.c.part.in_(parts))
-        where.append(d.c.part.in_(parts))
-    query = (
-        select(t.c.id, t.c.term, docs, corpus.scalar_subquery())
-        .join_from(t, d, d.c.term_id == t.c.id)
-        .where(*where)
-    )
-    rows = conn.execute(query.group_by(t.c.id, t.c.term).having(docs > 0)).all()
+    values: dict[str, Any] = {"terms": list(terms)}
+    if parts is None:
+        statement = _IN_EVERY_PART
+    elif len(parts) == 1:
+        statement, values["part"] = _IN_PART, parts[0]
+    else:
+        statement, values["parts"] = _IN_PARTS, list(parts)
+    rows = conn.execute(statement, values).all()
     found = {str(term): (int(tid), int(n)) for tid, term, n, _corpus in rows}
     return found, int(rows[0][3] or 0) if rows else 0
 
