@@ -523,6 +523,12 @@ def _seed_0013() -> dict[str, list[dict[str, Any]]]:
     return seed
 
 
+def _seed_0014() -> dict[str, list[dict[str, Any]]]:
+    """0014: recall's counts per side (its tables made from the rows, as 0012's were); 0013's
+    rows, found by recall at head."""
+    return _seed_0013()
+
+
 SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0001": _seed_0001(),
     "0002": _seed_0002(),
@@ -536,6 +542,7 @@ SEEDS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "0011": _seed_0011(),
     "0012": _seed_0012(),
     "0013": _seed_0013(),
+    "0014": _seed_0014(),
 }
 
 

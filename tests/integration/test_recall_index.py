@@ -24,7 +24,12 @@ from conftest import NOW, drop_pg_database, new_pg_database
 from ondeck.core.memory import Scope
 from ondeck.db.engine import make_engine
 from ondeck.db.migrate import upgrade
-from ondeck.db.recall_tables import recall_corpus, recall_pending, recall_postings, recall_terms
+from ondeck.db.recall_tables import (
+    recall_corpus,
+    recall_pending,
+    recall_postings,
+    recall_terms,
+)
 from ondeck.db.tables import session_compactions, sessions, tasks
 from ondeck.memory import notes as notes_svc
 from ondeck.memory import recall_index, recall_rank
@@ -32,6 +37,7 @@ from ondeck.memory.recall import parse_query, recall
 from ondeck.memory.recall_sources import Reader
 from ondeck.work import backlog, backlog_leases
 from support.memory import add_compaction, make_session
+from support.recall_counts import assert_counts_true, term_docs
 
 UTC = ZoneInfo("UTC")
 DAY = NOW.date()
@@ -52,21 +58,6 @@ def refs_in(conn: Connection, query: str, scope: Scope = POOL, **kw: Any) -> lis
 def refs(engine: Engine, query: str, **kw: Any) -> list[str]:
     with engine.begin() as conn:
         return refs_in(conn, query, **kw)
-
-
-def assert_counts_true(conn: Connection) -> None:
-    """Each term's `docs` is how many items hold it, the corpus how many items there are."""
-    p = recall_postings
-    held = {
-        int(t): int(n)
-        for t, n in conn.execute(select(p.c.term_id, func.count()).group_by(p.c.term_id))
-    }
-    docs = {int(t): int(n) for t, n in conn.execute(select(recall_terms.c.id, recall_terms.c.docs))}
-    assert {t: d for t, d in docs.items() if d} == held
-    items = conn.execute(select(func.count()).select_from(
-        select(p.c.source, p.c.item_id).distinct().subquery()
-    )).scalar_one()  # fmt: skip
-    assert conn.execute(select(recall_corpus.c.docs)).scalar_one() == items
 
 
 # --- every writer -------------------------------------------------------------------------------
@@ -239,14 +230,15 @@ def _brute_force(conn: Connection, query: str, scope: Scope, room: int) -> list[
     p, t = recall_postings, recall_terms
     held: dict[int, dict[str, int]] = defaultdict(dict)
     docs: dict[str, int] = {}
-    for term, n, item_id, impact in conn.execute(
-        select(t.c.term, t.c.docs, p.c.item_id, p.c.impact)
+    for term, item_id, impact in conn.execute(
+        select(t.c.term, p.c.item_id, p.c.impact)
         .join(p, p.c.term_id == t.c.id)
         .where(p.c.source == "notes")
     ):
         held[int(item_id)][term] = int(impact)
-        docs[term] = int(n)
-    corpus = conn.execute(select(recall_corpus.c.docs)).scalar_one()
+        if term not in docs:
+            docs[term] = term_docs(conn, term)
+    corpus = int(conn.execute(select(func.sum(recall_corpus.c.docs))).scalar_one())
     weight = {term: recall_rank.weight_of(n, corpus) for term, n in docs.items()}
     reader = Reader(scope=scope, day=DAY, kinds=(), include_all=False, lost_before=None)
     visible = reader.hits(conn, {"notes": sorted(held)})
@@ -299,8 +291,7 @@ def test_common_words_read_best_first_give_what_reading_everything_gives(
     queries = ("deploy", "deploy cache", "deploying backup vault", "배포 deploy", "캐시 로그 장애")
     with engine.begin() as conn:
         recall(conn, "deploy", POOL, DAY)  # indexes
-        common = conn.execute(select(recall_terms.c.docs).where(recall_terms.c.term == "deploy"))
-        assert common.scalar_one() > recall_rank.WHOLE * 4
+        assert term_docs(conn, "deploy") > recall_rank.WHOLE * 4
         for scope in (narrow, POOL):
             for query in queries:
                 for room in (1, 5, 20):

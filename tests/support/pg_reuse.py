@@ -129,7 +129,8 @@ class Shape:
     empty: dict[str, int]
     kept: dict[str, str]
     # The rows of the tables the template fills, as JSON: put back when a test changed them
-    # (the recall index's corpus counter is such a row, changed by any test's notes).
+    # (the recall index's corpus counter was such a row, until migration 0014 counted it per
+    # side, in rows of its own).
     rows: dict[str, str]
     # (oid, relpages, reltuples, relallvisible): TRUNCATE sets an index's to "never
     # counted", where a new clone has the counts CREATE INDEX wrote.

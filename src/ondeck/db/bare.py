@@ -20,7 +20,7 @@ from ondeck.db import gate
 
 # The schema version the code expects (Alembic's head; db/migrate.py takes it from here and
 # tests/integration/test_migrations.py holds it to Alembic's).
-SCHEMA_HEAD = "0013"
+SCHEMA_HEAD = "0014"
 SQLITE_BUSY_TIMEOUT_MS = 5_000  # = db.engine.SQLITE_BUSY_TIMEOUT_MS
 PG_CONNECT_TIMEOUT_S = 5  # = db.engine.PG_CONNECT_TIMEOUT_S
 

@@ -76,6 +76,7 @@ SCRUBBED_JSON: dict[str, frozenset[str]] = {
     ),
 }
 _ENUM = "one of a fixed set of words, refused otherwise (a CHECK constraint)"
+_PART = "an item's side as its own table holds it (scrubbed there), or '' for none"
 # (table, column) → why its text is not scrubbed: none holds words a person or agent wrote.
 EXEMPT: dict[tuple[str, str], str] = {
     ("tasks", "status"): _ENUM,
@@ -109,6 +110,10 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("recall_terms", "term"): "a word of a text scrubbed in its own table, as recall indexes it",
     ("recall_postings", "source"): _ENUM,
     ("recall_pending", "source"): _ENUM,
+    ("recall_items", "source"): _ENUM,
+    ("recall_items", "part"): _PART,
+    ("recall_term_docs", "part"): _PART,
+    ("recall_corpus", "part"): _PART,
 }
 
 

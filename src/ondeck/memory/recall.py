@@ -114,7 +114,12 @@ def recall(
         return result
     # One more than shown: tells whether there is more.
     ranked = rank(
-        conn, query, sources, lambda wanted, text: reader.seen(conn, wanted, text), limit + 1
+        conn,
+        query,
+        sources,
+        lambda wanted, text: reader.seen(conn, wanted, text),
+        limit + 1,
+        reader.parts(),
     )
     shown = ranked[:limit]
     by_source: dict[str, list[int]] = {}

@@ -5,11 +5,19 @@ Each posting carries its BM25 term weight (`impact`): how much the term says of 
 by how often it occurs and how long the item is. The length is taken against a fixed
 typical length (`TYPICAL_LENGTH`) rather than the store's running average, so a weight
 never changes after it is written and the best items of a common term are read from an
-index in that order. How rare a term is (its `docs` beside the corpus's) is the store's own
-statistic, read at each recall (memory/recall_rank.py).
+index in that order (and a weight says nothing of the other items of the store). How rare a
+term is (its `docs` beside the corpus's) is counted per part, the item's side ('' for none,
+the inbox), and read at each recall for the part the reader sees (memory/recall_rank.py):
+what another side holds never moves a score. The corpus's length is counted per part too,
+beside its items (an average for any reader, though no weight reads it).
+
+An item's move to another side is queued like a change of its text (the triggers watch the
+side: migration 0014; a session's move queues its compaction summaries too), so every door
+that moves one (a note's side, `session move`, the inbox resolved, a `sqlite3` shell) moves
+its counts: its old part's, kept in `recall_items`, go down, its new part's up.
 
 Run before every recall (in its write transaction) and by the jobs tick; `ondeck db
-upgrade` indexes the rows written before migration 0012 through the same queue.
+upgrade` indexes the rows written before migrations 0012 and 0014 through the same queue.
 """
 
 from __future__ import annotations
@@ -19,10 +27,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, select, tuple_, update
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, select, tuple_, update
 from sqlalchemy import text as sql_text
 
-from ondeck.db.recall_tables import recall_corpus, recall_pending, recall_postings, recall_terms
+from ondeck.db.recall_tables import (
+    recall_corpus,
+    recall_items,
+    recall_pending,
+    recall_postings,
+    recall_term_docs,
+    recall_terms,
+)
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
 from ondeck.memory.recall_words import counted
 
@@ -46,24 +61,31 @@ def impact(tf: int, length: int) -> int:
     return max(1, round(1000 * tf * (K1 + 1) / (tf + K1 * norm)))
 
 
-def _texts(conn: Connection, source: str, ids: Sequence[int]) -> dict[int, str]:
-    """The searched text of each item of `source` still there (a deleted one is absent)."""
-    found: dict[int, str] = {}
+def _texts(conn: Connection, source: str, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """The searched text of each item of `source` still there (a deleted one is absent), and
+    its part: its side ('' for none; a compaction's is its session's)."""
+    found: dict[int, tuple[str, str]] = {}
     for chunk in _chunks(ids):
         if source == "notes":
-            query: Any = select(notes.c.id, notes.c.text).where(notes.c.id.in_(chunk))
+            query: Any = select(notes.c.id, notes.c.text, notes.c.side).where(notes.c.id.in_(chunk))
         elif source == "tasks":
-            query = select(tasks.c.id, tasks.c.title + "\n" + tasks.c.body).where(
+            query = select(tasks.c.id, tasks.c.title + "\n" + tasks.c.body, tasks.c.side).where(
                 tasks.c.id.in_(chunk)
             )
         elif source == "session_words":
-            query = select(sessions.c.id, sessions.c.last_word).where(sessions.c.id.in_(chunk))
+            query = select(sessions.c.id, sessions.c.last_word, sessions.c.side).where(
+                sessions.c.id.in_(chunk)
+            )
         else:
             c = session_compactions
-            query = select(c.c.id, c.c.summary).where(c.c.id.in_(chunk))
-        for item_id, text in conn.execute(query):
+            query = (
+                select(c.c.id, c.c.summary, sessions.c.side)
+                .join_from(c, sessions, sessions.c.id == c.c.session_id)
+                .where(c.c.id.in_(chunk))
+            )
+        for item_id, text, side in conn.execute(query):
             if text:
-                found[int(item_id)] = str(text)
+                found[int(item_id)] = (str(text), side or "")
     return found
 
 
@@ -104,7 +126,7 @@ def _term_ids(conn: Connection, words: set[str]) -> dict[str, int]:
             from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
         conn.execute(
             insert(recall_terms).on_conflict_do_nothing(index_elements=["term"]),
-            [{"term": t, "docs": 0} for t in missing],
+            [{"term": t} for t in missing],
         )
         for chunk in _chunks(missing):
             ids.update(
@@ -122,90 +144,152 @@ def _fold(conn: Connection, items: Sequence[tuple[str, int]]) -> None:
     by_source: dict[str, list[int]] = defaultdict(list)
     for source, item_id in items:
         by_source[source].append(item_id)
-    delta: Counter[int] = Counter()  # items holding each term, gained minus lost
-    corpus = 0
-    new: dict[tuple[str, int], Counter[str]] = {}
-    p = recall_postings
+    # Per (term id, part): items holding the term, gained minus lost. Per part: items and
+    # their terms, gained minus lost. An item that moved loses from its old part and gains
+    # in its new one.
+    delta: Counter[tuple[int, str]] = Counter()
+    corpus: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    new: dict[tuple[str, int], tuple[str, Counter[str]]] = {}
+    p, i = recall_postings, recall_items
     for source, ids in sorted(by_source.items()):
         ids.sort()
         before: dict[int, list[int]] = defaultdict(list)
+        was: dict[int, tuple[str, int]] = {}
         for chunk in _chunks(ids):
             held = conn.execute(
                 select(p.c.item_id, p.c.term_id).where(p.c.source == source, p.c.item_id.in_(chunk))
             )
             for item_id, term_id in held:
                 before[int(item_id)].append(int(term_id))
+            counted_as = conn.execute(
+                select(i.c.item_id, i.c.part, i.c.length).where(
+                    i.c.source == source, i.c.item_id.in_(chunk)
+                )
+            )
+            for item_id, part, length in counted_as:
+                was[int(item_id)] = (str(part), int(length))
             conn.execute(delete(p).where(p.c.source == source, p.c.item_id.in_(chunk)))
-        for term_ids in before.values():
-            delta.subtract(term_ids)
-        corpus -= len(before)
-        for item_id, text in _texts(conn, source, ids).items():
+            conn.execute(delete(i).where(i.c.source == source, i.c.item_id.in_(chunk)))
+        for item_id, (part, length) in was.items():
+            delta.subtract((term_id, part) for term_id in before[item_id])
+            corpus[part][0] -= 1
+            corpus[part][1] -= length
+        for item_id, (text, part) in _texts(conn, source, ids).items():
             found = counted(text)
             if found:
-                new[(source, item_id)] = found
-    ids_of = _term_ids(conn, {t for found in new.values() for t in found})
+                new[(source, item_id)] = (part, found)
+    ids_of = _term_ids(conn, {t for _part, found in new.values() for t in found})
     rows: list[tuple[int, str, int, int, int]] = []
-    for (source, item_id), found in new.items():
+    indexed: list[tuple[str, int, str, int]] = []
+    for (source, item_id), (part, found) in new.items():
         length = sum(found.values())
-        corpus += 1
+        corpus[part][0] += 1
+        corpus[part][1] += length
+        indexed.append((source, item_id, part, length))
         for term, tf in found.items():
             term_id = ids_of[term]
-            delta[term_id] += 1
+            delta[(term_id, part)] += 1
             rows.append((term_id, source, item_id, tf, impact(tf, length)))
     if rows:
-        _insert_postings(conn, rows)
-    _count_docs(conn, sorted((t, d) for t, d in delta.items() if d))
-    if corpus:
-        c = recall_corpus
-        conn.execute(update(c).where(c.c.id == 1).values(docs=c.c.docs + corpus))
+        _insert(conn, recall_postings, _POSTING_COLUMNS, rows)
+    if indexed:
+        _insert(conn, recall_items, _ITEM_COLUMNS, indexed)
+    _count(
+        conn,
+        recall_term_docs,
+        ("term_id", "part"),
+        sorted((key, (d,)) for key, d in delta.items() if d),
+    )
+    _count(
+        conn,
+        recall_corpus,
+        ("part",),
+        sorted(((part,), (d, n)) for part, (d, n) in corpus.items() if d or n),
+    )
 
 
 _POSTING_COLUMNS = ("term_id", "source", "item_id", "tf", "impact")
+_ITEM_COLUMNS = ("source", "item_id", "part", "length")
 
 
-def _insert_postings(conn: Connection, rows: Sequence[tuple[int, str, int, int, int]]) -> None:
+def _insert(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
     if conn.dialect.name != "postgresql":
-        conn.execute(
-            recall_postings.insert(), [dict(zip(_POSTING_COLUMNS, r, strict=True)) for r in rows]
-        )
+        conn.execute(table.insert(), [dict(zip(columns, r, strict=True)) for r in rows])
         return
     # PostgreSQL runs an INSERT per row (measured: about 75 µs each, three minutes for the
     # 2.6 million postings of 100,000 notes and their sessions); COPY takes them as one
     # stream, in this transaction.
     raw: Any = conn.connection.driver_connection
-    copy_in = f"COPY recall_postings ({', '.join(_POSTING_COLUMNS)}) FROM STDIN"
+    copy_in = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
     with raw.cursor() as cursor, cursor.copy(copy_in) as copy:
         for row in rows:
             copy.write_row(row)
 
 
-def _count_docs(conn: Connection, changes: Sequence[tuple[int, int]]) -> None:
-    """Add each (term id, change) to the term's `docs`, the terms in the order of their ids."""
+# Each counted column's SQL type on PostgreSQL, for the arrays its changes are bound as.
+_PG_TYPES = {"term_id": "bigint", "part": "varchar", "docs": "bigint", "length": "bigint"}
+
+
+def _count(
+    conn: Connection,
+    table: Table,
+    key: tuple[str, ...],
+    changes: Sequence[tuple[tuple[Any, ...], tuple[int, ...]]],
+) -> None:
+    """Add each change to the counts of its key's row, in the order of their keys."""
     if not changes:
         return
-    t = recall_terms
+    counts = tuple(c.name for c in table.columns if c.name not in key)
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+    # A row gained in is made first, at 0 (an upsert would not do: the row it would insert
+    # is checked, counts >= 0, before its key is found taken); a row lost from was counted
+    # by an earlier fold, so it is there.
+    made = [
+        dict(zip(key, k, strict=True)) | dict.fromkeys(counts, 0) for k, d in changes if max(d) > 0
+    ]
+    if made:
+        conn.execute(insert(table).on_conflict_do_nothing(index_elements=list(key)), made)
     if conn.dialect.name != "postgresql":
+        matches = [table.c[k] == bindparam(f"k_{k}") for k in key]
         conn.execute(
-            update(t).where(t.c.id == bindparam("tid")).values(docs=t.c.docs + bindparam("d")),
-            [{"tid": tid, "d": d} for tid, d in changes],
+            update(table)
+            .where(*matches)
+            .values({c: table.c[c] + bindparam(f"d_{c}") for c in counts}),
+            [
+                {f"k_{n}": v for n, v in zip(key, k, strict=True)}
+                | {f"d_{n}": v for n, v in zip(counts, d, strict=True)}
+                for k, d in changes
+            ],
         )
         return
-    # Locked first in the order of their ids, so two folds at once lock them alike (and
-    # neither waits for the other in a cycle); then one statement for them all. The lock is
-    # the one an UPDATE of `docs` takes: a stronger one would wait for the key locks other
-    # folds' postings hold on their terms (their foreign key), in no order.
-    ids = [tid for tid, _d in changes]
-    conn.execute(
-        sql_text("SELECT id FROM recall_terms WHERE id = ANY(:ids) ORDER BY id FOR NO KEY UPDATE"),
-        {"ids": ids},
-    )
+    # Locked first in the order of their keys, so two folds at once lock them alike (and
+    # neither waits for the other in a cycle: a row one of them made, the other waited for
+    # when it came to make it too); then one statement for them all. The lock is the one an
+    # UPDATE of the counts takes: a stronger one would wait for the key locks other folds'
+    # rows hold on their terms (their foreign key), in no order.
+    names = (*key, *counts)
+    values = {n: [(*k, *d)[j] for k, d in changes] for j, n in enumerate(names)}
+    arrays = ", ".join(f"CAST(:{n} AS {_PG_TYPES[n]}[])" for n in names)
+    on = " AND ".join(f"t.{k} = c.{k}" for k in key)
     conn.execute(
         sql_text(
-            "UPDATE recall_terms AS t SET docs = t.docs + c.d"
-            " FROM unnest(CAST(:ids AS bigint[]), CAST(:ds AS integer[])) AS c(id, d)"
-            " WHERE t.id = c.id"
+            f"SELECT 1 FROM {table.name} AS t JOIN unnest({arrays}) AS c({', '.join(names)})"
+            f" ON {on} ORDER BY {', '.join(f't.{k}' for k in key)} FOR NO KEY UPDATE OF t"
         ),
-        {"ids": ids, "ds": [d for _tid, d in changes]},
+        values,
+    )
+    sets = ", ".join(f"{c} = t.{c} + c.{c}" for c in counts)
+    conn.execute(
+        sql_text(
+            f"UPDATE {table.name} AS t SET {sets}"
+            f" FROM unnest({arrays}) AS c({', '.join(names)}) WHERE {on}"
+        ),
+        values,
     )
 
 

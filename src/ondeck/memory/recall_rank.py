@@ -1,7 +1,8 @@
 """Recall's ranking: BM25 over the word index, the best first, read no deeper than needed.
 
 An item's score is, over the query's words that it holds, how rare each word's terms are
-(`idf`: from how many items hold the term, of all the store's items) times how much the
+(`idf`: from how many items hold the term, of all the items of the reader's side: the
+counts of another side never reach a score) times how much the
 term says of this item (its posting's `impact`, memory/recall_index.py). A word of several
 terms (a Korean word's two-syllable pieces, an identifier's parts) shares its weight among
 them, so it counts as one word. An identifier or a quoted phrase counts only where the item
@@ -31,7 +32,13 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy import text as sql_text
 
-from ondeck.db.recall_tables import SOURCES, recall_corpus, recall_postings, recall_terms
+from ondeck.db.recall_tables import (
+    SOURCES,
+    recall_corpus,
+    recall_postings,
+    recall_term_docs,
+    recall_terms,
+)
 from ondeck.memory.recall_query import Query
 
 # A term held by at most this many items is read whole.
@@ -79,15 +86,58 @@ def weight_of(docs: int, corpus: int) -> int:
     return max(1, round(1000 * idf(docs, corpus)))
 
 
-def _stats(conn: Connection, terms: Sequence[str]) -> tuple[dict[str, tuple[int, int]], int]:
-    """({term: (id, docs)} of the terms the store holds, the corpus's size), in one statement
-    (a round trip counts on PostgreSQL)."""
-    t = recall_terms
-    corpus = select(recall_corpus.c.docs).scalar_subquery()
-    rows = conn.execute(
-        select(t.c.id, t.c.term, t.c.docs, corpus).where(t.c.term.in_(list(terms)), t.c.docs > 0)
-    ).all()
-    found = {str(term): (int(tid), int(docs)) for tid, term, docs, _corpus in rows}
+_TERMS: Any = bindparam("terms", expanding=True)
+_T, _D, _C = recall_terms, recall_term_docs, recall_corpus
+# A reader of one side (or the inbox): its part's counts, each term's one row. Made once (a
+# statement built at each recall costs more than it runs on SQLite).
+_IN_PART = (
+    select(
+        _T.c.id,
+        _T.c.term,
+        _D.c.docs,
+        select(_C.c.docs).where(_C.c.part == bindparam("part")).scalar_subquery(),
+    )
+    .join_from(_T, _D, _D.c.term_id == _T.c.id)
+    .where(_T.c.term.in_(_TERMS), _D.c.part == bindparam("part"), _D.c.docs > 0)
+)
+
+
+def _in_parts(every: bool) -> Any:
+    """The counts summed over the parts bound as `parts`, or over every part."""
+    docs = func.sum(_D.c.docs)
+    corpus = select(func.sum(_C.c.docs))
+    where = [_T.c.term.in_(_TERMS)]
+    if not every:
+        parts: Any = bindparam("parts", expanding=True)
+        corpus = corpus.where(_C.c.part.in_(parts))
+        where.append(_D.c.part.in_(parts))
+    return (
+        select(_T.c.id, _T.c.term, docs, corpus.scalar_subquery())
+        .join_from(_T, _D, _D.c.term_id == _T.c.id)
+        .where(*where)
+        .group_by(_T.c.id, _T.c.term)
+        .having(docs > 0)
+    )
+
+
+_IN_EVERY_PART = _in_parts(True)
+_IN_PARTS = _in_parts(False)
+
+
+def _stats(
+    conn: Connection, terms: Sequence[str], parts: tuple[str, ...] | None
+) -> tuple[dict[str, tuple[int, int]], int]:
+    """({term: (id, docs)} of the terms the reader's `parts` hold, their corpus's size), in one
+    statement (a round trip counts on PostgreSQL). `parts` None: every part (no sides)."""
+    values: dict[str, Any] = {"terms": list(terms)}
+    if parts is None:
+        statement = _IN_EVERY_PART
+    elif len(parts) == 1:
+        statement, values["part"] = _IN_PART, parts[0]
+    else:
+        statement, values["parts"] = _IN_PARTS, list(parts)
+    rows = conn.execute(statement, values).all()
+    found = {str(term): (int(tid), int(n)) for tid, term, n, _corpus in rows}
     return found, int(rows[0][3] or 0) if rows else 0
 
 
@@ -176,12 +226,14 @@ def rank(
     sources: tuple[str, ...],
     accept: Accept,
     room: int,
+    parts: tuple[str, ...] | None = None,
 ) -> list[Ranked]:
     """The best `room` items of `sources` for `query` among those `accept` lets through
-    (fewer: every match), best first, recency breaking ties."""
+    (fewer: every match), best first, recency breaking ties. Terms weigh by how rare they
+    are in `parts` (the sides `accept` lets through; None: every part), never elsewhere."""
     words = query.words
     wanted = list(dict.fromkeys(t for w in words for c in w.choices for t in c))
-    stats, corpus = _stats(conn, wanted)
+    stats, corpus = _stats(conn, wanted, parts) if parts != () else ({}, 0)
     if not stats:
         return []
     # An identifier or a phrase with a part no item holds is held by none.

@@ -257,6 +257,17 @@ class Reader:
             wanted.discard("tasks")  # an inbox task waits for its side on the Backlog
         return tuple(s for s in SOURCES if s in wanted)
 
+    def parts(self) -> tuple[str, ...] | None:
+        """The index's parts (db/recall_tables.py) whose counts weigh this reader's terms:
+        its side's, the inbox's (''), every part with no sides configured (None), none for a
+        reader placed nowhere."""
+        scope = self.scope
+        if not scope.sides_on:
+            return None
+        if scope.inbox:
+            return ("",)
+        return (scope.side,) if scope.side else ()
+
     def seen(
         self, conn: Connection, wanted: Mapping[str, Sequence[int]], text: bool
     ) -> dict[tuple[str, int], tuple[datetime, str | None]]:
