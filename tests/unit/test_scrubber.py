@@ -343,8 +343,15 @@ ROWS: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
                 f"docker login -u me -p {R('cli_password')} ghcr.io",
             ),
             ("redis-cli -h r -a s3cr3t ping", f"redis-cli -h r -a {R('cli_password')} ping"),
+            ("curl -u admin:s3cr3tPass https://x", f"curl -u admin:{R('cli_password')} https://x"),
+            (
+                'curl --user "bob:hunter22" https://x',
+                f'curl --user "bob:{R("cli_password")}" https://x',
+            ),
         ],
         [
+            "curl -u $USER:$PASS https://x",
+            "curl -u user https://x",
             "mysql -u root -p mydb",  # -p alone: mysql asks
             "mysql -P 3306 -h db",
             "mysql -p$MYSQL_PWD app",

@@ -21,7 +21,9 @@ group, `\\z` is `\\Z`, a `[` inside a class is escaped, and the whole is read wi
 
 Left out, each for its reason (`SKIPPED`): the generic API key rule, whose place ondeck's
 own keyed rows take with checks made for an agent's prose and code (its stop-word list alone
-costs 12 ms to parse in every hook), and the five rules that apply only to a file's path
+costs 12 ms to parse in every hook), the two curl rules, whose regexes cost the square of a
+line's length in Python's backtracking engine (ondeck's authorization and cli_password rows
+find what they find), and the five rules that apply only to a file's path
 (`.tf`, `.php`, `.yaml`, `nuget.config`, `.p12`).
 """
 
@@ -45,6 +47,11 @@ _RULE_HEADER = "\n[[rules]]\n"
 SKIPPED = {
     "generic-api-key": "ondeck's own keyed rows (password, secret, api_key, token) take its "
     "place, with checks for code, placeholders and prose",
+    # `\bcurl\b(?:.*?|.*?(?:[\r\n]{1,2}.*?){1,5})[ \t\n\r](?:-H|--header)…`: each `curl`
+    # reads on to its line's end and five more, so a line of many costs the square of its
+    # length in a backtracking engine (14 s for 40,000 characters of `curl `).
+    "curl-auth-header": "ondeck's authorization row finds the header wherever it stands",
+    "curl-auth-user": "ondeck's cli_password row finds `curl -u user:password`",
 }
 # A rule with a `path` applies only to files whose path matches it (`.tf`, `nuget.config`,
 # `.p12`): a text has no path, so these are left out too (`hashicorp-tf-password` would take
@@ -96,8 +103,26 @@ def translate(source: str) -> str:
     return "".join(out)
 
 
+# What gitleaks' generated rules put before a key's name: lazy, outside the secret's group,
+# and in some rules twice over (`[\w.-]{0,50}?(?i)[\w.-]{0,50}?`). It moves where a match
+# starts, not which secret it finds; in a backtracking engine it costs 50 tries at every
+# position (2,500 when doubled: 16 s for 10,000 characters of `sumo0`), so it is dropped.
+_LEAD = r"[\w.-]{0,50}?"
+
+
+def _drop_lead(source: str) -> str:
+    dropped = True
+    while dropped:
+        dropped = False
+        for head in ("", "(?i)"):
+            if source.startswith(head + _LEAD):
+                source = head + source[len(head) + len(_LEAD) :]
+                dropped = True
+    return source
+
+
 def compile_rule(source: str) -> re.Pattern[str]:
-    return re.compile(translate(source), re.ASCII)
+    return re.compile(translate(_drop_lead(source)), re.ASCII)
 
 
 def entropy(text: str) -> float:

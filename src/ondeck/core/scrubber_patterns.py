@@ -270,9 +270,11 @@ KEYED_PATTERNS: tuple[Pattern, ...] = (
             r"|(?:sshpass|docker[ \t]+login|podman[ \t]+login)(?![\w-])[^\n|;&]{0,200}?[ \t]-p"
             r"[ \t]*(?P<secret_p>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
             r"|redis-cli(?![\w-])[^\n|;&]{0,200}?[ \t]-a[ \t]+(?P<secret_a>[^\s'\"]+)"
+            r"|curl(?![\w-])[^\n|;&]{0,200}?[ \t](?:-u|--user)(?:[ \t]+|=)?['\"]?[^\s'\":]*:"
+            r"(?P<secret_u>[^\s'\"]+)"
         ),
-        "the command and its flag (mysql -p)",
-        hints=("mysql", "mariadb", "sshpass", "login", "redis-cli"),
+        "the command, its flag and the user name (mysql -p, curl -u user:)",
+        hints=("mysql", "mariadb", "sshpass", "login", "redis-cli", "curl"),
         check=value_check,
     ),
     Pattern(
