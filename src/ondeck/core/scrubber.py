@@ -16,6 +16,9 @@ captured (sessions/hook_events.py, which counts what it removed):
    redaction named after the earliest row (the most specific). Scrubbing is idempotent:
    no row reads into a `[redacted:KIND]` marker, and what the replacements left is
    scanned again until nothing more is found (`scrub`).
+   gitleaks' published rules (core/scrubber_gitleaks.py) rank after ondeck's keyed rows and
+   before high entropy; a span one of ondeck's keyed rows found is theirs alone (they know
+   what to keep around it).
 
 The result carries the text and how many spans were removed or replaced, per kind; never
 the values. It uses the standard library only: it runs in the session hooks at every turn,
