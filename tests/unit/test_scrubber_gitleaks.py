@@ -67,6 +67,20 @@ def test_the_reader_reads_each_block_as_tomllib_does(index: int) -> None:
     assert gitleaks.read_toml(text) == tomllib.loads(text)
 
 
+def test_the_plain_fields_read_by_string_methods_are_tomllibs_where_read() -> None:
+    read = 0
+    for block in BLOCKS[1:]:
+        fields = gitleaks.plain_fields(block)
+        if fields is None:
+            continue
+        read += 1
+        published = tomllib.loads("[[rules]]\n" + block)["rules"][0]
+        for key in ("regex", "entropy", "secretGroup"):
+            assert fields.get(key) == published.get(key), (key, block[:60])
+    assert read > 200  # the few with allowlists or a path go through the reader
+    assert gitleaks.plain_fields('id = "x"\nregex = "a"\n') is None  # not a literal
+
+
 def test_the_reader_refuses_what_it_does_not_take() -> None:
     with pytest.raises(gitleaks.TomlError):
         gitleaks.read_toml("when = 1979-05-27T07:32:00Z\n")

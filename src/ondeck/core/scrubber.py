@@ -305,11 +305,7 @@ def _secret_spans(text: str) -> list[_Found]:
     # may match the whole URL.
     keyed = [(start, end) for start, end, rank, _ in found if rank < len(KEYED_PATTERNS)]
     rank = len(KEYED_PATTERNS)
-    found += (
-        (start, end, rank, kind)
-        for start, end, kind in gitleaks.spans(text, lowered)
-        if not _overlaps(keyed, start, end)
-    )
+    found += ((start, end, rank, kind) for start, end, kind in gitleaks.spans(text, lowered, keyed))
     found.sort()
     merged: list[_Found] = []
     for start, end, rank, kind in found:
@@ -320,10 +316,6 @@ def _secret_spans(text: str) -> list[_Found]:
         else:
             merged.append((start, end, rank, kind))
     return merged
-
-
-def _overlaps(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
-    return any(s < end and start < e for s, e in spans)
 
 
 def _replace(text: str, spans: Iterable[_Found], counts: Counter[str]) -> str:

@@ -181,7 +181,7 @@ class Rule:
 
     def compiled(self) -> _Compiled:
         if self._compiled is None:
-            raw = read_toml(_RULE_HEADER + self._block)["rules"][0]
+            raw = plain_fields(self._block) or read_toml(_RULE_HEADER + self._block)["rules"][0]
             lists = (_allowlist(a) for a in raw.get("allowlists", ()))
             self._compiled = _Compiled(
                 regex=compile_rule(raw["regex"]),
@@ -191,11 +191,14 @@ class Rule:
             )
         return self._compiled
 
-    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+    def spans(self, text: str, taken: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int]]:
+        """The secrets this rule finds, but for those that meet a span in `taken` (found
+        already, and judged by who found it): the allowlists are not even compiled for
+        them."""
         rule = self.compiled()
         for match in rule.regex.finditer(text):
             start, end = _secret_span(match, rule.group)
-            if start >= end:
+            if start >= end or any(s < end and start < e for s, e in taken):
                 continue
             secret = text[start:end]
             if rule.entropy and entropy(secret) <= rule.entropy:
@@ -208,6 +211,34 @@ class Rule:
             if any(a.allows(secret, whole, line) for a in allowlists):
                 continue
             yield start, end
+
+
+_PLAIN_KEYS = frozenset(("id", "description", "regex", "entropy", "secretGroup", "keywords"))
+
+
+def plain_fields(block: str) -> dict[str, Any] | None:
+    """A rule's regex, entropy and secret group, read by string methods when its block is
+    in the form most are (those keys one a line, the regex a \'\'\'literal\'\'\', no
+    allowlists), else None and `read_toml` reads it. Compiling the reader's own regexes
+    would cost a hook more (1.3 ms) than reading the few rules a text needs."""
+    if "[" + "[" in block:
+        return None
+    fields: dict[str, Any] = {}
+    for line in block.split("\n"):
+        key, equals, value = line.partition(" = ")
+        if not equals or not key.isidentifier():
+            continue  # a line of a list (keywords), or none
+        if key not in _PLAIN_KEYS:
+            return None
+        if key == "regex":
+            if not value[:3] == value[-3:] == "'''" or len(value) < 6:
+                return None
+            fields[key] = value[3:-3]
+        elif key in ("entropy", "secretGroup"):
+            if not value.replace(".", "", 1).isdigit():
+                return None
+            fields[key] = float(value) if "." in value else int(value)
+    return fields if "regex" in fields else None
 
 
 def _secret_span(match: re.Match[str], group: int) -> tuple[int, int]:
@@ -371,15 +402,17 @@ def _by_word() -> dict[str, tuple[int, ...]]:
     return _BY_WORD[0]
 
 
-def spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, kind) of each secret gitleaks' rules find in `text`; `lowered` is the
-    text in lower case, same offsets. Each keyword is looked for once (about 300 of them:
-    many rules share one, such as `key` or `token`)."""
+def spans(
+    text: str, lowered: str, taken: Sequence[tuple[int, int]] = ()
+) -> Iterator[tuple[int, int, str]]:
+    """(start, end, kind) of each secret gitleaks' rules find in `text` that meets no span
+    in `taken`; `lowered` is the text in lower case, same offsets. Each keyword is looked
+    for once (about 300 of them: many rules share one, such as `key` or `token`)."""
     every = rules()
     hit = {n for word, numbers in _by_word().items() if word in lowered for n in numbers}
     for number in sorted(hit):
         rule = every[number]
-        for start, end in rule.spans(text):
+        for start, end in rule.spans(text, taken):
             yield start, end, rule.kind
 
 
