@@ -22,11 +22,12 @@ captured (sessions/hook_events.py, which counts what it removed):
 
 The result carries the text and how many spans were removed or replaced, per kind; never
 the values. It uses the standard library only: it runs in the session hooks at every turn,
-where it takes about a millisecond for an 8,000-character message. No regular expression
-here can match the same characters in two ways (no nested or adjacent quantifiers over the
-same characters) and each scan from a start is bounded by a delimiter, so a hostile text
-costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
-ones).
+where an 8,000-character message takes a few milliseconds, gitleaks' rules included (their
+cost per KB: docs/benchmarks.md). No regular expression here can match the same characters
+in two ways (no nested or adjacent quantifiers over the same characters) and each scan from
+a start is bounded by a delimiter, so a hostile text costs time in proportion to its size
+(tests/unit/test_scrubber.py runs 100,000-character ones; gitleaks' rules are held to it by
+tests/unit/test_scrubber_gitleaks.py).
 
 The rows are in core/scrubber_patterns.py, and what judges their matches (code,
 placeholders, git object names and digests) in core/scrubber_checks.py; the last row is
