@@ -16,14 +16,18 @@ captured (sessions/hook_events.py, which counts what it removed):
    redaction named after the earliest row (the most specific). Scrubbing is idempotent:
    no row reads into a `[redacted:KIND]` marker, and what the replacements left is
    scanned again until nothing more is found (`scrub`).
+   gitleaks' published rules (core/scrubber_gitleaks.py) rank after ondeck's keyed rows and
+   before high entropy; a span one of ondeck's keyed rows found is theirs alone (they know
+   what to keep around it).
 
 The result carries the text and how many spans were removed or replaced, per kind; never
 the values. It uses the standard library only: it runs in the session hooks at every turn,
-where it takes about a millisecond for an 8,000-character message. No regular expression
-here can match the same characters in two ways (no nested or adjacent quantifiers over the
-same characters) and each scan from a start is bounded by a delimiter, so a hostile text
-costs time in proportion to its size (tests/unit/test_scrubber.py runs 100,000-character
-ones).
+where an 8,000-character message takes a few milliseconds, gitleaks' rules included (their
+cost per KB: docs/benchmarks.md). No regular expression here can match the same characters
+in two ways (no nested or adjacent quantifiers over the same characters) and each scan from
+a start is bounded by a delimiter, so a hostile text costs time in proportion to its size
+(tests/unit/test_scrubber.py runs 100,000-character ones; gitleaks' rules are held to it by
+tests/unit/test_scrubber_gitleaks.py).
 
 The rows are in core/scrubber_patterns.py, and what judges their matches (code,
 placeholders, git object names and digests) in core/scrubber_checks.py; the last row is
@@ -56,6 +60,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from ondeck.core import scrubber_gitleaks as gitleaks
 from ondeck.core.frozen import Frozen
 from ondeck.core.scrubber_checks import Span, lazy
 from ondeck.core.scrubber_patterns import KEYED_PATTERNS, Pattern
@@ -275,33 +280,49 @@ def _blank_marker(match: re.Match[str]) -> str:
     return "[" + _MARKER_INSIDE * (len(match.group()) - 2) + "]"
 
 
-def _secret_spans(text: str) -> list[tuple[int, int, int]]:
-    """Non-overlapping (start, end, row) spans to replace, in text order; none inside a
-    `[redacted:KIND]` marker."""
+# (start, end, rank, kind): rank orders the rows, most specific first, for naming a span
+# several rows found.
+_Found = tuple[int, int, int, str]
+
+
+def _secret_spans(text: str) -> list[_Found]:
+    """Non-overlapping spans to replace, in text order; none inside a `[redacted:KIND]`
+    marker. gitleaks' rules rank after ondeck's keyed rows and before high entropy."""
     if "[redacted:" in text:
         text = _MARKER().sub(_blank_marker, text)  # same length: the offsets hold
     lowered = text.lower()
     if len(lowered) != len(text):  # a few letters lower to two characters (İ): keep offsets
         lowered = text.translate(_ASCII_LOWER)
-    found: list[tuple[int, int, int]] = []
+    found: list[_Found] = []
     for row, pattern in enumerate(PATTERNS):
-        found += ((start, end, row) for start, end in pattern.spans(text, lowered) if start < end)
+        rank = row if row < len(KEYED_PATTERNS) else row + 1
+        found += (
+            (start, end, rank, pattern.kind)
+            for start, end in pattern.spans(text, lowered)
+            if start < end
+        )
+    # A secret one of ondeck's keyed rows found is theirs: they know what to keep around it
+    # (`https://hooks.slack.com/services/[redacted:slack_webhook]`), where gitleaks' rule
+    # may match the whole URL.
+    keyed = [(start, end) for start, end, rank, _ in found if rank < len(KEYED_PATTERNS)]
+    rank = len(KEYED_PATTERNS)
+    found += ((start, end, rank, kind) for start, end, kind in gitleaks.spans(text, lowered, keyed))
     found.sort()
-    merged: list[tuple[int, int, int]] = []
-    for start, end, row in found:
+    merged: list[_Found] = []
+    for start, end, rank, kind in found:
         if merged and start < merged[-1][1]:
-            last_start, last_end, last_row = merged[-1]
-            merged[-1] = (last_start, max(end, last_end), min(row, last_row))
+            last_start, last_end, last_rank, last_kind = merged[-1]
+            named = (rank, kind) if rank < last_rank else (last_rank, last_kind)
+            merged[-1] = (last_start, max(end, last_end), *named)
         else:
-            merged.append((start, end, row))
+            merged.append((start, end, rank, kind))
     return merged
 
 
-def _replace(text: str, spans: Iterable[tuple[int, int, int]], counts: Counter[str]) -> str:
+def _replace(text: str, spans: Iterable[_Found], counts: Counter[str]) -> str:
     pieces: list[str] = []
     kept_from = 0
-    for start, end, row in spans:
-        kind = PATTERNS[row].kind
+    for start, end, _, kind in spans:
         pieces += (text[kept_from:start], marker(kind))
         counts[kind] += 1
         kept_from = end
@@ -333,8 +354,8 @@ def scrub(text: str) -> Scrubbed:
         # before the last cut: each cut is shorter.
         cut = len(text)
         while (spans := _secret_spans(text)) and spans[0][0] < cut:
-            cut, _, row = spans[0]
-            text = _replace(text, [(cut, len(text), row)], counts)
+            cut, _, rank, kind = spans[0]
+            text = _replace(text, [(cut, len(text), rank, kind)], counts)
     return Scrubbed(text, sum(counts.values()), dict(counts))
 
 

@@ -122,11 +122,15 @@ def assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
             value = text[start:end]
             if _placeholder(value, (key, word)) or _counter(word, value):
                 return ()
+            if _directory(word, value):
+                return ()
             return ((start, end),)
     start = match.start("secret")
     value = text[start : match.end("secret")].rstrip(_TRAILING)
     end = start + len(value)
     if _placeholder(value, (key, word)) or value.lower() in _CODE_WORDS or _counter(word, value):
+        return ()
+    if _directory(word, value):
         return ()
     if _NAME_PATH().fullmatch(value) and ("." in value or text[end : end + 1] in ("(", "[")):
         return ()  # code: `token = get_token()`, `os.environ["X"]`, `self.token`
@@ -147,6 +151,11 @@ def assignment_check(match: re.Match[str], text: str) -> Sequence[Span]:
     return ((start, end),)
 
 
+def _directory(word: str, value: str) -> bool:
+    """`PWD=/home/me`: the shell's working directory, not a password."""
+    return word == "pwd" and (value.startswith(("/", "~", ".", "\\")) or value[1:3] == ":\\")
+
+
 def _counter(word: str, value: str) -> bool:
     """A token that is a small number is a counter, not a secret: ondeck's own lease tokens
     (`--token 1042`, `"token": 7`), a model's token counts (`토큰: 4096`)."""
@@ -163,14 +172,14 @@ def value_check(match: re.Match[str], text: str) -> Sequence[Span]:
     return ((start, end),)
 
 
-KOREAN_WORDS = ("비밀번호", "패스워드", "비번", "암호", "토큰")
+KOREAN_WORDS = ("비밀번호", "패스워드", "비번", "암호", "토큰", "api 키", "api키")
 
 
 def korean_check(match: re.Match[str], text: str) -> Sequence[Span]:
     word, (start, end) = match.group("word"), match.span("secret")
     value = text[start:end].rstrip(_TRAILING + "。")
     end = start + len(value)
-    if _placeholder(value, (word, "password", "token")) or _counter(word, value):
+    if _placeholder(value, (word, "password", "token", "key")) or _counter(word, value):
         return ()
     if match.group("sep") is None and (
         not value.isascii() or value.isalpha() or not value.isprintable()
@@ -246,6 +255,27 @@ def authorization_check(match: re.Match[str], text: str) -> Sequence[Span]:
     value = text[start:end]
     if _placeholder(value, _SCHEME_WORDS):
         return ()  # `Bearer $TOKEN`, `Authorization: <token>`
-    if _NAME_PATH().fullmatch(value) and not any(c.isdigit() for c in value):
+    if match.group("secret_word") is not None:
+        # `Bearer letmeinletmein`: letters alone are a token where a header holds one (the
+        # line's start, after a quote or `:`, and nothing after it on the line but a quote),
+        # and prose elsewhere ("a Bearer token", "Bearer authentication is used").
+        line = text.rfind("\n", 0, match.start()) + 1
+        before = text[line : match.start()].rstrip(" \t")
+        line_end = text.find("\n", end)
+        after = text[end : len(text) if line_end < 0 else line_end].strip(" \t")
+        if before[-1:] not in ("", '"', "'", ":") or after not in ("", '"', "'", "',", '",'):
+            return ()
+        return ((start, end),)
+    scheme = match.group("scheme")
+    if scheme is None and _NAME_PATH().fullmatch(value) and not any(c.isdigit() for c in value):
         return ()  # code: `{"Authorization": auth_header}`
     return ((start, end),)
+
+
+def card_check(match: re.Match[str], text: str) -> Sequence[Span]:
+    """A payment card's number passes the Luhn check; a run of one digit does not count."""
+    digits = [int(c) for c in match.group() if c.isdigit()]
+    if len(set(digits)) < 2:
+        return ()
+    total = sum(digits[-1::-2]) + sum(d * 2 - 9 if d > 4 else d * 2 for d in digits[-2::-2])
+    return (match.span(),) if total % 10 == 0 else ()

@@ -14,6 +14,7 @@ from ondeck.core.scrubber_checks import (
     Span,
     assignment_check,
     authorization_check,
+    card_check,
     hex_check,
     korean_check,
     secret_span,
@@ -269,16 +270,73 @@ KEYED_PATTERNS: tuple[Pattern, ...] = (
             r"|(?:sshpass|docker[ \t]+login|podman[ \t]+login)(?![\w-])[^\n|;&]{0,200}?[ \t]-p"
             r"[ \t]*(?P<secret_p>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
             r"|redis-cli(?![\w-])[^\n|;&]{0,200}?[ \t]-a[ \t]+(?P<secret_a>[^\s'\"]+)"
+            r"|curl(?![\w-])[^\n|;&]{0,200}?[ \t](?:-u|--user)(?:[ \t]+|=)?['\"]?[^\s'\":]*:"
+            r"(?P<secret_u>[^\s'\"]+)"
         ),
-        "the command and its flag (mysql -p)",
-        hints=("mysql", "mariadb", "sshpass", "login", "redis-cli"),
+        "the command, its flag and the user name (mysql -p, curl -u user:)",
+        hints=("mysql", "mariadb", "sshpass", "login", "redis-cli", "curl"),
         check=value_check,
+    ),
+    Pattern(
+        "azure_storage_key",
+        # A connection string's key: Azure Storage, Service Bus, Event Hubs, IoT Hub.
+        (
+            r"(?<![a-z0-9])(?:account|sharedaccess|primary|secondary)key="
+            r"(?P<secret>[a-z0-9+/]{20,}={0,2})(?![a-z0-9+/=])"
+        ),
+        "the key's name (AccountKey=)",
+        hints=("key=",),
+        folded=True,
+    ),
+    Pattern(
+        "doppler_token",
+        (
+            r"dp\.(?<![A-Za-z0-9_.-]dp\.)(?:st|sa|ct|pt|scim|audit)\.(?:[A-Za-z0-9_-]+\.)?"
+            r"[A-Za-z0-9]{40,44}(?![A-Za-z0-9])"
+        ),
+        "nothing",
+        hints=("dp.",),
+    ),
+    Pattern(
+        "discord_webhook",
+        (
+            r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/"
+            r"[0-9]+/(?P<secret>[A-Za-z0-9_-]{40,})"
+        ),
+        "the URL up to the webhook's id",
+        hints=("discord",),
+    ),
+    Pattern(
+        "card_number",
+        # 13 to 19 digits, in groups of four split by one space or dash throughout (or not
+        # at all), or American Express's 4-6-5; Luhn-valid (card_check).
+        (
+            r"(?<![0-9A-Za-z_.,+-])(?:[2-6][0-9]{3}(?P<sep>[ -]?)[0-9]{4}(?P=sep)[0-9]{4}"
+            r"(?P=sep)[0-9]{1,7}|3[47][0-9]{2}(?P<amex>[ -]?)[0-9]{6}(?P=amex)[0-9]{5})"
+            r"(?![0-9A-Za-z_]|[.,-][0-9])"
+        ),
+        "nothing (which numbers: card_check)",
+        check=card_check,
+    ),
+    Pattern(
+        "resident_number",
+        # 주민등록번호: YYMMDD-[1-4]XXXXXX, a real month and day. No check digit: numbers
+        # issued since October 2020 have none.
+        (
+            r"(?<![0-9A-Za-z_.+-])[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
+            r"-[1-4][0-9]{6}(?![0-9A-Za-z_]|[.-][0-9])"
+        ),
+        "nothing",
+        hints=("-",),
     ),
     Pattern(
         "korean_secret",
         (
-            r"(?P<word>비밀번호|패스워드|비번|암호|토큰)"
-            r"(?:[ \t]*(?P<sep>[:=：])[ \t]*|(?:는|은)[ \t]+)(?P<secret>[^\s\"'`,;()\[\]{}<>]+)"
+            # A separator, a particle (는 은 이 가) or, after a word that means only a
+            # password or a key (not 암호, also a cipher, nor 토큰), a space alone.
+            r"(?P<word>비밀번호|패스워드|비번|암호|토큰|(?i:api)[ \t]?키)"
+            r"(?:[ \t]*(?P<sep>[:=：])[ \t]*|(?:는|은|이|가)[ \t]+"
+            r"|(?<!암호)(?<!토큰)[ \t]+)(?P<secret>[^\s\"'`,;()\[\]{}<>]+)"
         ),
         "the keyword and separator (비밀번호:)",
         hints=KOREAN_WORDS,
@@ -295,10 +353,11 @@ KEYED_PATTERNS: tuple[Pattern, ...] = (
         "authorization",
         (
             r"authorization(?<![a-z0-9_]authorization)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
-            r"(?:(?:bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?"
+            r"(?:(?P<scheme>bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?"
             r"(?P<secret>[^\s\"',;()\[\]{}<>]{8,})"
             r"|bearer(?<![a-z0-9_-]bearer)[ \t]+"
-            r"(?P<secret_bearer>(?=[a-z0-9._~+/-]*[0-9])[a-z0-9._~+/-]{16,}=*)"
+            r"(?:(?P<secret_bearer>(?=[a-z0-9._~+/-]*[0-9])[a-z0-9._~+/-]{16,}=*)"
+            r"|(?P<secret_word>[a-z]{8,})(?![a-z0-9._~+/=-]))"
         ),
         "the header name and scheme (Authorization: Bearer)",
         hints=("authorization", "bearer"),
@@ -307,9 +366,9 @@ KEYED_PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "password",
-        _assignment(r"pass(?:word|wd|phrase)?|pword|pgpassword"),
+        _assignment(r"pass(?:word|wd|phrase)?|pword|pgpassword|pwd"),
         _KEYED,
-        hints=("pass", "pword"),
+        hints=("pass", "pword", "pwd"),
         folded=True,
         check=assignment_check,
     ),

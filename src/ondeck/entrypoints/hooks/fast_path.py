@@ -46,6 +46,8 @@ COMMON = frozenset(
         "ondeck.core.humanize",
         "ondeck.core.scrubber",
         "ondeck.core.scrubber_checks",
+        # gitleaks' rules: the standard library only, the file read when a text is scrubbed.
+        "ondeck.core.scrubber_gitleaks",
         "ondeck.core.scrubber_patterns",
         "ondeck.core.session_terms",
         "ondeck.entrypoints",
