@@ -25,7 +25,7 @@ from typing import Any
 
 from ondeck.core.errors import InvalidInput
 from ondeck.entrypoints.hooks import settings_hooks
-from ondeck.entrypoints.hooks.claude_settings import ondeck_argv, ondeck_command
+from ondeck.host.launch import ondeck_argv, ondeck_command
 from ondeck.sessions.hook_agents import CODEX, GEMINI
 
 # Each agent's hook events → `ondeck hook VERB`, and what each entry carries besides its
