@@ -160,6 +160,64 @@ def test_every_installer_writes_ondeck_argv(
         assert "-m ondeck" not in path.read_text().replace(f"{launch.ISOLATED} -m ondeck", ""), path
 
 
+def test_an_install_over_an_earlier_ones_bare_lines_rewrites_them(tmp_path: Path) -> None:
+    """An earlier ondeck wrote `python -m ondeck`: installing again (`ondeck hook install`,
+    `ondeck setup codex|gemini`) puts `ondeck_argv()`'s line in their place, and leaves the
+    person's own hook and MCP server as they were."""
+    bare = f"{sys.executable} -m ondeck"
+    mine = {"type": "command", "command": "echo 내 훅"}
+
+    def earlier(verbs: dict[str, str], tail: str = "") -> dict[str, Any]:
+        hooks = {e: [{"hooks": [{"type": "command", "command": f"{bare} hook {v}{tail}"}]}]
+                 for e, v in verbs.items()}  # fmt: skip
+        hooks["SessionStart"].append({"hooks": [mine]})
+        return {"hooks": hooks}
+
+    claude_file = tmp_path / "claude.json"
+    claude_file.write_text(json.dumps(earlier(claude_settings.EVENTS)))
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "hooks.json").write_text(
+        json.dumps(earlier(agent_settings.EVENTS[CODEX], " --agent codex"))
+    )
+    (codex / "config.toml").write_text(
+        'model = "gpt-5"\n\n[mcp_servers.mine]\ncommand = "my-server"\n\n'
+        f'[mcp_servers.ondeck]\ncommand = "{sys.executable}"\nargs = ["-m", "ondeck", "mcp"]\n'
+    )
+    gemini_file = tmp_path / "gemini.json"
+    gemini = earlier(agent_settings.EVENTS[GEMINI], " --agent gemini-cli")
+    gemini["mcpServers"] = {
+        "ondeck": {"command": sys.executable, "args": ["-m", "ondeck", "mcp"]},
+        "mine": {"command": "my-server", "args": []},
+    }
+    gemini_file.write_text(json.dumps(gemini))
+
+    changed = [
+        *claude_settings.install(claude_file),
+        *agent_settings.install(CODEX, codex),
+        *agent_settings.install(GEMINI, gemini_file),
+    ]
+    rewritten = [c for c in changed if " -> " in c or "updated mcp" in c]
+    assert len(rewritten) == 4 + 4 + 3 + 2, changed
+    for path in (claude_file, codex / "hooks.json", gemini_file):
+        hooks = json.loads(path.read_text())["hooks"]
+        lines = [h["command"] for gs in hooks.values() for g in gs for h in g["hooks"]]
+        assert mine["command"] in lines, lines  # the person's own hook stays
+        ours = [line for line in lines if line != mine["command"]]
+        assert all(line.startswith(f"{ondeck_command()} hook ") for line in ours), ours
+    config = tomllib.loads((codex / "config.toml").read_text())
+    server = {"command": ondeck_argv()[0], "args": [*ondeck_argv()[1:], "mcp"]}
+    assert config["mcp_servers"] == {"mine": {"command": "my-server"}, "ondeck": server}
+    assert config["model"] == "gpt-5"
+    assert json.loads(gemini_file.read_text())["mcpServers"]["ondeck"] == server
+    again = [
+        *claude_settings.install(claude_file),
+        *agent_settings.install(CODEX, codex),
+        *agent_settings.install(GEMINI, gemini_file),
+    ]
+    assert again == []
+
+
 def test_no_file_of_ondeck_holds_a_bare_m_ondeck() -> None:
     """A door added later (a new installer, a doc's example) is caught here: every `-m
     ondeck` in src/ondeck, written as a command line or as an argv list, has `-I` before

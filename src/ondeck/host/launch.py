@@ -2,7 +2,7 @@
 server, the Claude Code plugin, a systemd unit. Every installer writes it and nothing else.
 
 Those programs start ondeck in the folder a session runs in, which is often a repository
-someone else wrote. `python -m ondeck` there would put that folder first on `sys.path`, and
+someone else wrote. A bare `-m ondeck` there would put that folder first on `sys.path`, and
 a repository holding `ondeck/__init__.py`, `ondeck.py` or `sitecustomize.py` would run its
 own code as the person. The interpreter's `-I` (isolated mode) keeps the current folder off
 `sys.path`, ignores every `PYTHON*` variable (a `PYTHONPATH` from a project's agent
