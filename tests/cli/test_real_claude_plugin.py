@@ -372,7 +372,7 @@ def test_an_older_claude_code_gets_the_settings_hooks_and_undo_removes_them(
     hooks = json.loads(settings.read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "Stop", "PostCompact", "SessionEnd"}
     servers = json.loads((tmp_path / "home" / ".claude.json").read_text())["mcpServers"]
-    assert servers["ondeck"]["args"] == ["-m", "ondeck", "mcp"]
+    assert servers["ondeck"]["args"] == ["-I", "-m", "ondeck", "mcp"]
     assert "nothing changed" in setup("--claude", str(older))  # set up already
     undone = setup("--undo")
     assert "MCP server ondeck removed" in undone

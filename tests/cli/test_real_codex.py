@@ -170,7 +170,7 @@ def test_setup_installs_the_hooks_and_the_mcp_server_for_codex(run: dict[str, An
     assert run["servers"].returncode == 0, run["servers"].stderr
     servers = {s["name"]: s for s in json.loads(run["servers"].stdout)}
     assert servers["ondeck"]["enabled"] is True
-    assert servers["ondeck"]["transport"]["args"] == ["mcp"]
+    assert servers["ondeck"]["transport"]["args"] == ["-I", "-m", "ondeck", "mcp"]
 
 
 def test_a_codex_turn_runs_the_hooks(run: dict[str, Any]) -> None:

@@ -64,7 +64,7 @@ def test_it_installs_a_user_unit_with_the_settings_in_effect(
     env_file = home / "ondeck" / "ondeck.env"
     assert _files(home) == {unit, env_file}
     text = unit.read_text()
-    assert f"ExecStart={sys.executable} -m ondeck serve" in text
+    assert f"ExecStart={sys.executable} -I -m ondeck serve" in text
     assert f"EnvironmentFile={env_file}" in text
     assert "WantedBy=default.target" in text
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600

@@ -4,7 +4,7 @@
 // (`POST /api/v1/sessions/hook-events`), over the server's owner-only Unix socket: only
 // the owner can open it (its directory is 0700), so no token rides and no other user's
 // listener on the TCP port hears a word. No process runs per event. When the server does
-// not answer, the event is handed to `python -m ondeck hook <verb>`, which stores it in the
+// not answer, the event is handed to `python -I -m ondeck hook <verb>`, which stores it in the
 // database or its spool (and in client mode, where there is no socket, it always is: the
 // hook makes the record on this machine and sends it with the token, and tells the mod the
 // status line, asked with that token: the mod never holds it). What even that cannot take
@@ -24,6 +24,10 @@ const PANE = 'ondeck'
 const BLOCK = 'ondeck'
 // A hook's process may wait for a locked database (5 s) and read git (1 s).
 const HOOK_TIMEOUT_MS = 20000
+// `-I`: isolated, as every command line ondeck writes (host/launch.py): a bare `-m ondeck`
+// would run an `ondeck/` or `ondeck.py` of the session's folder, and PYTHON* variables
+// could choose the code too. The interpreter is the one `ondeck setup claude-code` gave.
+const ISOLATED = '-I'
 
 type Facts = { project?: string; side?: string; unclassified?: boolean; session?: string }
 type Answer = Record<string, unknown>
@@ -52,6 +56,11 @@ const my = {
   kept: [] as HookEvent[],
 }
 
+
+// How ondeck is started: the same line as host/launch.py's `ondeck_argv`.
+function ondeck(): string[] {
+  return [my.python, ISOLATED, '-m', 'ondeck']
+}
 
 async function ask($: Dollar, method: string, path: string, body?: unknown) {
   if (!my.socket || !my.store || my.elsewhere) return undefined
@@ -109,7 +118,7 @@ async function runHook($: Dollar, verb: string, stdin: string): Promise<string |
     ? { ONDECK_MOD: '', ONDECK_MOD_STORE: '1' }
     : { ONDECK_MOD: '', ONDECK_MOD_STATUS: contextQuery(my.facts, {}) }
   try {
-    const ran = await $.process.run([my.python, '-m', 'ondeck', 'hook', verb], {
+    const ran = await $.process.run([...ondeck(), 'hook', verb], {
       stdin,
       env,
       timeoutMs: HOOK_TIMEOUT_MS,

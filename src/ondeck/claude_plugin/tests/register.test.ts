@@ -137,8 +137,8 @@ describe('register', () => {
       answer: 'done', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer',
     })
     expect(w.ran.map((r) => r.argv)).toEqual([
-      ['/venv/bin/python', '-m', 'ondeck', 'hook', 'session-start'],
-      ['/venv/bin/python', '-m', 'ondeck', 'hook', 'stop'],
+      ['/venv/bin/python', '-I', '-m', 'ondeck', 'hook', 'session-start'],
+      ['/venv/bin/python', '-I', '-m', 'ondeck', 'hook', 'stop'],
     ])
     expect(JSON.parse(w.ran[1]?.stdin ?? '{}').last_assistant_message).toBe('done')
     expect(w.ran[1]?.env).toEqual({ ONDECK_MOD: '', ONDECK_MOD_STORE: '1' })
@@ -197,7 +197,7 @@ describe('register', () => {
     const opened = await $.command.run({ command: 'ondeck', args: '', origin: { kind: 'composer' } } as never)
     expect(opened.text).toBe('On deck: opened beside the transcript.')
     expect(w.ran.at(-1)).toEqual({
-      argv: ['/venv/bin/python', '-m', 'ondeck', 'hook', 'brief'],
+      argv: ['/venv/bin/python', '-I', '-m', 'ondeck', 'hook', 'brief'],
       stdin: '',
       env: { ONDECK_MOD: '', ONDECK_MOD_STATUS: scoped },
     })

@@ -25,7 +25,7 @@ from typing import Any
 
 from ondeck.core.errors import InvalidInput
 from ondeck.entrypoints.hooks import settings_hooks
-from ondeck.entrypoints.hooks.claude_settings import ondeck_argv, ondeck_command
+from ondeck.host.launch import is_isolated, ondeck_argv, ondeck_command
 from ondeck.sessions.hook_agents import CODEX, GEMINI
 
 # Each agent's hook events → `ondeck hook VERB`, and what each entry carries besides its
@@ -190,10 +190,21 @@ def _add_gemini_mcp(data: dict[str, Any], path: Path) -> str | None:
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise InvalidInput(f"{path}: 'mcpServers' is not an object; nothing changed")
+    if _is_bare(servers.get(MCP_NAME)):
+        servers[MCP_NAME] = _server()
+        return f"updated mcpServers.{MCP_NAME}: {_shown(servers[MCP_NAME])}"
     if MCP_NAME in servers:  # ondeck's already, or a server of the person's own: left alone
         return None
     servers[MCP_NAME] = _server()
     return f"added mcpServers.{MCP_NAME}: {_shown(servers[MCP_NAME])}"
+
+
+def _is_bare(entry: Any) -> bool:
+    """An MCP server an earlier ondeck wrote as a bare `-m ondeck` (host/launch.py says why
+    it is replaced)."""
+    return _is_our_server(entry) and not is_isolated(
+        " ".join([entry["command"], *(str(a) for a in entry["args"])])
+    )
 
 
 def _shown(server: dict[str, Any]) -> str:
@@ -212,12 +223,24 @@ def _add_codex_mcp(path: Path, toml: dict[str, Any]) -> tuple[str, str] | None:
     """config.toml with ondeck's MCP server added, and the line that says so (None: there
     is one of that name already)."""
     servers = toml.get("mcp_servers")
+    text = path.read_text() if path.exists() else ""
+    said = "added"
+    if isinstance(servers, dict) and _is_bare(servers.get(MCP_NAME)):
+        # An earlier ondeck's bare `-m ondeck`: taken out, and today's line added.
+        try:
+            removed = _remove_codex_mcp(path, toml)
+        except InvalidInput:
+            return None  # the block holds more than ondeck wrote: the person's, left alone
+        if removed is None:
+            return None
+        text, said = removed[0], "updated"
+        toml = _parse_toml(text, path) or {}
+        servers = toml.get("mcp_servers")
     if isinstance(servers, dict) and MCP_NAME in servers:
         return None  # ondeck's already, or a server of the person's own: left alone
     server = _server()
     args = ", ".join(_toml_string(a) for a in server["args"])
     block = f"{_HEADER}\ncommand = {_toml_string(server['command'])}\nargs = [{args}]\n"
-    text = path.read_text() if path.exists() else ""
     new = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "")
     new += block
     parsed = _parse_toml(new, path)
@@ -226,7 +249,7 @@ def _add_codex_mcp(path: Path, toml: dict[str, Any]) -> tuple[str, str] | None:
             f"{path}: ondeck cannot add {_HEADER} to this file (its mcp_servers is not a "
             "table); add it by hand, nothing changed"
         )
-    return new, f"added mcp_servers.{MCP_NAME}: {_shown(server)}"
+    return new, f"{said} mcp_servers.{MCP_NAME}: {_shown(server)}"
 
 
 def _remove_codex_mcp(path: Path, toml: dict[str, Any]) -> tuple[str, str] | None:

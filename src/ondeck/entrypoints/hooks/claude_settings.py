@@ -7,14 +7,13 @@ and matcher in the file stays as it was.
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
 from ondeck.entrypoints.hooks import settings_hooks
+from ondeck.host.launch import ondeck_command
 
 EVENTS = {
     "SessionStart": "session-start",
@@ -31,20 +30,6 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "Stop": {"async": True},
     "SessionEnd": {"timeout": SESSION_END_TIMEOUT_S},
 }
-
-
-def ondeck_argv() -> list[str]:
-    """This very ondeck, so a venv install works: its console script, or this Python with
-    `-m ondeck` (the venv's python is kept as it is: resolving its link would leave the venv)."""
-    argv0 = Path(sys.argv[0])
-    if argv0.name == "ondeck" and argv0.exists():
-        return [str(argv0.resolve())]
-    return [sys.executable, "-m", "ondeck"]
-
-
-def ondeck_command() -> str:
-    """How Claude Code should call ondeck (a shell command line)."""
-    return " ".join(shlex.quote(word) for word in ondeck_argv())
 
 
 def settings_path(project_dir: Path | None, user: bool) -> Path:

@@ -31,6 +31,7 @@ from typing import Any
 
 from ondeck.core.errors import InvalidInput
 from ondeck.entrypoints.hooks import claude_settings
+from ondeck.host.launch import ondeck_argv, ondeck_command
 
 MODS_SINCE = (2, 1, 287)
 PLUGIN = "ondeck@ondeck"
@@ -157,10 +158,10 @@ def _steps(
         did("hooks_added", True)
         done.append(f"Claude Code {shown} (no mods before 2.1.287): settings hooks in "
                     f"{setup.settings}")  # fmt: skip
-        setup.run("mcp", "add", "--scope", "user", MCP_NAME, "--", setup.python, "-m", "ondeck",
+        setup.run("mcp", "add", "--scope", "user", MCP_NAME, "--", *ondeck_argv(setup.python),
                   "mcp")  # fmt: skip
         did("mcp", MCP_NAME)
-        done.append(f"MCP server {MCP_NAME} added (user scope): {setup.python} -m ondeck mcp")
+        done.append(f"MCP server {MCP_NAME} added (user scope): {ondeck_command(setup.python)} mcp")
         return done
     folder = plugin_dir()
     setup.run("plugin", "marketplace", "add", str(folder))
@@ -174,7 +175,7 @@ def _steps(
     done.append(
         f"plugin {PLUGIN} installed: the mod records sessions "
         + (f"through {socket}" if socket else "through `ondeck hook` (client mode)")
-        + f", and its MCP server runs `{setup.python} -m ondeck mcp`"
+        + f", and its MCP server runs `{ondeck_command(setup.python)} mcp`"
     )
     if claude_settings.uninstall(setup.settings):
         did("hooks_removed", True)

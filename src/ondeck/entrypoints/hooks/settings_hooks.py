@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ondeck.core.errors import InvalidInput
+from ondeck.host.launch import is_isolated
 
 IsOurs = Callable[[Any], bool]
 
@@ -44,6 +45,11 @@ def add(data: dict[str, Any], path: Path, wanted: list[Wanted]) -> list[str]:
         groups = hooks.setdefault(w.event, [])
         ours = [h for h in _entries(groups) if w.is_ours(h)]
         for hook in ours:
+            if not is_isolated(str(hook.get("command", ""))):
+                # An earlier ondeck's bare `-m ondeck`: a repository's own `ondeck` would
+                # run in its place (host/launch.py), so the line becomes today's.
+                changes.append(f"updated hooks.{w.event}: {hook['command']} -> {w.line}")
+                hook["command"] = w.line
             missing = {k: v for k, v in w.options.items() if hook.get(k) != v}
             if missing:
                 hook.update(missing)

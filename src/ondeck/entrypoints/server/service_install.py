@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ondeck.core.errors import InvalidInput, Unavailable
-from ondeck.entrypoints.hooks.claude_settings import ondeck_argv
 from ondeck.entrypoints.server.serve import check_exposure, check_tls
 from ondeck.entrypoints.server.systemd_unit import (
     MARKER,
@@ -34,6 +33,7 @@ from ondeck.entrypoints.server.systemd_unit import (
     render_unit,
     systemctl_commands,
 )
+from ondeck.host.launch import ondeck_argv
 from ondeck.host.quick_settings_rules import config_file, config_home
 from ondeck.host.settings import Settings, hide_password
 
