@@ -10,6 +10,8 @@
     ├── Unauthorized            (exit 6, HTTP 401: no token, or one wrong, revoked or expired)
     │   └── Forbidden           (HTTP 403: a token whose scope does not allow that)
     └── Unavailable             (exit 5, HTTP 503: the database, or systemd, cannot be reached)
+        └── Locked              (exit 2: another process held the database's write lock past
+                                 the wait; nothing was started)
 
 Each error's `str` is one line for a human; `code` is a stable word for programs.
 The CLI and the API map these once (cli/ and api/), never per command.
@@ -100,3 +102,10 @@ class Unavailable(OndeckError):
     code = "unavailable"
     exit_code = 5
     http_status = 503
+
+
+class Locked(Unavailable):
+    """Another process held the database's write lock past the wait."""
+
+    code = "locked"
+    exit_code = 2
