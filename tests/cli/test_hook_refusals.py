@@ -230,6 +230,83 @@ def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
     assert _session(engine, "silent-one").status == "lost"
 
 
+# --- a drain killed midway ------------------------------------------------------------------
+
+KILLED_SPOOL = 2_400  # records: a drain of some seconds, long enough to be killed midway
+REFUSED_LINES = 8  # 4 malformed, 4 the store refuses, spread over the spool
+
+
+def test_a_drain_killed_midway_counts_each_refused_line_once(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """A jobs tick killed (-9) while it drains has set some lines aside; the next drain
+    reads the same lines again (the taken file is cut only when a drain ends) and must not
+    set them aside a second time: the warning counts rejected.jsonl's lines (it said 14
+    for 8)."""
+    hooks = Hooks(tmp_path, db_url)
+    hooks.hook("session-start", "start")
+    hooks.hook("stop", "stop", url=DOWN, session_id="template")
+    hooks.hook("post-compact", "compact", url=DOWN, session_id="template", trigger="auto")
+    stop, compaction = hooks.waiting()
+    (hooks.spool / "events.jsonl").unlink()
+    spaced = {KILLED_SPOOL * (2 * k + 1) // (2 * REFUSED_LINES): k for k in range(REFUSED_LINES)}
+    with (hooks.spool / "events.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(KILLED_SPOOL):
+            if n in spaced and spaced[n] % 2:
+                line = '{"v":1,"kind":"stop","agent":"claude-code","session":"잘린 줄'  # torn
+            elif n in spaced:  # a compaction whose trigger the narrowed store refuses
+                line = json.dumps(
+                    {
+                        **compaction,
+                        "session": f"old-{n}",
+                        "fingerprint": f"{n:032x}",
+                        "trigger": "manual",
+                    },
+                    ensure_ascii=False,
+                )
+            else:
+                text = {**stop["text"], "value": f"{n}: 기다린 마지막 말"}
+                line = json.dumps(
+                    {**stop, "session": f"old-{n}", "fingerprint": f"{n:032x}", "text": text},
+                    ensure_ascii=False,
+                )
+            out.write(line + "\n")
+    _narrow_trigger(engine)
+    assert len(spaced) == REFUSED_LINES
+
+    env = {**os.environ, **hooks.env}
+    rejected = hooks.spool / "rejected.jsonl"
+
+    def set_aside() -> int:
+        return len(rejected.read_text().splitlines()) if rejected.exists() else 0
+
+    drain = subprocess.Popen(
+        [ONDECK, "jobs", "--once"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while set_aside() < 2 and drain.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        drain.kill()  # SIGKILL, midway: some lines set aside, most still waiting
+    finally:
+        drain.wait(timeout=30)
+    assert drain.returncode == -9, "the drain ended before it could be killed midway"
+    before = set_aside()
+    assert 2 <= before < REFUSED_LINES, before
+    waiting = (hooks.spool / "draining.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(waiting) > KILLED_SPOOL // 4  # much of it was still to drain
+
+    done = run_ondeck("jobs", "--once", env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert hooks.waiting() == []
+    reasons = [r["reason"] for r in hooks.rejected()]
+    assert len(reasons) == REFUSED_LINES, reasons
+    assert sum(r.startswith("malformed") for r in reasons) == REFUSED_LINES // 2, reasons
+    assert sum(r.startswith("refused by the database") for r in reasons) == REFUSED_LINES // 2
+    started = hooks.hook("session-start", "resume")
+    assert f"{REFUSED_LINES} spooled hook events could not be applied" in _context(started)
+
+
 # --- a drain with no end --------------------------------------------------------------------
 
 # Runs a hook as Claude Code would, kills it after KILL_AFTER seconds if it has not ended,
