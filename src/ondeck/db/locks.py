@@ -4,6 +4,11 @@
   server that must write as it starts (a schema to bring up to date, a store id to make)
   waits for it, bounded, saying so, rather than fail after the 5 s busy timeout that suits
   a short command.
+- Imports (`ondeck import` of memory, `session import` of transcripts), one at a time on
+  PostgreSQL: each reads what is there, then inserts what is not; two at once both find a
+  session or a note missing and both insert it (a unique key refuses the second: "internal
+  error"; notes have none, so a note twice). SQLite's write lock already makes them take
+  turns (BEGIN IMMEDIATE).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
 
 from ondeck.core.errors import Locked
 from ondeck.db.engine import SQLITE_BUSY_TIMEOUT_MS
@@ -21,6 +26,10 @@ from ondeck.db.sqlite_errors import locked
 # restore of a few thousand notes, short enough that a service manager hears of a lock
 # that is never let go. Not a setting: nothing else waits on a configurable time.
 START_WAIT_SECONDS = 30.0
+
+# PostgreSQL advisory lock keys are one space for the database: db/migrate.py holds
+# 0x0DEC_0001, backups/runs.py its own.
+_PG_IMPORT_KEY = 0x0DEC_0003
 
 
 def write_lock_free(engine: Engine, wait_seconds: float = 0.0) -> bool:
@@ -66,3 +75,11 @@ def wait_for_write_lock(
             f"{time.monotonic() - began:.0f} s: could not {what}, nothing started; try again "
             "once it is done"
         )
+
+
+def one_import_at_a_time(conn: Connection) -> None:
+    """Wait until no other import's transaction runs, and hold the turn to the end of
+    `conn`'s (PostgreSQL's advisory transaction lock: let go at commit or rollback, or when
+    the process dies). On SQLite the transaction's BEGIN IMMEDIATE holds it already."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_IMPORT_KEY})
