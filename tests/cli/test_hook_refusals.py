@@ -230,6 +230,59 @@ def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
     assert _session(engine, "silent-one").status == "lost"
 
 
+# --- a schema newer than the code -------------------------------------------------------------
+
+
+def _stamp(engine: Engine, revision: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+
+
+def _written(engine: Engine) -> dict[str, int]:
+    with reading(engine) as conn:
+        return {
+            table: int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+            for table in ("sessions", "hook_receipts", "events", "notes", "store_identity")
+        }
+
+
+def test_a_schema_newer_than_the_code_is_never_written_into(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """What an older release's hook meets once a newer ondeck migrated the database: the
+    revision after this code's head, which it does not know. The hook writes nothing (it
+    said "unavailable" and wrote anyway), keeps the records in the spool and says why; the
+    CLI and the jobs tick refuse in one line; with the revision back, a drain stores them."""
+    from ondeck.db.bare import SCHEMA_HEAD
+
+    ahead = f"{int(SCHEMA_HEAD) + 1:04d}"
+    hooks = Hooks(tmp_path, db_url)
+    _stamp(engine, ahead)
+    before = _written(engine)
+
+    context = _context(hooks.hook("session-start", "start"))
+    assert f"schema version {ahead}, which this ondeck does not know" in context, context
+    assert "start (" in context and "kept in the spool (1 event waiting" in context, context
+    said = hooks.hook("stop", "stop", last_assistant_message="새 스키마에는 쓰지 않는다")
+    assert f"schema version {ahead}" in said["systemMessage"], said
+    assert "kept in the spool (2 events waiting" in said["systemMessage"], said
+    env = {**os.environ, **hooks.env}
+    for args in (("note", "add", "새 스키마"), ("jobs", "--once")):
+        done = run_ondeck(*args, env=env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and f"schema version {ahead}" in done.stderr
+    assert _written(engine) == before  # not a row, not an event
+    assert [r["kind"] for r in hooks.waiting()] == ["start", "stop"]
+    assert hooks.rejected() == []
+
+    _stamp(engine, SCHEMA_HEAD)  # as the newer ondeck's backup restored, say
+    done = run_ondeck("jobs", "--once", env=env)
+    assert done.returncode == 0, done.stderr
+    assert hooks.waiting() == []
+    s = _session(engine)
+    assert s.status == "open" and s.last_word == "새 스키마에는 쓰지 않는다"
+
+
 # --- a drain killed midway ------------------------------------------------------------------
 
 KILLED_SPOOL = 2_400  # records: a drain of some seconds, long enough to be killed midway

@@ -3,6 +3,7 @@
     OndeckError                 (exit 1, HTTP 500: a bug or an unexpected state)
     ├── InvalidInput            (exit 2, HTTP 422: bad input, nothing written)
     │   └── ConfigError         (exit 2: a setting that cannot be used)
+    │       └── SchemaUnknown   (a schema revision a newer ondeck wrote: nothing written)
     ├── Conflict                (exit 3, HTTP 409: not in a state for that)
     │   ├── LeaseLost           (the token presented is not the current one)
     │   └── NothingClaimable    (no READY task to claim)
@@ -51,6 +52,13 @@ class ConfigError(InvalidInput):
     """A setting has a value that cannot be used."""
 
     code = "invalid_setting"
+
+
+class SchemaUnknown(ConfigError):
+    """The database's schema revision is one this ondeck does not know (a newer ondeck
+    migrated it): nothing is written into it."""
+
+    code = "schema_unknown"
 
 
 class Conflict(OndeckError):
