@@ -230,6 +230,136 @@ def test_the_jobs_tick_sets_a_refused_record_aside_and_marks_lost_sessions(
     assert _session(engine, "silent-one").status == "lost"
 
 
+# --- a schema newer than the code -------------------------------------------------------------
+
+
+def _stamp(engine: Engine, revision: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+
+
+def _written(engine: Engine) -> dict[str, int]:
+    with reading(engine) as conn:
+        return {
+            table: int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+            for table in ("sessions", "hook_receipts", "events", "notes", "store_identity")
+        }
+
+
+def test_a_schema_newer_than_the_code_is_never_written_into(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """What an older release's hook meets once a newer ondeck migrated the database: the
+    revision after this code's head, which it does not know. The hook writes nothing (it
+    said "unavailable" and wrote anyway), keeps the records in the spool and says why; the
+    CLI and the jobs tick refuse in one line; with the revision back, a drain stores them."""
+    from ondeck.db.bare import SCHEMA_HEAD
+
+    ahead = f"{int(SCHEMA_HEAD) + 1:04d}"
+    hooks = Hooks(tmp_path, db_url)
+    _stamp(engine, ahead)
+    before = _written(engine)
+
+    context = _context(hooks.hook("session-start", "start"))
+    assert f"schema version {ahead}, which this ondeck does not know" in context, context
+    assert "start (" in context and "kept in the spool (1 event waiting" in context, context
+    said = hooks.hook("stop", "stop", last_assistant_message="새 스키마에는 쓰지 않는다")
+    assert f"schema version {ahead}" in said["systemMessage"], said
+    assert "kept in the spool (2 events waiting" in said["systemMessage"], said
+    env = {**os.environ, **hooks.env}
+    for args in (("note", "add", "새 스키마"), ("jobs", "--once")):
+        done = run_ondeck(*args, env=env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and f"schema version {ahead}" in done.stderr
+    assert _written(engine) == before  # not a row, not an event
+    assert [r["kind"] for r in hooks.waiting()] == ["start", "stop"]
+    assert hooks.rejected() == []
+
+    _stamp(engine, SCHEMA_HEAD)  # as the newer ondeck's backup restored, say
+    done = run_ondeck("jobs", "--once", env=env)
+    assert done.returncode == 0, done.stderr
+    assert hooks.waiting() == []
+    s = _session(engine)
+    assert s.status == "open" and s.last_word == "새 스키마에는 쓰지 않는다"
+
+
+# --- a drain killed midway ------------------------------------------------------------------
+
+KILLED_SPOOL = 2_400  # records: a drain of some seconds, long enough to be killed midway
+REFUSED_LINES = 8  # 4 malformed, 4 the store refuses, spread over the spool
+
+
+def test_a_drain_killed_midway_counts_each_refused_line_once(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """A jobs tick killed (-9) while it drains has set some lines aside; the next drain
+    reads the same lines again (the taken file is cut only when a drain ends) and must not
+    set them aside a second time: the warning counts rejected.jsonl's lines (it said 14
+    for 8)."""
+    hooks = Hooks(tmp_path, db_url)
+    hooks.hook("session-start", "start")
+    hooks.hook("stop", "stop", url=DOWN, session_id="template")
+    hooks.hook("post-compact", "compact", url=DOWN, session_id="template", trigger="auto")
+    stop, compaction = hooks.waiting()
+    (hooks.spool / "events.jsonl").unlink()
+    spaced = {KILLED_SPOOL * (2 * k + 1) // (2 * REFUSED_LINES): k for k in range(REFUSED_LINES)}
+    with (hooks.spool / "events.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(KILLED_SPOOL):
+            if n in spaced and spaced[n] % 2:
+                line = '{"v":1,"kind":"stop","agent":"claude-code","session":"잘린 줄'  # torn
+            elif n in spaced:  # a compaction whose trigger the narrowed store refuses
+                line = json.dumps(
+                    {
+                        **compaction,
+                        "session": f"old-{n}",
+                        "fingerprint": f"{n:032x}",
+                        "trigger": "manual",
+                    },
+                    ensure_ascii=False,
+                )
+            else:
+                text = {**stop["text"], "value": f"{n}: 기다린 마지막 말"}
+                line = json.dumps(
+                    {**stop, "session": f"old-{n}", "fingerprint": f"{n:032x}", "text": text},
+                    ensure_ascii=False,
+                )
+            out.write(line + "\n")
+    _narrow_trigger(engine)
+    assert len(spaced) == REFUSED_LINES
+
+    env = {**os.environ, **hooks.env}
+    rejected = hooks.spool / "rejected.jsonl"
+
+    def set_aside() -> int:
+        return len(rejected.read_text().splitlines()) if rejected.exists() else 0
+
+    drain = subprocess.Popen(
+        [ONDECK, "jobs", "--once"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while set_aside() < 2 and drain.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        drain.kill()  # SIGKILL, midway: some lines set aside, most still waiting
+    finally:
+        drain.wait(timeout=30)
+    assert drain.returncode == -9, "the drain ended before it could be killed midway"
+    before = set_aside()
+    assert 2 <= before < REFUSED_LINES, before
+    waiting = (hooks.spool / "draining.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(waiting) > KILLED_SPOOL // 4  # much of it was still to drain
+
+    done = run_ondeck("jobs", "--once", env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert hooks.waiting() == []
+    reasons = [r["reason"] for r in hooks.rejected()]
+    assert len(reasons) == REFUSED_LINES, reasons
+    assert sum(r.startswith("malformed") for r in reasons) == REFUSED_LINES // 2, reasons
+    assert sum(r.startswith("refused by the database") for r in reasons) == REFUSED_LINES // 2
+    started = hooks.hook("session-start", "resume")
+    assert f"{REFUSED_LINES} spooled hook events could not be applied" in _context(started)
+
+
 # --- a drain with no end --------------------------------------------------------------------
 
 # Runs a hook as Claude Code would, kills it after KILL_AFTER seconds if it has not ended,

@@ -3,6 +3,7 @@
     OndeckError                 (exit 1, HTTP 500: a bug or an unexpected state)
     ├── InvalidInput            (exit 2, HTTP 422: bad input, nothing written)
     │   └── ConfigError         (exit 2: a setting that cannot be used)
+    │       └── SchemaUnknown   (a schema revision a newer ondeck wrote: nothing written)
     ├── Conflict                (exit 3, HTTP 409: not in a state for that)
     │   ├── LeaseLost           (the token presented is not the current one)
     │   └── NothingClaimable    (no READY task to claim)
@@ -10,6 +11,8 @@
     ├── Unauthorized            (exit 6, HTTP 401: no token, or one wrong, revoked or expired)
     │   └── Forbidden           (HTTP 403: a token whose scope does not allow that)
     └── Unavailable             (exit 5, HTTP 503: the database, or systemd, cannot be reached)
+        └── Locked              (exit 2: another process held the database's write lock past
+                                 the wait; nothing was started)
 
 Each error's `str` is one line for a human; `code` is a stable word for programs.
 The CLI and the API map these once (cli/ and api/), never per command.
@@ -49,6 +52,13 @@ class ConfigError(InvalidInput):
     """A setting has a value that cannot be used."""
 
     code = "invalid_setting"
+
+
+class SchemaUnknown(ConfigError):
+    """The database's schema revision is one this ondeck does not know (a newer ondeck
+    migrated it): nothing is written into it."""
+
+    code = "schema_unknown"
 
 
 class Conflict(OndeckError):
@@ -100,3 +110,10 @@ class Unavailable(OndeckError):
     code = "unavailable"
     exit_code = 5
     http_status = 503
+
+
+class Locked(Unavailable):
+    """Another process held the database's write lock past the wait."""
+
+    code = "locked"
+    exit_code = 2

@@ -59,11 +59,18 @@ class BareDb:
     @contextmanager
     def transaction(self) -> Iterator[BareDb]:
         """A write transaction (BEGIN IMMEDIATE on SQLite, as the engines take), committed at
-        the end; a driver error comes out as StoreUnavailable or SchemaBehind when it is one."""
+        the end; a driver error comes out as StoreUnavailable or SchemaBehind when it is one.
+
+        Nothing is written unless the schema is at SCHEMA_HEAD, read inside the transaction
+        (SQLite's write lock, taken, keeps a migration out until it ends): a database at
+        another revision raises SchemaBehind, and the SQLAlchemy path migrates one that is
+        behind or refuses one a newer ondeck migrated (SchemaUnknown), so an older
+        release's hook never writes into a newer schema; its record waits in the spool."""
         with translate(self.dialect):
             if self.dialect == "sqlite":
                 self.connection.execute("BEGIN IMMEDIATE")
             try:
+                self.check_revision()
                 yield self
             except BaseException:
                 self.connection.rollback()

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from ondeck.core.errors import ConfigError
+from ondeck.core.errors import SchemaUnknown
 from ondeck.db.bare import SCHEMA_HEAD
 from ondeck.db.engine import translate_errors
 
@@ -71,7 +71,7 @@ def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | N
 
 def ensure_schema(engine: Engine) -> None:
     """Upgrade a database that is behind; one cheap read when it is current. A database
-    written by a newer ondeck is refused (ConfigError): this one cannot read it, and
+    written by a newer ondeck is refused (SchemaUnknown): this one cannot read it, and
     Alembic's own answer ("Can't locate revision") says nothing a user can act on."""
     key = str(engine.url)
     if key in _checked:
@@ -82,7 +82,7 @@ def ensure_schema(engine: Engine) -> None:
         revision = read_revision(engine)
         if revision != HEAD:
             if revision is not None and revision not in known_revisions():
-                raise ConfigError(unknown_revision("the database", revision))
+                raise SchemaUnknown(unknown_revision("the database", revision))
             upgrade(engine)
         _checked.add(key)
 

@@ -17,6 +17,12 @@ def unavailable(message: str) -> bool:
     return any(word in lowered for word in _UNREACHABLE + _BROKEN)
 
 
+def locked(message: str) -> bool:
+    """Another connection holds the write lock: waiting may help."""
+    lowered = message.lower()
+    return "locked" in lowered or "busy" in lowered
+
+
 def broken(message: str) -> bool:
     """The file itself is not a database any more: waiting will not help (a restore says
     to move it away rather than to try again)."""

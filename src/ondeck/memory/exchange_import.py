@@ -23,6 +23,7 @@ from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from ondeck.core.clock import aware
 from ondeck.core.errors import Conflict, InvalidInput
 from ondeck.core.memory import NoteKind, NoteStatus
+from ondeck.db.locks import one_import_at_a_time
 from ondeck.db.tables import notes, sessions
 from ondeck.memory.exchange_format import Bad, as_json
 from ondeck.memory.exchange_read import read_file
@@ -86,6 +87,7 @@ def import_jsonl(
     Anything that would leave a chain contradicting itself refuses the whole file
     (`Conflict`, listing each)."""
     read = read_file(lines, sides)
+    one_import_at_a_time(conn)  # another may be inserting the same notes and sessions
     result = Imported(warnings=read.warnings)
     session_ids: dict[int, int] = {}
     for number, values in read.sessions:

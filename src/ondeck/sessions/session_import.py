@@ -28,6 +28,7 @@ from ondeck.core import logs
 from ondeck.core.clock import aware, local
 from ondeck.core.session_terms import IMPORTED_END, SessionStatus, end_guessed
 from ondeck.db.engine import writing
+from ondeck.db.locks import one_import_at_a_time
 from ondeck.db.plain import as_db
 from ondeck.db.refusals import is_content
 from ondeck.db.tables import session_compactions, sessions
@@ -143,6 +144,7 @@ def import_sessions(
             continue
         try:
             with writing(engine) as conn:
+                one_import_at_a_time(conn)  # another import may be storing this session
                 outcome = record.store(conn)
         except DBAPIError as exc:
             if exc.orig is None or not is_content(exc.orig):

@@ -11,6 +11,13 @@ anything of this module.
 Nothing here is deleted before the store has it: a record leaves `draining.jsonl` only once
 applied (or moved to `rejected.jsonl`, never dropped).
 
+Each line set aside is set aside once, even by a drain killed midway: `draining.jsonl` is
+cut only when a drain ends, so the next one reads the same lines again. Applying a record
+twice changes nothing, but a second copy in `rejected.jsonl` would be counted twice by the
+warning that counts its lines; so each entry names the line it came from (`from`: the
+taken file's inode and mtime, which no write changes while it is drained, and the line's
+offset), and a drain passes over a line whose entry is already there.
+
 A spool may be large (a long outage: tens of thousands of records, tens of MB): it is read a
 line at a time, never whole, and a drain may be given a time budget (a hook's), after which
 what is left waits, in order, for the next drain. A line torn by a crash mid-write is a
@@ -218,6 +225,17 @@ def _drain_file(
     """Drain one taken file a batch at a time: -1 when all of it is done, else the offset
     of the first line still waiting (0: nothing done)."""
     with open(path, "rb") as handle:
+        taken = os.fstat(handle.fileno())
+        source = f"{taken.st_ino}:{taken.st_mtime_ns}:"
+        # Lines of this very file a drain killed midway set aside already (module doc).
+        already = _rejected_from(spool_dir, source)
+
+        def set_aside(start: int, text: str, reason: str) -> None:
+            if f"{source}{start}" in already:
+                return
+            _reject(spool_dir, text, reason, source=f"{source}{start}")
+            total.rejected += 1
+
         lines = _raw_lines(handle)
         done = 0
         pending: tuple[int, int, bytes | None] | None = None
@@ -235,8 +253,7 @@ def _drain_file(
                 text, parsed, problem = _parsed(raw, parse)
                 if problem is not None:
                     if not batch:  # nothing before it waits: set it aside now
-                        _reject(spool_dir, text, problem)
-                        total.rejected += 1
+                        set_aside(start, text, problem)
                         done = end
                         continue
                     pending = item  # after this batch, once those before it are applied
@@ -249,12 +266,11 @@ def _drain_file(
                 outcomes = apply([parsed for _, _, _, parsed in batch])
             except StoreGone as exc:
                 outcomes, total.why = [], str(exc)
-            for (_, end, text, _), outcome in zip(batch, outcomes, strict=False):
+            for (start, end, text, _), outcome in zip(batch, outcomes, strict=False):
                 if outcome is None:
                     total.applied += 1
                 else:
-                    _reject(spool_dir, text, outcome)
-                    total.rejected += 1
+                    set_aside(start, text, outcome)
                 done = end
             if len(outcomes) < len(batch):
                 return batch[len(outcomes)][0]
@@ -350,11 +366,25 @@ def _time_of(line: str) -> datetime | None:
     return parsed.astimezone(UTC) if parsed.tzinfo else None
 
 
-def _reject(spool_dir: Where, line: str, reason: str) -> None:
+def _rejected_from(spool_dir: Where, source: str) -> set[str]:
+    """The `from` of every entry in rejected.jsonl set aside from the file `source` names
+    (only the lines naming it are parsed: the file may hold years of entries)."""
+    needle = f'"from": "{source}'.encode()
+    found: set[str] = set()
+    for raw in _raw(os.path.join(spool_dir, REJECTED)):
+        if raw is None or needle not in raw:
+            continue
+        with contextlib.suppress(ValueError, AttributeError):
+            found.add(str(json.loads(raw).get("from")))
+    return found
+
+
+def _reject(spool_dir: Where, line: str, reason: str, *, source: str | None = None) -> None:
     entry = {
         "rejected_at": clock.now().isoformat(),
         "reason": " ".join(str(reason).split())[:500],
         "line": line,
+        **({"from": source} if source is not None else {}),
     }
     fd = os.open(os.path.join(spool_dir, REJECTED), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

@@ -363,13 +363,15 @@ class Local:
     def engine(self) -> Any:
         """The SQLAlchemy engine: a new database or one whose schema is behind."""
         if self._engine is None:
-            from ondeck.core.errors import Unavailable
+            from ondeck.core.errors import SchemaUnknown, Unavailable
             from ondeck.db import open_database
 
             try:
                 self._engine = open_database(self.config.url)
             except Unavailable as exc:
                 raise DatabaseGone(str(exc)) from None
+            except SchemaUnknown as exc:  # a newer ondeck's: the record waits for a current one
+                raise DatabaseGone(f"{exc}; nothing is written into it") from None
         return self._engine
 
     def _apply_sqlalchemy(self, record: dict[str, Any], now: datetime) -> dict[str, Any]:
