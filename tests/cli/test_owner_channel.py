@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -309,3 +311,182 @@ def test_the_hook_scrubs_its_texts_before_it_sends_them_to_its_server(
     assert "Authorization: Bearer" in sent and "배포 끝났습니다" in sent  # it was sent here
     assert "4711" not in sent and "현관" not in sent and SECRET not in sent
     assert "stored in the database" in done.stderr  # no answer: the hook stored it itself
+
+
+# --- who the owner socket admits: the kernel's word, not a token's ---------------------------
+
+KOREAN_WORD = "소켓으로 왔습니다: 토큰 없이"
+
+
+def _ask(
+    sock: Path | None, port: int, method: str, path: str, body: Any = None, token: str = ""
+) -> tuple[int, dict[str, Any]]:
+    """One request without (or with `token` as) a bearer, over the owner socket `sock`, or
+    over TCP when it is None; (status, its JSON)."""
+    from ondeck.entrypoints.client.http import request
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if path == "/mcp":
+        headers["Accept"] = "application/json, text/event-stream"
+    status, _, answer = request(
+        f"http://127.0.0.1:{port}",
+        method,
+        path,
+        body=None if body is None else json.dumps(body, ensure_ascii=False).encode(),
+        headers=headers,
+        timeout=30,
+        owner_socket=None if sock is None else str(sock),
+    )
+    try:
+        return status, json.loads(answer or b"{}")
+    except ValueError:
+        return status, {"text": answer.decode("utf-8", "replace")}
+
+
+def _start_event(repo: Path) -> dict[str, Any]:
+    event = payload("start", session_id=SESSION, cwd=str(repo))
+    return {
+        "events": [
+            {"hook": "session-start", "payload": event, "at": "2026-12-02T09:00:00Z",
+             "transcript_size": -1, "context": True}
+        ]
+    }  # fmt: skip
+
+
+def _stop_event(repo: Path) -> dict[str, Any]:
+    event = payload("stop", session_id=SESSION, cwd=str(repo), last_assistant_message=KOREAN_WORD)
+    return {
+        "events": [
+            {"hook": "stop", "payload": event, "at": "2026-12-02T09:05:00Z", "transcript_size": -1}
+        ]
+    }
+
+
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def test_with_a_token_set_the_owner_socket_admits_its_owner_and_tcp_still_asks_for_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    """ONDECK_TOKEN is set: over the owner socket the owner's requests need no bearer (the
+    kernel says who connected), and a wrong one changes nothing; over TCP no token, or a
+    wrong one, is still 401 on every door, and the right one passes."""
+    port = free_port()
+    env = _env(tmp_path, db_url, port)
+    server = Serve(env, port, tmp_path / "serve.log")
+    sock = _socket_of(tmp_path, port)
+    repo = new_repo(tmp_path / "site")
+    try:
+        server.wait_listening(sock)
+        # (a) the owner socket, no token: the session's events are stored, its line given
+        status, found = _ask(sock, port, "POST", "/api/v1/sessions/hook-events", _start_event(repo))
+        assert status == 200, found
+        assert found["results"][0]["outcome"] == "applied", found
+        status, found = _ask(sock, port, "POST", "/api/v1/sessions/hook-events", _stop_event(repo))
+        assert status == 200 and found["results"][0]["outcome"] == "applied", found
+        status, found = _ask(sock, port, "GET", f"/api/v1/context/status?session={SESSION}")
+        assert status == 200 and isinstance(found.get("line"), str), found
+        status, found = _ask(sock, port, "POST", "/mcp", MCP_INITIALIZE)
+        assert status == 200, found
+        # a wrong token over the socket: still the owner (and not counted as a wrong token)
+        status, found = _ask(sock, port, "GET", "/api/v1/tasks", token="wrong-token")
+        assert status == 200, found
+        [row] = _records(db_url)
+        assert row.last_word == KOREAN_WORD
+        # (b) TCP: the token, exactly as before
+        for method, path, body in (
+            ("GET", "/api/v1/context/status", None),
+            ("GET", "/api/v1/tasks", None),
+            ("POST", "/api/v1/sessions/hook-events", _stop_event(repo)),
+            ("POST", "/mcp", MCP_INITIALIZE),
+        ):
+            for token in ("", "wrong-token"):
+                status, found = _ask(None, port, method, path, body, token=token)
+                assert status == 401, (method, path, token, status, found)
+                assert found["error"]["code"] == "unauthorized", found
+        status, found = _ask(None, port, "GET", "/api/v1/tasks", token=TOKEN)
+        assert status == 200, found
+    finally:
+        assert server.stop() == 0
+
+
+# A process of another user that may pass any directory's mode (CAP_DAC_OVERRIDE kept across
+# the change of user): what the 0700 directory keeps out, let in, to see the server refuse it.
+SETPRIV = shutil.which("setpriv")
+STRANGER = 65534  # nobody
+STRANGER_ASKS = """
+import json, socket, sys
+path, port, method, target, body, token = sys.argv[1:]
+lines = [f"{method} {target} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close",
+         "Accept: application/json, text/event-stream"]
+if token:
+    lines.append(f"Authorization: Bearer {token}")
+data = body.encode()
+if body:
+    lines += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+with socket.socket(socket.AF_UNIX) as conn:
+    conn.settimeout(30)
+    conn.connect(path)
+    conn.sendall(("\\r\\n".join(lines) + "\\r\\n\\r\\n").encode() + data)
+    chunks = []
+    while chunk := conn.recv(65536):
+        chunks.append(chunk)
+sys.stdout.write(b"".join(chunks).decode("utf-8", "replace"))
+"""
+
+
+@pytest.mark.skipif(
+    os.getuid() != 0 or SETPRIV is None, reason="another user's process needs root and setpriv"
+)
+def test_another_user_on_the_owner_socket_is_refused_whatever_the_token(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The directory (0700) keeps other users off the socket; behind it the server asks the
+    kernel who connected and refuses anyone but its own user, on every path, with the
+    token or without, server token set or not (fail closed)."""
+    from ondeck.entrypoints.client.http import _read_response
+
+    port = free_port()
+    repo = new_repo(tmp_path / "site")
+    for token in (TOKEN, ""):
+        env = _env(tmp_path, db_url, port)
+        env["ONDECK_TOKEN"] = token
+        server = Serve(env, port, tmp_path / "serve.log")
+        sock = _socket_of(tmp_path, port)
+        try:
+            server.wait_listening(sock)
+            for method, path, body in (
+                ("GET", "/api/v1/context/status", None),
+                ("POST", "/api/v1/sessions/hook-events", _stop_event(repo)),
+                ("POST", "/mcp", MCP_INITIALIZE),
+                ("GET", "/", None),
+            ):
+                for given in ("", TOKEN):
+                    sent = "" if body is None else json.dumps(body, ensure_ascii=False)
+                    done = subprocess.run(
+                        [str(SETPRIV), f"--reuid={STRANGER}", f"--regid={STRANGER}",
+                         "--clear-groups", "--inh-caps=+dac_override",
+                         "--ambient-caps=+dac_override", sys.executable, "-c", STRANGER_ASKS,
+                         str(sock), str(port), method, path, sent, given],
+                        capture_output=True, timeout=60, check=False,
+                    )  # fmt: skip
+                    assert done.returncode == 0, done.stderr.decode()
+                    status, _, answer = _read_response(done.stdout)
+                    assert status == 403, (token, method, path, given, status, answer)
+                    message = json.loads(answer)["error"]["message"]
+                    assert f"not user id {STRANGER}" in message, message
+            # The owner on the same server, as before.
+            status, found = _ask(sock, port, "GET", "/api/v1/context/status")
+            assert status == 200, found
+            assert _records(db_url) == []  # the stranger's event changed nothing
+        finally:
+            assert server.stop() == 0

@@ -377,3 +377,139 @@ def test_an_older_claude_code_gets_the_settings_hooks_and_undo_removes_them(
     undone = setup("--undo")
     assert "MCP server ondeck removed" in undone
     assert json.loads(settings.read_text()) == {"theme": "dark"}
+
+
+# --- with ONDECK_TOKEN set: the mod reaches its server over the owner socket -----------------
+
+SERVER_TOKEN = "server-token-0123456789abcdefghijklmnop"
+SOCKET_ANSWERS = ("소켓 답: 토큰이 있어도.", "폴더가 열렸다.", "링크였다.")
+
+
+@dataclass
+class TokenScenario:
+    db_url: str
+    socket: Path
+    runs: list[Run]
+    debug: list[str]  # each run's Claude Code debug log
+
+    def session(self, external_id: str) -> dict[str, Any]:
+        engine = create_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                query = select(sessions).where(sessions.c.external_id == external_id)
+                return dict(conn.execute(query).mappings().one())
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def token_scenario(
+    claude_bin: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TokenScenario]:
+    """A server with ONDECK_TOKEN (on SQLite), the plugin set up, then three `claude -p`:
+    the socket as the server made it; its folder opened to others (0755); its folder a
+    symlink to a folder of mode 0700 where the server still listens."""
+    root = tmp_path_factory.mktemp("plugin-token")
+    home, work, data = root / "home", root / "work", root / "data"
+    work.mkdir()
+    (home / ".claude").mkdir(parents=True)
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "ENABLE_TOOL_SEARCH": "false",
+        "MCP_CONNECTION_NONBLOCKING": "false",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
+        "ONDECK_DATABASE_URL": f"sqlite:///{root / 'ondeck.db'}",
+        "ONDECK_DATA_DIR": str(data),
+        "ONDECK_CONFIG": str(root / "no-config.toml"),
+        "ONDECK_TZ": "UTC",
+        "ONDECK_PORT": str(port),
+        "ONDECK_TOKEN": SERVER_TOKEN,
+    }
+
+    def ondeck(*args: str, api: str = "http://127.0.0.1:9") -> None:
+        given = {**env, "ANTHROPIC_BASE_URL": api}
+        done = subprocess.run(
+            [ONDECK, *args], env=given, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    def debug_log() -> str:
+        folder = home / ".claude" / "debug"
+        text = "\n".join(p.read_text(errors="replace") for p in sorted(folder.glob("*.txt")))
+        shutil.rmtree(folder, ignore_errors=True)
+        return text
+
+    ondeck("db", "upgrade")
+    ondeck("task", "add", TASK, "--due", datetime.now(UTC).date().isoformat())
+    url = f"http://127.0.0.1:{port}"
+    server = start(env, "--no-jobs", url=url, log=root / "serve.log",
+                   headers={"Authorization": f"Bearer {SERVER_TOKEN}"})  # fmt: skip
+    sock = data / "run" / f"server-{port}.sock"
+    runs: list[Run] = []
+    debug: list[str] = []
+    try:
+        with claude.Messages("") as idle:
+            ondeck("setup", "claude-code", "--claude", str(claude_bin), api=idle.url)
+        debug_log()
+        for answer, folder_mode, linked in (
+            (SOCKET_ANSWERS[0], 0o700, False),
+            (SOCKET_ANSWERS[1], 0o755, False),
+            (SOCKET_ANSWERS[2], 0o700, True),
+        ):
+            run_dir = sock.parent
+            if linked:  # the folder moved away, a symlink in its place: the socket still works
+                run_dir.rename(data / "run-real")
+                run_dir.symlink_to(data / "run-real")
+            run_dir.chmod(folder_mode)
+            try:
+                runs.append(_claude(claude_bin, env, work, answer, "--debug", prompt="hi"))
+                debug.append(debug_log())
+            finally:
+                if linked:
+                    run_dir.unlink()
+                    (data / "run-real").rename(run_dir)
+                run_dir.chmod(0o700)
+        yield TokenScenario(env["ONDECK_DATABASE_URL"], sock, runs, debug)
+    finally:
+        stop(server)
+
+
+def test_with_a_token_set_the_mod_reaches_its_server_over_the_socket(
+    token_scenario: TokenScenario,
+) -> None:
+    """The session's start and end reach the server over the socket (no `ondeck hook`
+    process), and the status line says what is on deck, not that the server is away."""
+    run, debug = token_scenario.runs[0], token_scenario.debug[0]
+    assert run.returncode == 0, run.stderr[-2000:]
+    row = token_scenario.session(run.session_id())
+    assert row["status"] == "ended" and row["last_word"] == SOCKET_ANSWERS[0]
+    statuses = run.statuses()
+    assert any("1 due" in s for s in statuses), statuses
+    assert not any("unreachable" in s or "handed to" in s for s in statuses), statuses
+    assert "nothing sent through" not in debug
+    assert "'ondeck', 'hook'" not in debug and '"hook",' not in debug  # no fallback process
+    first = json.dumps(run.messages_requests()[0], ensure_ascii=False)
+    assert TASK in first  # the brief, from the server's answer over the socket
+
+
+@pytest.mark.parametrize(
+    ("index", "why"), [(1, "has mode 755"), (2, "is a symlink or not a directory")]
+)
+def test_the_mod_sends_nothing_through_a_socket_that_fails_the_check(
+    token_scenario: TokenScenario, index: int, why: str
+) -> None:
+    """A socket folder open to others, or a symlink: the mod sends nothing there, says why
+    in its debug log, and the event is still stored (through `ondeck hook`)."""
+    run, debug = token_scenario.runs[index], token_scenario.debug[index]
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"nothing sent through {token_scenario.socket}" in debug, debug[-4000:]
+    assert why in debug, debug[-4000:]
+    row = token_scenario.session(run.session_id())
+    assert row["status"] == "ended" and row["last_word"] == SOCKET_ANSWERS[index]
+    assert any("handed to `ondeck hook`" in s for s in run.statuses()), run.statuses()

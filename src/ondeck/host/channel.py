@@ -24,7 +24,34 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 DIR_NAME = "run"
+
+# The ASGI scope's mark of a request that came over the socket (entrypoints/server/serve.py):
+# the user id the kernel gives for the process at the other end (SO_PEERCRED, read when it
+# connected), or -1 when the kernel did not say. Who that is decides who the request is
+# (api/access.admit_channel), whatever token it carries.
+SCOPE_MARK = "ondeck.owner_channel"
+UNKNOWN_PEER = -1
+
+
+def channel_peer(scope: Mapping[str, object]) -> int | None:
+    """The peer's user id of a request over the owner socket (UNKNOWN_PEER when the kernel
+    did not say); None for a request that did not come over it (TCP)."""
+    if SCOPE_MARK not in scope:
+        return None
+    uid = scope[SCOPE_MARK]
+    return uid if isinstance(uid, int) and not isinstance(uid, bool) else UNKNOWN_PEER
+
+
+def from_owner(scope: Mapping[str, object]) -> bool:
+    """Whether the request came over the owner socket from a process of the user this
+    server runs as. An unknown peer is nobody's (fail closed)."""
+    uid = channel_peer(scope)
+    return uid is not None and uid != UNKNOWN_PEER and uid == os.getuid()
 
 
 class ChannelRefused(OSError):

@@ -2,8 +2,12 @@
 //
 // Each session event goes to this machine's ondeck server as the hooks send it today
 // (`POST /api/v1/sessions/hook-events`), over the server's owner-only Unix socket: only
-// the owner can open it (its directory is 0700), so no token rides and no other user's
-// listener on the TCP port hears a word. No process runs per event. When the server does
+// the owner can open it (its directory is 0700), and the server admits its own user there
+// by the kernel's word (SO_PEERCRED), with `ONDECK_TOKEN` set too: no token rides and no
+// other user's listener on the TCP port hears a word. Nothing is sent before the socket is
+// checked as the Python hooks check it (`socketChecked`): the mod cannot ask the kernel who
+// owns a file, so `python -I -c` asks once, and again whenever the socket or its directory
+// changed (a server restarted); no process runs per event. When the server does
 // not answer, the event is handed to `python -I -m ondeck hook <verb>`, which stores it in the
 // database or its spool (and in client mode, where there is no socket, it always is: the
 // hook makes the record on this machine and sends it with the token, and tells the mod the
@@ -20,6 +24,15 @@ import { briefOfHookOutput, contextQuery, hookEvent, modAnswerOfHookOutput, stat
 import type { HookEvent } from './words'
 
 const BASE = 'http://127.0.0.1/api/v1'
+// What the Python hooks check before they send (entrypoints/client/http.py): the directory
+// the user's alone (0700) and no symlink, the socket a socket of the user and no symlink, a
+// process of the user listening. It prints why not, or "ok".
+const CHECK = [
+  'import sys',
+  'from ondeck.entrypoints.client.http import owner_socket_problem',
+  'print(owner_socket_problem(sys.argv[1]) or "ok")',
+].join('\n')
+const CHECK_TIMEOUT_MS = 10000
 const PANE = 'ondeck'
 const BLOCK = 'ondeck'
 // A hook's process may wait for a locked database (5 s) and read git (1 s).
@@ -54,6 +67,49 @@ const my = {
   reachable: true,
   handed: 0,
   kept: [] as HookEvent[],
+  checked: '', // how the socket and its directory looked when the check passed
+  refused: '', // why the socket was last refused (said once in the debug log)
+}
+
+// Whether the socket may be sent to: the check (a process) passed for the socket and the
+// directory as they are now. What the engine's stat shows (no process) is asked before
+// every request: a symlink or a socket that is none is refused at once, and any change
+// (the socket made again by a server that restarted, the directory replaced) checks again.
+async function socketChecked($: Dollar): Promise<boolean> {
+  const dir = my.socket.slice(0, my.socket.lastIndexOf('/')) || '/'
+  let seen: string
+  try {
+    const [d, s] = [await $.fs.stat(dir), await $.fs.stat(my.socket)]
+    if (d.isLink || d.kind !== 'dir') return refused($, `${dir} is a symlink or not a directory`)
+    if (s.isLink || s.kind !== 'other') return refused($, `${my.socket} is a symlink or not a socket`)
+    seen = `${d.mtimeMs} ${s.mtimeMs}`
+  } catch {
+    my.checked = ''
+    return false // no socket: no server here (the hook stores the event), nothing to say
+  }
+  if (seen === my.checked) return true
+  my.checked = ''
+  let said: string
+  try {
+    const ran = await $.process.run([my.python, ISOLATED, '-c', CHECK, my.socket], {
+      timeoutMs: CHECK_TIMEOUT_MS,
+    })
+    said = ran.exitCode === 0 ? ran.stdout.trim() : `the check failed: ${ran.stderr.trim().slice(-300)}`
+  } catch (e) {
+    said = `the check did not run: ${String(e)}`
+  }
+  if (said !== 'ok') return refused($, said)
+  my.checked = seen
+  my.refused = ''
+  return true
+}
+
+async function refused($: Dollar, why: string): Promise<boolean> {
+  if (why !== my.refused) {
+    my.refused = why
+    $.ui.log(`ondeck: nothing sent through ${my.socket}: ${why}`, { to: 'debug' })
+  }
+  return false
 }
 
 
@@ -63,7 +119,7 @@ function ondeck(): string[] {
 }
 
 async function ask($: Dollar, method: string, path: string, body?: unknown) {
-  if (!my.socket || !my.store || my.elsewhere) return undefined
+  if (!my.socket || !my.store || my.elsewhere || !(await socketChecked($))) return undefined
   try {
     const headers = { 'content-type': 'application/json', 'x-ondeck-store-expected': my.store }
     const init = { method, headers, socketPath: my.socket }

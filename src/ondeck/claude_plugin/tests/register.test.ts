@@ -13,10 +13,16 @@ const BRIEF = '# On deck 2026-12-02\n\n## Due\n- #1 보고서 쓰기 (due today)
 type Sent = { url: string; body: string; socketPath?: string; store?: string }
 type Ran = { argv: readonly string[]; stdin?: string; env?: Record<string, string> }
 
+// The socket as the engine's stat shows it, and what the check (`python -I -c`) says of it.
+type Place = { dirIsLink: boolean; socketMtime: number; verdict: string }
+
 // The engine beneath the mod: a session in /work, and ondeck's server answering (or not).
 function world(on: any, serverUp: () => boolean, hookOk: () => boolean, serves = () => STORE) {
   const sent: Sent[] = []
   const ran: Ran[] = []
+  const checks: (readonly string[])[] = []
+  const logged: { text: string; to?: string }[] = []
+  const place: Place = { dirIsLink: false, socketMtime: 1, verdict: 'ok' }
   const status: (string | undefined)[] = []
   const at = { session: SESSION } // a `/clear` gives the process a new session id
   mock.clock(on, { now: Date.UTC(2026, 11, 2, 9, 0) })
@@ -58,7 +64,23 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean, serves =
         })
     return { value: { status: 200, ok: true, headers: {}, text } }
   })
+  on('fs.stat', (_: unknown, e: { path: string }) => {
+    const dir = e.path === '/data/run'
+    const kind = dir ? 'dir' : 'other'
+    const mtimeMs = dir ? 1 : place.socketMtime
+    return { value: { kind, size: 0, mtimeMs, isLink: dir && place.dirIsLink } }
+  })
+  on('ui.log', (_: unknown, e: { text: string; to?: string }) => {
+    logged.push({ text: e.text, to: e.to })
+    return { value: undefined }
+  })
   on('process.run', (_: unknown, e: { argv: readonly string[]; init?: Ran }) => {
+    if (e.argv[1] === '-I') {
+      // the socket's check, not a hook
+      checks.push(e.argv)
+      const stdout = `${place.verdict}\n`
+      return { value: { exitCode: 0, stdout, stderr: '', isStdoutTruncated: false, isStderrTruncated: false } }
+    }
     ran.push({ argv: e.argv, stdin: e.init?.stdin, env: e.init?.env })
     const verb = e.argv.at(-1) ?? ''
     const start = verb === 'session-start'
@@ -87,7 +109,7 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean, serves =
       },
     }
   })
-  return { sent, ran, status, at }
+  return { sent, ran, checks, logged, place, status, at }
 }
 
 // The /ondeck pane as the terminal shows it.
@@ -126,6 +148,39 @@ describe('register', () => {
     expect(w.sent.every((s) => s.socketPath === SOCKET && s.store === STORE)).toBe(true)
     expect(w.ran).toEqual([])
     expect(w.status.at(-1)).toBe('ondeck · 1 due')
+  })
+
+  test('the socket is checked before the first request, and again only once it changed', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    await $.prompt.context({ blocks: [] })
+    await $.turn.complete({ answer: '하나', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer' })
+    expect(w.checks).toEqual([['/venv/bin/python', '-I', '-c', expect.any(String), '/data/run/server-7400.sock']])
+    expect(w.checks[0]?.[3]).toContain('owner_socket_problem')
+    expect(events(w.sent).map((e) => e.hook)).toEqual(['session-start', 'stop'])
+    w.place.socketMtime = 2 // the server made its socket again
+    await $.turn.complete({ answer: '둘', durationMs: 5, isAborted: false, turnId: 't2', reason: 'answer' })
+    expect(w.checks.length).toBe(2)
+    expect(w.ran).toEqual([])
+  })
+
+  test('a socket that fails the check gets nothing: the event goes to `ondeck hook`, the debug log says why', OPTIONS, async ($, on) => {
+    const w = world(on, () => true, () => true)
+    w.place.verdict = '/data/run has mode 755: the group or others may reach it (it must be 0700)'
+    await $.session.start({ cwd: '/work', surface: null, isInteractive: false })
+    await $.prompt.context({ blocks: [] })
+    expect(w.sent).toEqual([])
+    expect(w.ran.map((r) => r.argv.at(-1))).toEqual(['session-start'])
+    expect(w.logged).toContainEqual({
+      text: `ondeck: nothing sent through /data/run/server-7400.sock: ${w.place.verdict}`,
+      to: 'debug',
+    })
+    w.place.verdict = 'ok'
+    w.place.dirIsLink = true // a symlink: refused by the stat alone, whatever the check says
+    await $.turn.complete({ answer: 'x', durationMs: 5, isAborted: false, turnId: 't1', reason: 'answer' })
+    expect(w.sent).toEqual([])
+    expect(w.ran.map((r) => r.argv.at(-1))).toEqual(['session-start', 'stop'])
+    expect(w.logged.at(-1)?.text).toBe('ondeck: nothing sent through /data/run/server-7400.sock: /data/run is a symlink or not a directory')
   })
 
   test('with the server away an event goes to `ondeck hook`, and the status line says so', OPTIONS, async ($, on) => {

@@ -11,6 +11,10 @@ it may do what it asks.
                         (web/auth.throttle_key)
     over MCP (`/mcp`)   the same check, recorded as `mcp`, `mcp:<name>`; a `read` token is
                         held to the read-only tools by the MCP server (entrypoints/mcp/http.py)
+    the owner socket    no token asked, whatever the server's: the kernel says who connected
+                        (SO_PEERCRED). The user the server runs as is the admin; any other
+                        user, or a peer the kernel did not name, is refused (403) on every
+                        path, token or not (`admit_channel`)
 
 The identity reaches the routes on the request's Call (`store.identify_as`), so every change
 a route makes is recorded with it, in one place.
@@ -18,14 +22,18 @@ a route makes is recorded with it, in one place.
 
 from __future__ import annotations
 
+import os
+
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from ondeck.core.access import ADMIN
 from ondeck.core.errors import Forbidden, OndeckError, Unauthorized
 from ondeck.entrypoints.api import errors
 from ondeck.entrypoints.gateway import call_of, identify_as
 from ondeck.entrypoints.web.auth import guard_of, throttle_key
+from ondeck.host.channel import UNKNOWN_PEER, channel_peer, from_owner
 
 
 async def admit(request: Request, *, browsable: bool, surface: str = "api") -> Response | None:
@@ -73,6 +81,27 @@ async def admit(request: Request, *, browsable: bool, surface: str = "api") -> R
     return None
 
 
+def admit_channel(request: Request, *, surface: str | None) -> Response | None:
+    """A request over the owner socket (entrypoints/server/serve.py): None when the process
+    that connected is of the user this server runs as, who then acts as the admin on
+    `surface` ("api", "mcp"; None: a path of the dashboard, whose own login decides, as over
+    TCP); else the refusal, whatever token it gives. Its directory (0700) lets no other user
+    connect: this is the check behind it, closed when the kernel did not say who it is."""
+    uid = channel_peer(request.scope)
+    if not from_owner(request.scope):
+        who = "an unknown process" if uid == UNKNOWN_PEER else f"user id {uid}"
+        return errors.error_response(
+            403,
+            "forbidden",
+            f"the owner socket serves only the user the server runs as (user id "
+            f"{os.getuid()}), not {who}",
+        )
+    if surface is not None:
+        request.state.ondeck_identity = ADMIN
+        identify_as(request, ADMIN.actor(surface), ADMIN.access())
+    return None
+
+
 def _bearer(request: Request) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     value = value.strip()
@@ -85,8 +114,8 @@ def from_loopback(request: Request) -> bool:
     (entrypoints/server/serve.py) is this machine's owner."""
     import ipaddress
 
-    if request.scope.get("ondeck.owner_channel"):
-        return True
+    if channel_peer(request.scope) is not None:
+        return from_owner(request.scope)
     host = request.client.host if request.client else ""
     try:
         return ipaddress.ip_address(host).is_loopback

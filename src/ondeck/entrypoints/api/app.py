@@ -16,10 +16,11 @@ from ondeck import __version__
 from ondeck.core import logs
 from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.entrypoints.api import body_limit, errors
-from ondeck.entrypoints.api.access import admit
+from ondeck.entrypoints.api.access import admit, admit_channel
 from ondeck.entrypoints.api.body_limit import BodyLimit
 from ondeck.entrypoints.api.boundary import Boundary
 from ondeck.entrypoints.gateway import Store
+from ondeck.host.channel import channel_peer
 from ondeck.host.settings import Settings
 
 log = logs.logger("ondeck.api")
@@ -119,7 +120,13 @@ class Guard:
         token = self.settings.token_value
         path = scope["path"]
         refused = None
-        if token and path == self.mcp_path:
+        if channel_peer(scope) is not None:
+            # The owner socket: who connected is the kernel's word, not a token's, and it is
+            # asked on every path (api/access.admit_channel).
+            gated = path == self.mcp_path or path.startswith("/api/") or path in API_DOCUMENTS
+            surface = ("mcp" if path == self.mcp_path else "api") if gated else None
+            refused = admit_channel(Request(scope, receive), surface=surface)
+        elif token and path == self.mcp_path:
             # Every MCP request, each call of a session already open too (entrypoints/mcp/http.py).
             refused = await admit(Request(scope, receive), browsable=False, surface="mcp")
         elif token and (path.startswith("/api/") or path in API_DOCUMENTS):

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ondeck.core.access import READ_METHODS, is_loopback_host, split_host
 from ondeck.entrypoints.api.errors import error_response
+from ondeck.host.channel import channel_peer
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # Headers a cross-site form or a "simple" fetch cannot carry (the browser would ask first,
@@ -58,7 +59,7 @@ class Boundary:
         # the socket's path as the server, with no port) is no browser's.
         if (
             scope["type"] != "http"
-            or scope.get("ondeck.owner_channel")
+            or channel_peer(scope) is not None
             or scope.get("server") is None
         ):
             await self.app(scope, receive, send)

@@ -180,6 +180,36 @@ def _connect_owner(path: str, timeout: float) -> _socket.socket:
     return sock
 
 
+def owner_socket_problem(path: str, timeout: float = 3.0) -> str | None:
+    """Why nothing may be sent through the owner socket at `path`, or None: all a hook
+    checks before it sends (the directory the owner's alone and no symlink, the socket a
+    socket of this user and no symlink, a process of this user listening), for a sender that
+    cannot ask the kernel itself (the Claude Code mod: claude_plugin/hooks/register.tsx).
+    Connects and sends nothing."""
+    import os
+    import stat
+
+    from ondeck.host.channel import open_private_dir
+
+    directory, name = os.path.split(path)
+    try:
+        fd = open_private_dir(directory)
+        try:
+            found = os.lstat(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        if not stat.S_ISSOCK(found.st_mode):
+            return f"{path} is not a socket" + (
+                " (a symlink)" if stat.S_ISLNK(found.st_mode) else ""
+            )
+        if found.st_uid != os.getuid():
+            return f"{path} belongs to user id {found.st_uid}, not to this user ({os.getuid()})"
+        _connect_owner(path, timeout).close()
+    except OSError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
 def _peer_uid(sock: _socket.socket) -> int | None:
     """The user id of the process listening on the other end (Linux: SO_PEERCRED's pid, uid,
     gid as three C ints), or None where the kernel does not say."""

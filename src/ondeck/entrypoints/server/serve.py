@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 from ondeck.core.errors import ConfigError
+from ondeck.host.channel import SCOPE_MARK, UNKNOWN_PEER
 from ondeck.host.settings import Settings
 
 
@@ -88,9 +89,6 @@ def check_bind(settings: Settings, host: str, port: int) -> None:
             raise ConfigError(
                 f"ONDECK_HOST={host}: cannot bind port {port}: {exc.strerror}"
             ) from None
-
-
-OWNER_CHANNEL = "ondeck.owner_channel"  # the ASGI scope's mark of a request on the socket
 
 
 def _private_dir(path: Path) -> None:
@@ -206,12 +204,14 @@ def _server_class() -> type:
         async def _serve_owner(self, listener: socket.socket) -> None:
             """The socket served by the same app and server state as TCP (so a stop waits
             for its requests too), never over TLS (the directory is what protects it), and
-            each request marked as the owner's (api/access.from_loopback)."""
+            each request marked with the user id of the process that connected, as the
+            kernel gives it (host/channel.SCOPE_MARK): api/access.admit_channel decides
+            from it who the request is."""
             import asyncio
 
             base = self.config
             owned = uvicorn.Config(
-                _mark_owner(base.app),
+                base.app,
                 log_level="warning",
                 access_log=False,
                 log_config=None,
@@ -221,9 +221,10 @@ def _server_class() -> type:
             )
             owned.load()
             loop = asyncio.get_running_loop()
+            marked = _peer_marking(owned.http_protocol_class, owned.loaded_app)
 
             def protocol() -> asyncio.Protocol:
-                made: asyncio.Protocol = owned.http_protocol_class(  # type: ignore[call-arg]
+                made: asyncio.Protocol = marked(
                     config=owned,
                     server_state=self.server_state,
                     app_state=self.lifespan.state,
@@ -242,13 +243,42 @@ def _server_class() -> type:
     return Server
 
 
-def _mark_owner(app: Any) -> Any:
-    async def owner_app(scope: Any, receive: Any, send: Any) -> None:
+def _peer_marking(protocol: type, app: Any) -> type:
+    """uvicorn's HTTP protocol whose connections each serve `app` with their requests
+    marked with the peer's user id, read once when the connection is made (the kernel's
+    record of who connected: it cannot change for the connection's life)."""
+
+    class Marked(protocol):  # type: ignore[misc]  # uvicorn's class, chosen at run time
+        def connection_made(self, transport: Any) -> None:
+            self.app = _mark_peer(app, _peer_uid(transport.get_extra_info("socket")))
+            super().connection_made(transport)
+
+    return Marked
+
+
+def _peer_uid(sock: Any) -> int:
+    """The user id of the process at the other end of a Unix socket (Linux's SO_PEERCRED:
+    pid, uid, gid as three C ints); UNKNOWN_PEER where the kernel does not say, which is
+    nobody's (api/access.admit_channel refuses it)."""
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or option is None:
+        return UNKNOWN_PEER
+    size = struct.calcsize("3i")
+    try:
+        return int(struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, size))[1])
+    except (OSError, struct.error):
+        return UNKNOWN_PEER
+
+
+def _mark_peer(app: Any, uid: int) -> Any:
+    async def marked_app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
-            scope = {**scope, OWNER_CHANNEL: True}
+            scope = {**scope, SCOPE_MARK: uid}
         await app(scope, receive, send)
 
-    return owner_app
+    return marked_app
 
 
 def _open_to_serve(settings: Settings) -> Any:
