@@ -2,14 +2,16 @@
 tell of, made as hooks would have made it had ondeck been installed (issue 26).
 
 Each session's transcript is read whole (sessions/transcript_read.py, or codex_read.py),
-classified by today's rules on its directory (sessions/classify.py, as a hook would, with
-the reason), its texts scrubbed and capped as a hook's (hook_events.scrubbed), and stored
-in one transaction of its own: a file that cannot be read is reported and nothing of it
-stored. A session already recorded (by hooks, or an import before) is never duplicated or
-overwritten: it is completed with what it lacks (its last word when no Stop brought one,
-its compaction summaries when none were heard, the agent's version), so importing twice
-changes nothing. A session a hook has not ended keeps its status: the jobs tick decides
-when it is lost (records_tick.py).
+classified by today's rules on the folder it was launched in (sessions/classify.py, as its
+start hook would have, with the reason; never where a subagent ran), its texts scrubbed and
+capped as a hook's (hook_events.scrubbed), and stored in one transaction of its own. A line
+that cannot be read is skipped and counted with its file (`refused_lines`), the rest read
+on; a file none of whose lines can be read is reported and nothing of it stored. A session
+already recorded (by hooks, or an import before) is never duplicated or overwritten: it is
+completed with what it lacks (its last word when no Stop brought one, its compaction
+summaries when none were heard, the agent's version), so importing twice changes nothing.
+A session a hook has not ended keeps its status: the jobs tick decides when it is lost
+(records_tick.py).
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class ImportReport:
     unchanged: int = 0  # records that existed and lacked nothing
     skipped: int = 0  # before --since, or holding no session (empty, titles only)
     refused: list[dict[str, str]] = field(default_factory=list)  # {"file", "reason"}
+    # {"file", "lines", "reason"}: the files read but for some lines, skipped
+    refused_records: list[dict[str, Any]] = field(default_factory=list)
+    mended: int = 0  # lone surrogates in what was read, made U+FFFD (hook_events.mended)
     redactions: int = 0
     unknown_records: int = 0  # entries of record types this reader does not know
     subagent_files: int = 0
@@ -78,10 +83,30 @@ class ImportReport:
             "skipped": self.skipped,
             "refused": len(self.refused),
             "refused_files": self.refused[:REFUSED_SHOWN],
+            "refused_lines": sum(r["lines"] for r in self.refused_records),
+            "refused_lines_in": self.refused_records[:REFUSED_SHOWN],
+            "mended": self.mended,
             "redactions": self.redactions,
             "unknown_records": self.unknown_records,
             "subagent_files": self.subagent_files,
         }
+
+    def note_read(self, found: Transcript) -> None:
+        """What reading a file counted: its unknown records, its refused lines, its mending."""
+        self.unknown_records += sum(found.unknown.values())
+        self.mended += found.mended
+        if found.refused:
+            more = "; ..." if found.refused > len(found.reasons) else ""
+            reason = "; ".join(found.reasons) + more
+            self.refused_records.append(
+                {"file": clean_text(found.path)[:1000], "lines": found.refused, "reason": reason}
+            )
+
+    @property
+    def read_nothing(self) -> bool:
+        """Something was there, and nothing of it could be read (the CLI exits 2)."""
+        took = self.sessions + self.completed + self.unchanged + self.skipped
+        return bool(self.refused) and took == 0 and not self.refused_records
 
 
 def default_folder(agent: str) -> str:
@@ -124,7 +149,7 @@ def import_sessions(
         except Unreadable as exc:
             report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
             continue
-        report.unknown_records += sum(found.unknown.values())
+        report.note_read(found)
         if found.session_id is None or found.first_at is None or found.last_at is None:
             report.skipped += 1  # no session in it (Claude Code 1.0 keeps titles alone)
             continue
@@ -200,7 +225,7 @@ def _subagents(
         except Unreadable as exc:
             report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
             continue
-        report.unknown_records += sum(sub.unknown.values())
+        report.note_read(sub)
         # Under <session>/subagents/ (2.1) the folder names the session; agent-*.jsonl
         # beside the sessions (2.0) says it in its entries.
         parts = path.split(os.sep)

@@ -261,6 +261,7 @@ def import_(
     import os
 
     from ondeck.core.errors import InvalidInput
+    from ondeck.core.humanize import counted
     from ondeck.core.validation import parse_date
     from ondeck.host.quick_settings_read import hook_config_of
     from ondeck.sessions.session_import import AGENTS, default_folder, import_sessions
@@ -282,16 +283,29 @@ def import_(
         since=day,
         dry_run=dry_run,
     )
-    found = report.to_json()
+    _print_import(report.to_json(), as_json=as_json)
+    if report.read_nothing:
+        raise InvalidInput(f"nothing could be read: {counted(len(report.refused), 'file')} refused")
+
+
+def _print_import(found: dict[str, Any], *, as_json: bool) -> None:
+    """The counts of an import (session_import.ImportReport.to_json), here or a server's."""
+    from ondeck.core.humanize import counted
+
     if as_json:
         print_json(found)
         return
-    verb = "would record" if dry_run else "recorded"
+    verb = "would record" if found["dry_run"] else "recorded"
     echo(
-        f"{agent} sessions in {found['folder']}: {verb} {found['sessions']}, completed "
+        f"{found['agent']} sessions in {found['folder']}: {verb} {found['sessions']}, completed "
         f"{found['completed']}, unchanged {found['unchanged']}, skipped {found['skipped']}, "
         f"refused {found['refused']}; {found['redactions']} redactions; "
         f"{found['unknown_records']} unknown records skipped"
     )
     for refused in found["refused_files"]:
         echo(f"  refused {refused['file']}: {refused['reason']}")
+    for refused in found["refused_lines_in"]:
+        echo(
+            f"  refused: {counted(refused['lines'], 'line')} of {refused['file']} "
+            f"({refused['reason']}); the rest of it read"
+        )
