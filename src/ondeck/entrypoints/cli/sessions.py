@@ -257,7 +257,7 @@ def import_(
 ) -> None:
     """Make a record of each past session the agent's transcripts on this machine tell of:
     classified, scrubbed, marked imported. Twice changes nothing; a session hooks already
-    recorded only takes what it lacks."""
+    recorded only takes what it lacks. On a client machine, the records go to its server."""
     import os
 
     from ondeck.core.errors import InvalidInput
@@ -272,9 +272,16 @@ def import_(
     day = parse_date(since, "--since") if since is not None else None
     if folder is not None and not os.path.isdir(folder):
         raise InvalidInput(f"--dir {folder[:200]!r} is not a folder")
-    cli.needs_database()
+    send = None
+    if cli.client_mode:
+        # This machine's transcripts, read and classified here by its own rules (as its
+        # hooks classify its sessions); stored by the server through the hooks' intake.
+        def send(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            answer = cli.remote.json("POST", "/sessions/records", body={"records": records})
+            return list(answer["results"])
+
     report = import_sessions(
-        cli.engine,
+        None if cli.client_mode else cli.engine,
         cli.now(),
         agent=agent,
         folder=folder or default_folder(agent),
@@ -282,6 +289,7 @@ def import_(
         zone=cli.settings.zone,
         since=day,
         dry_run=dry_run,
+        send=send,
     )
     _print_import(report.to_json(), as_json=as_json)
     if report.read_nothing:
