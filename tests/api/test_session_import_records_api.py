@@ -96,6 +96,11 @@ def test_an_import_record_is_stored_as_a_local_import_and_twice_changes_nothing(
         ({"facts": {"cwd": 7}}, "facts.cwd"),
         ({"sidechain_entries": -1}, "sidechain_entries must be a count"),
         ({"session": ""}, "record session must be a session id"),
+        ({"summaries": [1]}, "summaries must be objects"),
+        ({"text": "끝"}, "record text must be an object"),
+        ({"unknown_records": {"x": -1}}, "must be a count"),
+        ({"v": 2}, "record version '2' is not 1"),
+        ({"at": "yesterday"}, "ISO-8601"),
     ],
 )
 def test_a_malformed_import_record_is_rejected_alone_with_the_reason(
