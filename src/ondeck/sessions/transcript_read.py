@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ SUMMARIES_MAX = 200
 # The reasons a file's refused lines are kept with (the rest counted): a file of a million
 # bad lines is one line of the report, not a million.
 REASONS_KEPT = 3
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class Unreadable(Exception):
@@ -179,8 +181,12 @@ def entries(path: str, found: Transcript) -> Iterator[dict[str, Any]]:
                 found.refuse(f"line {number} is not a JSON object")
                 continue
             found.entries += 1
-            yield mended(entry, counts)
-            found.mended = counts.get("surrogates", 0)
+            # Valid UTF-8 holds no surrogate: only an escape (`\\udc80`) can make one, so a
+            # line without one is taken as it is, unwalked.
+            if _SURROGATE_ESCAPE.search(text) is not None:
+                entry = mended(entry, counts)
+                found.mended = counts.get("surrogates", 0)
+            yield entry
     finally:
         lines.file.close()
     if found.entries == 0 and found.refused:
