@@ -1,8 +1,9 @@
 """`session import` of real Claude Code transcripts (tests/fixtures/claude_transcripts:
 1.0.128, 2.0.77, 2.1.332) and of a Codex rollout, on both stores: each past session one
 record, classified and scrubbed, marked imported; twice changes nothing; a session hooks
-recorded is completed, never duplicated; a file that cannot be read is reported and
-nothing of it stored; hostile files (links out, huge lines, not UTF-8, far future)."""
+recorded is completed, never duplicated; a line that cannot be read is skipped and
+counted, a file that cannot be read is reported and nothing of it stored; hostile files
+(links out, huge lines, not UTF-8, far future)."""
 
 from __future__ import annotations
 
@@ -167,7 +168,7 @@ def test_dry_run_and_since_store_nothing_or_less(
     assert rows(engine) == {}
 
 
-def test_what_cannot_be_read_is_refused_whole_and_hostile_files_reach_nothing(
+def test_what_cannot_be_read_is_refused_and_hostile_files_reach_nothing(
     engine: Engine, tmp_path: Path, work: Path, config: HookConfig
 ) -> None:
     root = projects(tmp_path, work, ("v2.1.332",))
@@ -213,24 +214,36 @@ def test_what_cannot_be_read_is_refused_whole_and_hostile_files_reach_nothing(
     report = run(engine, root, config)
     refused = {Path(r["file"]).name: r["reason"] for r in report["refused_files"]}
     assert refused == {
-        "11111111-1111-4111-8111-111111111111.jsonl": "line 11 is not JSON",
-        "22222222-2222-4222-8222-222222222222.jsonl": "line 2 is not UTF-8",
         "33333333-3333-4333-8333-333333333333.jsonl": "a symbolic link: not followed",
         "-linked-folder": "a symbolic link: not followed",
     }
-    assert report["refused"] == 4 and report["sessions"] == 3
+    # A line that cannot be read is skipped and counted with its file: the rest is read.
+    lines = {Path(r["file"]).name: (r["lines"], r["reason"]) for r in report["refused_lines_in"]}
+    assert lines == {
+        "11111111-1111-4111-8111-111111111111.jsonl": (1, "line 11 is not JSON"),
+        "22222222-2222-4222-8222-222222222222.jsonl": (1, "line 2 is not UTF-8"),
+        "44444444-4444-4444-8444-444444444444.jsonl": (
+            1,
+            f"line {len(good) + 1} is longer than 8 MiB",
+        ),
+    }
+    assert report["refused"] == 2 and report["refused_lines"] == 3 and report["sessions"] == 5
     # The file names its session (the id Claude Code's hooks send), whatever its entries say.
     found = rows(engine)
     hostile = "44444444-4444-4444-8444-444444444444"
     odd_row = found.pop("55555555-5555-4555-8555-555555555555")
     assert "\x00" not in (odd_row["branch"] or "") and odd_row["last_word"].endswith("끝")
     assert odd_row["imported_from"].encode("utf-8") and odd_row["cwd"].startswith("/tmp/")
-    assert set(found) == {V21, hostile}
+    broken = "11111111-1111-4111-8111-111111111111"
+    not_utf8 = "22222222-2222-4222-8222-222222222222"
+    assert set(found) == {V21, hostile, broken, not_utf8}
     assert found[hostile]["ended_at"] == found[V21]["ended_at"]  # not 8999, not the huge line
     assert found[hostile]["last_word"] == found[V21]["last_word"]
+    assert found[broken]["last_word"] == found[V21]["last_word"]
     with engine.connect() as conn:
         done = conn.execute(select(events).where(events.c.kind == "sessions.imported")).one()
-    assert done.details["refused"] == 4 and done.details["sessions"] == 3
+    assert done.details["refused"] == 2 and done.details["refused_lines"] == 3
+    assert done.details["sessions"] == 5
 
 
 def test_a_codex_rollout_is_one_record(

@@ -7,6 +7,9 @@ The format, from openai/codex (codex-rs/protocol, `RolloutLine`): one JSON objec
 of `output_text`), `compacted` (`message`: the summary that replaced the history),
 `turn_context` (`cwd` of the turn) or `event_msg` (`agent_message`: the answer as shown).
 Anything else is skipped and counted, as is anything malformed within a known type.
+
+A session is where it was launched: the first `session_meta`'s `cwd` (a later turn's cwd,
+or a forked session's parent's meta, does not move it); a turn's only when no meta gave one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ondeck.sessions.hook_events import session_id_of
+from ondeck.sessions.hook_events import session_id_of, word
 from ondeck.sessions.transcript import TEXT_MAX
 from ondeck.sessions.transcript_read import (
     SUMMARIES_MAX,
@@ -31,6 +34,7 @@ KNOWN_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_con
 def read_rollout(path: str, now: datetime) -> Transcript:
     """The rollout at `path`; raises transcript_read.Unreadable with the reason."""
     found = Transcript(path=path)
+    metas = 0
     for entry in entries(path, found):
         kind, payload = entry.get("type"), entry.get("payload")
         if kind not in KNOWN_TYPES or not isinstance(payload, dict):
@@ -38,9 +42,11 @@ def read_rollout(path: str, now: datetime) -> Transcript:
             continue
         at = note_time(entry.get("timestamp"), now, found)
         if kind == "session_meta":
-            _meta(payload, found)
-        elif kind == "turn_context":
-            found.cwd = _path(payload.get("cwd")) or found.cwd
+            metas += 1
+            if metas == 1:  # this session's: a forked one carries its parent's after it
+                _meta(payload, found)
+        elif kind == "turn_context" and found.cwd is None:
+            found.cwd = _path(payload.get("cwd"))  # an older rollout's meta without one
         elif kind == "compacted":
             text = payload.get("message")
             if isinstance(text, str) and text.strip() and len(found.summaries) < SUMMARIES_MAX:
@@ -55,17 +61,14 @@ def read_rollout(path: str, now: datetime) -> Transcript:
 
 def _meta(payload: dict[str, Any], found: Transcript) -> None:
     session = payload.get("id")
-    # The first meta is this session's: a forked one carries its parent's after it.
-    if found.session_id is None and isinstance(session, str):
+    if isinstance(session, str):
         found.session_id = session_id_of({"session_id": session})
-    found.cwd = _path(payload.get("cwd")) or found.cwd
-    version = payload.get("cli_version")
-    if isinstance(version, str) and 0 < len(version) <= 32 and version.isprintable():
-        found.version = version
+    cwd = _path(payload.get("cwd"))
+    if cwd is not None:
+        found.cwd, found.launched = cwd, True
+    found.version = word(payload.get("cli_version"), 32) or found.version
     git = payload.get("git")
-    branch = git.get("branch") if isinstance(git, dict) else None
-    if isinstance(branch, str) and 0 < len(branch) <= 255 and branch.isprintable():
-        found.branch = branch
+    found.branch = word(git.get("branch") if isinstance(git, dict) else None, 255) or found.branch
 
 
 def _path(value: Any) -> str | None:

@@ -189,6 +189,44 @@ def clean_text(value: str) -> str:
     return value
 
 
+# Past this depth a structure an agent wrote is cut (None): Python's parser gives up past
+# about a thousand levels, and nothing ondeck reads lies that deep.
+DEPTH_MAX = 64
+
+
+def mended(value: Any, counts: dict[str, int], depth: int = 0) -> Any:
+    """Parsed JSON an agent wrote (a hook's payload, a transcript's entry) as text any store
+    or encoder takes: each lone UTF-16 surrogate (`\\ud83d`, a message cut in the middle
+    of an emoji) becomes U+FFFD, counted in `counts["surrogates"]`; a structure deeper than
+    DEPTH_MAX becomes None, counted in `counts["deep"]`."""
+    if isinstance(value, str):
+        return _mended_text(value, counts)
+    if isinstance(value, dict | list) and depth >= DEPTH_MAX:
+        counts["deep"] = counts.get("deep", 0) + 1
+        return None
+    if isinstance(value, dict):
+        return {_mended_text(k, counts): mended(v, counts, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mended(v, counts, depth + 1) for v in value]
+    return value
+
+
+def _mended_text(value: str, counts: dict[str, int]) -> str:
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for ch in value:
+        if "\ud800" <= ch <= "\udfff":
+            counts["surrogates"] = counts.get("surrogates", 0) + 1
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def transcript_size(payload: dict[str, Any]) -> int:
     """The size of the session's transcript now (-1: none), part of an event's identity."""
     import os

@@ -69,7 +69,7 @@ def parse_record(data: Any) -> dict[str, Any]:
         "fingerprint": fp,
         "capture": capture,
         "classification": classification,
-        "facts": _checked_facts(data.get("facts"), capture),
+        "facts": checked_facts(data.get("facts"), capture),
     }
     store = data.get("store")  # the store it was captured for (client mode; None: the first met)
     if store is not None and not (
@@ -97,7 +97,7 @@ def parse_record(data: Any) -> dict[str, Any]:
             raise ValueError(
                 "only a stop, a compaction or an end of a captured session carries text"
             )
-        record["text"] = _checked_text(text, SUMMARY_MAX if kind == "compact" else LAST_WORD_MAX)
+        record["text"] = checked_text(text, SUMMARY_MAX if kind == "compact" else LAST_WORD_MAX)
     else:
         record["text"] = None
     # An end's text is the transcript's last answer: when it was said (else the end's time).
@@ -167,7 +167,7 @@ def _encodable(value: str, name: str) -> None:
         raise ValueError(f"record {name} is not valid text") from None
 
 
-def _checked_facts(value: Any, capture: bool) -> dict[str, Any]:
+def checked_facts(value: Any, capture: bool) -> dict[str, Any]:
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -187,13 +187,13 @@ def _checked_facts(value: Any, capture: bool) -> dict[str, Any]:
     return out
 
 
-def _count(value: Any, name: str) -> int:
+def count_of(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
         raise ValueError(f"record {name} must be a count")
     return value
 
 
-def _kinds(value: Any) -> dict[str, int]:
+def kinds_of(value: Any) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, dict) or len(value) > 50:
@@ -202,11 +202,11 @@ def _kinds(value: Any) -> dict[str, int]:
     for key, count in value.items():
         if not isinstance(key, str) or not key.isprintable() or len(key) > 40:
             raise ValueError("record redaction kinds must be named by short words")
-        out[key] = _count(count, "redaction count")
+        out[key] = count_of(count, "redaction count")
     return out
 
 
-def _checked_text(value: Any, limit: int) -> dict[str, Any]:
+def checked_text(value: Any, limit: int) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("record text must be an object")
     text = value.get("value")
@@ -215,9 +215,9 @@ def _checked_text(value: Any, limit: int) -> dict[str, Any]:
     _encodable(text, "text")
     return {
         "value": text,
-        "chars": _count(value.get("chars", len(text)), "text chars"),
-        "redactions": _count(value.get("redactions", 0), "text redactions"),
-        "kinds": _kinds(value.get("kinds")),
+        "chars": count_of(value.get("chars", len(text)), "text chars"),
+        "redactions": count_of(value.get("redactions", 0), "text redactions"),
+        "kinds": kinds_of(value.get("kinds")),
     }
 
 
@@ -244,11 +244,11 @@ def _checked_changes(data: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError("record files must be paths")
     return {
         "commits": commits,
-        "commits_total": _count(data.get("commits_total", 0), "commits_total"),
+        "commits_total": count_of(data.get("commits_total", 0), "commits_total"),
         "files": files,
-        "files_total": _count(data.get("files_total", 0), "files_total"),
-        "files_private": _count(data.get("files_private", 0), "files_private"),
+        "files_total": count_of(data.get("files_total", 0), "files_total"),
+        "files_private": count_of(data.get("files_private", 0), "files_private"),
         "note": _line(data.get("note"), "note", 1000),
-        "redactions": _count(data.get("redactions", 0), "redactions"),
-        "kinds": _kinds(data.get("kinds")),
+        "redactions": count_of(data.get("redactions", 0), "redactions"),
+        "kinds": kinds_of(data.get("kinds")),
     }

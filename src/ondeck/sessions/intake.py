@@ -27,6 +27,7 @@ from ondeck.db.tables import sessions
 from ondeck.sessions import rows as session_rows
 from ondeck.sessions import start_commits
 from ondeck.sessions.hook_events_check import parse_record, rescrubbed
+from ondeck.sessions.session_import_records import apply_import, is_import, parse_import
 
 log = logs.logger("ondeck.sessions")
 
@@ -80,14 +81,18 @@ def apply_records(
     sender's clock as it sent them; one far from `now` is a skewed clock: the records are
     moved onto this clock, and each answer carries a `warning` naming both instants.
     `access`: a sender held to one side (a side-limited token) records that side's sessions
-    only; a record of another side's session, or of the inbox, is rejected."""
+    only; a record of another side's session, or of the inbox, is rejected. An import
+    record (a client's `session import`) is stored as a local import stores it
+    (sessions/session_import_records.py)."""
     offset = session_rows.clock_offset(sent_at, now)
     if offset is not None and sent_at is not None:
         log.warning("%s", session_rows.skew_warning(sent_at, now))
     results: list[dict[str, Any]] = []
     for item in raw:
         try:
-            record = rescrubbed(parse_record(item))
+            # A client's `session import` comes through this same door (one intake).
+            importing = is_import(item)
+            record = parse_import(item, now) if importing else rescrubbed(parse_record(item))
         except ValueError as exc:
             fp = item.get("fingerprint") if isinstance(item, dict) else None
             results.append(
@@ -103,6 +108,9 @@ def apply_records(
             results.append(
                 {"fingerprint": record.get("fingerprint"), "outcome": "rejected", "reason": refused}
             )
+            continue
+        if importing:  # a past session: its times are its transcript's, not a clock's now
+            results.append(apply_import(engine, now, record, sides=sides))
             continue
         if offset is not None and sent_at is not None:
             record = session_rows.on_store_clock(record, offset, sent_at, now)

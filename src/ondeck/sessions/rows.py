@@ -172,7 +172,7 @@ def unknown_side(record: dict[str, Any], sides: Collection[str] | None) -> str |
     return f"side {side!r}{of_project} is not one of this server's sides: {known}"
 
 
-def _to_inbox(record: dict[str, Any], why: str) -> dict[str, Any]:
+def to_inbox(record: dict[str, Any], why: str) -> dict[str, Any]:
     """The record unclassified: its session waits in the inbox for a person (`session
     move`), as any whose side is undecided, rather than living under a side nobody sees."""
     c = record["classification"]
@@ -204,7 +204,7 @@ def apply(
     session to the inbox, with a warning in the answer."""
     warning = unknown_side(record, sides)
     if warning is not None:
-        record = _to_inbox(record, warning)
+        record = to_inbox(record, warning)
     if record["at"] > now:
         # A hook whose clock runs ahead must not keep its session "heard from" in the
         # future (never lost); what the store's clock says is the latest it can be.

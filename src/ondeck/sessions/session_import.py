@@ -2,21 +2,24 @@
 tell of, made as hooks would have made it had ondeck been installed (issue 26).
 
 Each session's transcript is read whole (sessions/transcript_read.py, or codex_read.py),
-classified by today's rules on its directory (sessions/classify.py, as a hook would, with
-the reason), its texts scrubbed and capped as a hook's (hook_events.scrubbed), and stored
-in one transaction of its own: a file that cannot be read is reported and nothing of it
-stored. A session already recorded (by hooks, or an import before) is never duplicated or
-overwritten: it is completed with what it lacks (its last word when no Stop brought one,
-its compaction summaries when none were heard, the agent's version), so importing twice
-changes nothing. A session a hook has not ended keeps its status: the jobs tick decides
-when it is lost (records_tick.py).
+classified by today's rules on the folder it was launched in (sessions/classify.py, as its
+start hook would have, with the reason; never where a subagent ran), its texts scrubbed and
+capped as a hook's (hook_events.scrubbed), and stored in one transaction of its own. A line
+that cannot be read is skipped and counted with its file (`refused_lines`), the rest read
+on; a file none of whose lines can be read is reported and nothing of it stored. A session
+already recorded (by hooks, or an import before) is never duplicated or overwritten: it is
+completed with what it lacks (its last word when no Stop brought one, its compaction
+summaries when none were heard, the agent's version), so importing twice changes nothing.
+A session a hook has not ended keeps its status: the jobs tick decides when it is lost
+(records_tick.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -26,6 +29,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ondeck.core import logs
 from ondeck.core.clock import aware, local
+from ondeck.core.http_limits import MAX_BODY_BYTES
 from ondeck.core.session_terms import IMPORTED_END, SessionStatus, end_guessed
 from ondeck.db.engine import writing
 from ondeck.db.locks import one_import_at_a_time
@@ -37,10 +41,12 @@ from ondeck.sessions.hook_events import (
     LAST_WORD_MAX,
     SUMMARY_MAX,
     clean_text,
+    digest,
     observe,
     scrubbed,
     session_id_of,
 )
+from ondeck.sessions.hook_events import VERSION as RECORD_VERSION
 from ondeck.sessions.rows import classified_columns
 from ondeck.sessions.transcript_read import Empty, Transcript, Unreadable
 from ondeck.system import events as event_log
@@ -51,8 +57,13 @@ if TYPE_CHECKING:
 log = logs.logger("ondeck.sessions")
 
 AGENTS = ("claude-code", "codex")
+IMPORT_KIND = "import"  # an import record's kind at the sessions' intake
 ACTOR = "import"
 REFUSED_SHOWN = 50
+# Import records a client sends in one request (the intake takes 500), under the body limit
+# with room for what wraps them.
+SEND_BATCH = 100
+BODY_ROOM = MAX_BODY_BYTES - 4096
 
 
 @dataclass
@@ -65,9 +76,13 @@ class ImportReport:
     unchanged: int = 0  # records that existed and lacked nothing
     skipped: int = 0  # before --since, or holding no session (empty, titles only)
     refused: list[dict[str, str]] = field(default_factory=list)  # {"file", "reason"}
+    # {"file", "lines", "reason"}: the files read but for some lines, skipped
+    refused_records: list[dict[str, Any]] = field(default_factory=list)
+    mended: int = 0  # lone surrogates in what was read, made U+FFFD (hook_events.mended)
     redactions: int = 0
     unknown_records: int = 0  # entries of record types this reader does not know
     subagent_files: int = 0
+    summaries_not_sent: int = 0  # a client's: the oldest, past what one request can carry
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,10 +95,35 @@ class ImportReport:
             "skipped": self.skipped,
             "refused": len(self.refused),
             "refused_files": self.refused[:REFUSED_SHOWN],
+            "refused_lines": sum(r["lines"] for r in self.refused_records),
+            "refused_lines_in": self.refused_records[:REFUSED_SHOWN],
+            "mended": self.mended,
             "redactions": self.redactions,
             "unknown_records": self.unknown_records,
             "subagent_files": self.subagent_files,
+            "summaries_not_sent": self.summaries_not_sent,
         }
+
+    def note_read(self, found: Transcript) -> None:
+        """What reading a file counted: its unknown records, its refused lines, its mending."""
+        self.unknown_records += sum(found.unknown.values())
+        self.mended += found.mended
+        if found.refused:
+            more = "; ..." if found.refused > len(found.reasons) else ""
+            reason = "; ".join(found.reasons) + more
+            self.refused_records.append(
+                {"file": clean_text(found.path)[:1000], "lines": found.refused, "reason": reason}
+            )
+
+    def count(self, outcome: str) -> None:
+        """One session stored: "sessions", "completed" or "unchanged" (SessionImport.store)."""
+        setattr(self, outcome, getattr(self, outcome) + 1)
+
+    @property
+    def read_nothing(self) -> bool:
+        """Something was there, and nothing of it could be read (the CLI exits 2)."""
+        took = self.sessions + self.completed + self.unchanged + self.skipped
+        return bool(self.refused) and took == 0 and not self.refused_records
 
 
 def default_folder(agent: str) -> str:
@@ -94,8 +134,12 @@ def default_folder(agent: str) -> str:
     return os.path.join(os.path.expanduser("~/.claude"), "projects")
 
 
+# A client's import: its records sent to the server's intake, the intake's results back.
+Send = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
 def import_sessions(
-    engine: Engine,
+    engine: Engine | None,
     now: datetime,
     *,
     agent: str,
@@ -104,12 +148,16 @@ def import_sessions(
     zone: tzinfo,
     since: date | None = None,
     dry_run: bool = False,
+    send: Send | None = None,
 ) -> ImportReport:
     """Import every session of `agent` under `folder` (its projects or sessions folder).
     `since`: only sessions last active on or after that day (in `zone`). `dry_run`: read,
     classify and count, store nothing. The run's counts are recorded as the event
-    `sessions.imported` (not on a dry run)."""
+    `sessions.imported` (not on a dry run). `send`: a client machine's way to its server
+    (no `engine`): each session goes as an import record to the server's intake
+    (`POST /sessions/records`, session_import_records.py), which stores it as this would."""
     report = ImportReport(agent=agent, folder=folder, dry_run=dry_run)
+    batch = Batch(send, report) if send is not None and not dry_run else None
     found_files = list(_files(agent, folder))
     subagents = _subagents(found_files, now, report)
     for kind, path, reason in found_files:
@@ -126,7 +174,7 @@ def import_sessions(
         except Unreadable as exc:
             report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
             continue
-        report.unknown_records += sum(found.unknown.values())
+        report.note_read(found)
         if found.session_id is None or found.first_at is None or found.last_at is None:
             report.skipped += 1  # no session in it (Claude Code 1.0 keeps titles alone)
             continue
@@ -142,6 +190,10 @@ def import_sessions(
             report.sessions += 1
             report.redactions += record.redactions
             continue
+        if batch is not None:
+            batch.add(record, path)
+            continue
+        assert engine is not None, "import_sessions: an engine or a way to a server"
         try:
             with writing(engine) as conn:
                 one_import_at_a_time(conn)  # another import may be storing this session
@@ -155,8 +207,11 @@ def import_sessions(
             continue
         if outcome != "unchanged":
             report.redactions += record.stored_redactions
-        setattr(report, outcome, getattr(report, outcome) + 1)
-    if not dry_run:
+        report.count(outcome)
+    if batch is not None:
+        batch.flush()
+        return report  # the server recorded each session's event; the run is this machine's
+    if not dry_run and engine is not None:
         with writing(engine) as conn:
             event_log.record(
                 conn,
@@ -167,6 +222,56 @@ def import_sessions(
                 details=report.to_json(),
             )
     return report
+
+
+class Batch:
+    """A client's import records on their way to its server's intake, packed under the
+    body limit the server takes (core/http_limits.py), counted as the server answers."""
+
+    def __init__(self, send: Send, report: ImportReport) -> None:
+        self.send, self.report = send, report
+        self.items: list[tuple[str, dict[str, Any]]] = []
+        self.size = 0
+
+    def add(self, record: SessionImport, path: str) -> None:
+        data = record.to_record()
+        size = _size(data)
+        while size > BODY_ROOM and data["summaries"]:
+            # One session larger than a request: its oldest summaries stay behind (the
+            # latest says the most), counted.
+            cut = max(1, len(data["summaries"]) // 4)
+            data["summaries"] = data["summaries"][cut:]
+            self.report.summaries_not_sent += cut
+            size = _size(data)
+        if size > BODY_ROOM:
+            reason = f"too large to send ({size} bytes)"
+            self.report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
+            return
+        if self.items and (self.size + size > BODY_ROOM or len(self.items) >= SEND_BATCH):
+            self.flush()
+        self.items.append((path, data))
+        self.size += size
+
+    def flush(self) -> None:
+        if not self.items:
+            return
+        items, self.items, self.size = self.items, [], 0
+        results = self.send([data for _, data in items])
+        for (path, _), result in zip(items, [*results, *[{}] * len(items)], strict=False):
+            outcome = result.get("imported")
+            if outcome not in ("sessions", "completed", "unchanged"):
+                said = result.get("reason") or "the server did not take it"
+                reason = f"the server: {str(said)[:300]}"
+                self.report.refused.append({"file": clean_text(path)[:1000], "reason": reason})
+                continue
+            self.report.count(outcome)
+            redactions = result.get("redactions")
+            if outcome != "unchanged" and isinstance(redactions, int):
+                self.report.redactions += redactions
+
+
+def _size(data: dict[str, Any]) -> int:
+    return len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def _read(agent: str, path: str, now: datetime) -> Transcript:
@@ -203,7 +308,7 @@ def _subagents(
         except Unreadable as exc:
             report.refused.append({"file": clean_text(path)[:1000], "reason": str(exc)})
             continue
-        report.unknown_records += sum(sub.unknown.values())
+        report.note_read(sub)
         # Under <session>/subagents/ (2.1) the folder names the session; agent-*.jsonl
         # beside the sessions (2.0) says it in its entries.
         parts = path.split(os.sep)
@@ -302,11 +407,98 @@ class SessionImport:
             text = self._scrubbed(summary["text"], SUMMARY_MAX)
             self.summaries.append({**text, "at": summary["at"], "trigger": summary["trigger"]})
 
+    def to_record(self) -> dict[str, Any]:
+        """This session as an import record: what a client sends its server's intake
+        (session_import_records.parse_import checks it there; `of_record` makes it this
+        again). Classified and scrubbed here, where its folder and git are."""
+        found, facts = self.found, self.facts
+        place = self.capture
+        word = self.last_word
+        return {
+            "v": RECORD_VERSION,
+            "kind": IMPORT_KIND,
+            "agent": self.agent,
+            "session": self.session_id,
+            "at": self.last_at.isoformat(),
+            "started_at": self.first_at.isoformat(),
+            "fingerprint": digest(f"import\n{self.agent}\n{self.session_id}\n{self.last_at}"),
+            "capture": self.capture,
+            "classification": self.classification,
+            "facts": {
+                "cwd": clean_text(found.cwd) if found.cwd else None,
+                "git_root": facts.get("git_root"),
+                "branch": _clean(found.branch or facts.get("branch")),
+                "git_note": facts.get("git_note"),
+                "transcript": clean_text(found.path),
+            }
+            if place
+            else {},
+            "version": _clean(found.version),
+            "text": {k: word[k] for k in ("value", "chars", "redactions", "kinds")}
+            if word
+            else None,
+            "text_at": word["at"].isoformat() if word else None,
+            "summaries": [
+                {
+                    "at": s["at"].isoformat() if s["at"] else None,
+                    "trigger": s["trigger"],
+                    **{k: s[k] for k in ("value", "chars", "redactions", "kinds")},
+                }
+                for s in self.summaries
+            ],
+            "unknown_records": {
+                k: n for k, n in list(found.unknown.items())[:20] if k.isprintable()
+            },
+            "sidechain_entries": found.sidechain,
+        }
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any], now: datetime) -> SessionImport:
+        """A checked import record (session_import_records.parse_import) as the session it
+        tells of, ready to `store` as a local import would."""
+        facts = record["facts"]
+        found = Transcript(
+            path=facts.get("transcript") or "",
+            session_id=record["session"],
+            first_at=record["started_at"],
+            last_at=record["at"],
+            cwd=facts.get("cwd"),
+            branch=facts.get("branch"),
+            version=record["version"],
+            unknown=record["unknown_records"],
+            sidechain=record["sidechain_entries"],
+        )
+        made = cls.__new__(cls)
+        made.agent, made.found, made.now = record["agent"], found, aware(now)
+        made.session_id, made.first_at, made.last_at = (
+            record["session"],
+            record["started_at"],
+            record["at"],
+        )
+        made.classification = record["classification"]
+        made.capture = bool(record["capture"])
+        made.facts = {k: facts.get(k) for k in ("cwd", "git_root", "branch", "git_note")}
+        made.kinds = {}
+        made.redactions = made.stored_redactions = 0
+        made.last_word = None
+        text = record["text"]
+        if text is not None:
+            made.last_word = {**text, "at": record["text_at"] or made.last_at}
+            made._count(text)
+        made.summaries = []
+        for summary in record["summaries"]:
+            made.summaries.append(summary)
+            made._count(summary)
+        return made
+
+    def _count(self, text: dict[str, Any]) -> None:
+        self.redactions += text["redactions"]
+        for kind, n in text["kinds"].items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + n
+
     def _scrubbed(self, text: str, limit: int) -> dict[str, Any]:
         done = scrubbed(text, limit)
-        self.redactions += done["redactions"]
-        for kind, n in done["kinds"].items():
-            self.kinds[kind] = self.kinds.get(kind, 0) + n
+        self._count(done)
         return done
 
     def store(self, conn: Connection) -> str:
@@ -366,7 +558,7 @@ class SessionImport:
             "created_at": self.now,
             "updated_at": self.now,
             "imported": True,
-            "imported_from": clean_text(found.path) if place else None,
+            "imported_from": clean_text(found.path) if place and found.path else None,
             "agent_version": _clean(found.version),
         }
         session_id = conn.execute(

@@ -7,10 +7,20 @@ The format is Claude Code's internal one and changes between versions (tests/fix
 claude_transcripts holds real ones of several): this reads the few fields it needs where
 they are, skips and counts the record types it does not know, and takes nothing on trust.
 The file and every line are untrusted: only a regular file is read, through no symbolic
-link; a line longer than LINE_MAX is skipped unread; bytes that are not UTF-8 or a line
-that is not JSON (but the last, which a crash may have cut) make the file unreadable as a
-whole (`Unreadable`), so nothing of it is half-imported; a timestamp after `now` (a clock
-that was wrong) is not an instant the session was active.
+link. One line is one record, and a record that cannot be read is skipped and counted with
+its reason (`Transcript.refused`), the rest of the file read on: a line longer than
+LINE_MAX (skipped unread), bytes that are not UTF-8, a line that is not JSON or not a JSON
+object. A cut last line (a crash mid-write) is not refused: it is the file's end. A file
+none of whose lines can be read is `Unreadable` as a whole. Every entry read is mended as a
+hook's payload is (hook_events.mended: a lone surrogate is U+FFFD), so no field read from
+it can stop a store or an encoder later; a short field (version, branch, trigger) is taken
+only as a word (hook_events.word: printable, no control character), as a hook takes its
+own. A timestamp after `now` (a clock that was wrong) is not an instant the session was
+active.
+
+A session is where it was launched: the first entry of the session's own (not a
+subagent's, `isSidechain`) that names its `cwd`, as the session-start hook reads it. A
+subagent that ran elsewhere does not move the session to another side.
 
 The last answer is the one the session-end hook reads (sessions/transcript.answer_of).
 """
@@ -19,12 +29,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ondeck.sessions.hook_events import WORD_LIMITS, mended, word
 from ondeck.sessions.transcript import TEXT_MAX, answer_of, instant_of
 
 LINE_MAX = 8 * 1024 * 1024
@@ -55,6 +67,10 @@ KNOWN_TYPES = frozenset(
     }
 )
 SUMMARIES_MAX = 200
+# The reasons a file's refused lines are kept with (the rest counted): a file of a million
+# bad lines is one line of the report, not a million.
+REASONS_KEPT = 3
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class Unreadable(Exception):
@@ -80,8 +96,18 @@ class Transcript:
     entries: int = 0
     unknown: dict[str, int] = field(default_factory=dict)  # unknown record types, counted
     sidechain: int = 0  # entries of a subagent written into the session's own file
-    oversized: int = 0  # lines longer than LINE_MAX, skipped
+    oversized: int = 0  # lines longer than LINE_MAX, skipped (and refused)
+    refused: int = 0  # lines that could not be read as an entry: skipped
+    reasons: list[str] = field(default_factory=list)  # the first REASONS_KEPT of them
+    mended: int = 0  # lone surrogates in its strings, made U+FFFD
+    launched: bool = False  # cwd is the launch folder's (an entry of the session's own)
     future: int = 0  # timestamps after now, not taken
+
+    def refuse(self, reason: str) -> None:
+        """A line that could not be read as an entry: skipped, counted, its reason kept."""
+        self.refused += 1
+        if len(self.reasons) < REASONS_KEPT:
+            self.reasons.append(reason)
 
 
 def read_transcript(path: str, now: datetime, *, subagent: bool = False) -> Transcript:
@@ -96,14 +122,17 @@ def read_transcript(path: str, now: datetime, *, subagent: bool = False) -> Tran
             count_unknown(found, kind)
             continue
         at = note_time(entry.get("timestamp"), now, found)
-        _place(entry, found)
+        session = entry.get("sessionId")  # a subagent's entries name their session too
+        if isinstance(session, str) and session.strip() and len(session) <= 200:
+            found.session_id = session.strip()
         if entry.get("isSidechain") is True or subagent:
-            found.sidechain += 1
+            found.sidechain += 1  # a subagent's: neither its place nor its words are the session's
             continue
+        _place(entry, found)
         if kind == "system" and entry.get("subtype") == "compact_boundary":
             meta = entry.get("compactMetadata")
             trigger = meta.get("trigger") if isinstance(meta, dict) else None
-            pending_trigger = trigger[:16] if isinstance(trigger, str) else None
+            pending_trigger = word(trigger, WORD_LIMITS["trigger"])
         elif kind == "user" and entry.get("isCompactSummary") is True:
             summary = _user_text(entry)
             if summary and len(found.summaries) < SUMMARIES_MAX:
@@ -119,14 +148,18 @@ def read_transcript(path: str, now: datetime, *, subagent: bool = False) -> Tran
 
 
 def entries(path: str, found: Transcript) -> Iterator[dict[str, Any]]:
-    """Each JSON object of the file, counted in `found`; raises `Unreadable` for a file
-    that is not one line of JSON an entry (the last line may be cut), or has none."""
+    """Each JSON object of the file, mended (hook_events.mended) and counted in `found`; a
+    line that is none is refused in `found` and skipped (a cut last line is counted
+    unknown). Raises `Empty` for a file with no line, `Unreadable` for one whose every line
+    was refused."""
     lines = _lines(path)
     number = 0
+    counts: dict[str, int] = {}
     try:
         for number, raw in enumerate(lines, start=1):
             if raw is None:
                 found.oversized += 1
+                found.refuse(f"line {number} is longer than {LINE_MAX // 2**20} MiB")
                 continue
             raw = raw.strip()
             if not raw:
@@ -134,20 +167,30 @@ def entries(path: str, found: Transcript) -> Iterator[dict[str, Any]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise Unreadable(f"line {number} is not UTF-8") from None
+                found.refuse(f"line {number} is not UTF-8")
+                continue
             try:
                 entry = json.loads(text)
             except (ValueError, RecursionError):
                 if lines.at_end():  # a crash mid-write cuts the last line: the rest stands
                     count_unknown(found, "(cut last line)")
                     continue
-                raise Unreadable(f"line {number} is not JSON") from None
+                found.refuse(f"line {number} is not JSON")
+                continue
             if not isinstance(entry, dict):
-                raise Unreadable(f"line {number} is not a JSON object")
+                found.refuse(f"line {number} is not a JSON object")
+                continue
             found.entries += 1
+            # Valid UTF-8 holds no surrogate: only an escape (`\\udc80`) can make one, so a
+            # line without one is taken as it is, unwalked.
+            if _SURROGATE_ESCAPE.search(text) is not None:
+                entry = mended(entry, counts)
+                found.mended = counts.get("surrogates", 0)
             yield entry
     finally:
         lines.file.close()
+    if found.entries == 0 and found.refused:
+        raise Unreadable(f"no line of it could be read ({'; '.join(found.reasons)})")
     if found.entries == 0:
         raise Empty("the file is empty" if not number else "no transcript entry in it")
 
@@ -181,19 +224,19 @@ def note_time(value: Any, now: datetime, found: Transcript) -> datetime | None:
 
 
 def _place(entry: dict[str, Any], found: Transcript) -> None:
-    """Session id, cwd, branch and version: the latest the transcript gives (a session that
-    moved ends where its last entry was)."""
-    for key, name, limit in (
-        ("sessionId", "session_id", 200),
-        ("cwd", "cwd", 4_000),
-        ("gitBranch", "branch", 255),
-        ("version", "version", 32),
-    ):
-        value = entry.get(key)
-        if isinstance(value, str) and value.strip() and len(value) <= limit and "\x00" not in value:
-            if key == "cwd" and not value.startswith("/"):
-                continue
-            setattr(found, name, value.strip() if key != "cwd" else value)
+    """Version: the latest the session's own entries give; its cwd, the first (where it was
+    launched: a session that moved on is still filed where it began, as its start hook
+    filed it), with the latest branch it was on there."""
+    version = word(entry.get("version"), 32)
+    if version is not None:
+        found.version = version
+    value = entry.get("cwd")
+    cwd = value if isinstance(value, str) and value.startswith("/") else None
+    if not found.launched and cwd is not None and len(cwd) <= 4_000 and "\x00" not in cwd:
+        found.cwd, found.launched = cwd, True
+        found.branch = word(entry.get("gitBranch"), 255)
+    elif found.launched and cwd is not None and found.cwd == cwd:
+        found.branch = word(entry.get("gitBranch"), 255) or found.branch
 
 
 def _user_text(entry: dict[str, Any]) -> str | None:

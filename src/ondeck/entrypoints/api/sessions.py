@@ -94,7 +94,8 @@ class MoveIn(StrictBody):
 class RecordsIn(BaseModel):
     records: list[dict[str, Any]] = Field(
         max_length=MAX_RECORDS,
-        description="Hook records (sessions/hook_events.py), applied in order, each checked.",
+        description="Hook records (sessions/hook_events.py), applied in order, each checked; "
+        'or import records (`"kind": "import"`, a client\'s `session import`).',
     )
     sent_at: AwareDatetime | None = Field(
         None,
@@ -139,6 +140,12 @@ class RecordResult(BaseModel):
     reason: str | None = None
     session: dict[str, Any] | None = None
     released: list[int] = []
+    imported: Literal["sessions", "completed", "unchanged"] | None = Field(
+        None,
+        description="An import record's (a client's `session import`): recorded now, an "
+        "existing record completed with what it lacked, or unchanged.",
+    )
+    redactions: int | None = Field(None, description="An import record's redactions stored.")
 
 
 class RecordsOut(BaseModel):

@@ -257,10 +257,11 @@ def import_(
 ) -> None:
     """Make a record of each past session the agent's transcripts on this machine tell of:
     classified, scrubbed, marked imported. Twice changes nothing; a session hooks already
-    recorded only takes what it lacks."""
+    recorded only takes what it lacks. On a client machine, the records go to its server."""
     import os
 
     from ondeck.core.errors import InvalidInput
+    from ondeck.core.humanize import counted
     from ondeck.core.validation import parse_date
     from ondeck.host.quick_settings_read import hook_config_of
     from ondeck.sessions.session_import import AGENTS, default_folder, import_sessions
@@ -271,9 +272,16 @@ def import_(
     day = parse_date(since, "--since") if since is not None else None
     if folder is not None and not os.path.isdir(folder):
         raise InvalidInput(f"--dir {folder[:200]!r} is not a folder")
-    cli.needs_database()
+    send = None
+    if cli.client_mode:
+        # This machine's transcripts, read and classified here by its own rules (as its
+        # hooks classify its sessions); stored by the server through the hooks' intake.
+        def send(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            answer = cli.remote.json("POST", "/sessions/records", body={"records": records})
+            return list(answer["results"])
+
     report = import_sessions(
-        cli.engine,
+        None if cli.client_mode else cli.engine,
         cli.now(),
         agent=agent,
         folder=folder or default_folder(agent),
@@ -281,17 +289,31 @@ def import_(
         zone=cli.settings.zone,
         since=day,
         dry_run=dry_run,
+        send=send,
     )
-    found = report.to_json()
+    _print_import(report.to_json(), as_json=as_json)
+    if report.read_nothing:
+        raise InvalidInput(f"nothing could be read: {counted(len(report.refused), 'file')} refused")
+
+
+def _print_import(found: dict[str, Any], *, as_json: bool) -> None:
+    """The counts of an import (session_import.ImportReport.to_json), here or a server's."""
+    from ondeck.core.humanize import counted
+
     if as_json:
         print_json(found)
         return
-    verb = "would record" if dry_run else "recorded"
+    verb = "would record" if found["dry_run"] else "recorded"
     echo(
-        f"{agent} sessions in {found['folder']}: {verb} {found['sessions']}, completed "
+        f"{found['agent']} sessions in {found['folder']}: {verb} {found['sessions']}, completed "
         f"{found['completed']}, unchanged {found['unchanged']}, skipped {found['skipped']}, "
         f"refused {found['refused']}; {found['redactions']} redactions; "
         f"{found['unknown_records']} unknown records skipped"
     )
     for refused in found["refused_files"]:
         echo(f"  refused {refused['file']}: {refused['reason']}")
+    for refused in found["refused_lines_in"]:
+        echo(
+            f"  refused: {counted(refused['lines'], 'line')} of {refused['file']} "
+            f"({refused['reason']}); the rest of it read"
+        )

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import json
 
+# The mending is shared with session import, which reads the same agent's JSON from its
+# transcripts (sessions/transcript_read.py): one rule for text that came from an agent.
+from ondeck.sessions.hook_events import DEPTH_MAX, mended
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 # A last word may be long (its texts are cut to a window later); past this, nothing is read.
 MAX_STDIN = 256 * 1024 * 1024
-DEPTH_MAX = 64
 INPUT_NOTE = "ondeck_input"  # the payload's note of what was mended (hook_events.INPUT)
 
 
@@ -36,7 +39,7 @@ def read_payload(stream: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             return {}
         counts = {"surrogates": 0, "deep": 0}
-        cleaned = _clean(data, 0, counts)
+        cleaned = mended(data, counts)
     except (MemoryError, RecursionError, ValueError, OSError):
         return {}
     from ondeck.core.humanize import counted
@@ -80,35 +83,6 @@ def _parsed(raw: bytes, notes: list[str]) -> Any:
         return json.loads(text)
     except ValueError:
         return _closed(text)
-
-
-def _clean(value: Any, depth: int, counts: dict[str, int]) -> Any:
-    if isinstance(value, str):
-        return _text(value, counts)
-    if isinstance(value, dict | list) and depth >= DEPTH_MAX:
-        counts["deep"] += 1
-        return None
-    if isinstance(value, dict):
-        return {_text(k, counts): _clean(v, depth + 1, counts) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v, depth + 1, counts) for v in value]
-    return value
-
-
-def _text(value: str, counts: dict[str, int]) -> str:
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        pass
-    out = []
-    for ch in value:
-        if "\ud800" <= ch <= "\udfff":
-            counts["surrogates"] += 1
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 _TOKEN = r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]'
