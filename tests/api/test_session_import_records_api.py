@@ -21,7 +21,7 @@ from ondeck.db.tables import session_compactions, sessions
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.quick_settings import HookConfig
 from ondeck.host.settings import Settings
-from ondeck.sessions.session_import import SessionImport
+from ondeck.sessions.imported_session import SessionImport
 from ondeck.sessions.transcript_read import Transcript
 
 API = "/api/v1"

@@ -357,7 +357,7 @@ def test_the_wall_check_finds_a_planted_import(tmp_path: Path) -> None:
 
     copy = tmp_path / "ondeck"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    planted = copy / "sessions" / "spool.py"
+    planted = copy / "sessions" / "capture" / "spool.py"
     text = planted.read_text(encoding="utf-8")
     planted.write_text(
         text + "\ntry:\n    import sqlalchemy\nexcept ImportError:\n    pass\n"
@@ -366,7 +366,7 @@ def test_the_wall_check_finds_a_planted_import(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     breaches = wall_breaches(fast_path.MODULES, copy)
-    assert any("sessions.spool" in b and "imports sqlalchemy" in b for b in breaches), breaches
+    assert any("capture.spool" in b and "imports sqlalchemy" in b for b in breaches), breaches
     assert any("imports ondeck.work.backlog" in b for b in breaches), breaches
     assert not any("pydantic" in b for b in breaches), breaches
 
@@ -445,7 +445,7 @@ def test_each_hook_loads_only_its_paths_modules(db_url: str, tmp_path: Path) -> 
 
 def test_another_agent_s_hook_loads_no_more_than_claude_code_s(db_url: str, tmp_path: Path) -> None:
     """`ondeck hook VERB --agent codex|gemini-cli` on the database path: the modules of the
-    same verb for Claude Code, and nothing more (sessions/hook_agents is on every path)."""
+    same verb for Claude Code, and nothing more (sessions/capture/agents is on every path)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONDECK_")}

@@ -102,7 +102,8 @@ def test_a_headless_run_keeps_its_last_answer(
     assert row["status"] == "ended"
     assert row["last_word"] == ANSWER
     assert run.kinds().count("session.last_word") == 1
-    # The transcript Claude Code named is kept for the jobs tick (sessions/transcript.py).
+    # The transcript Claude Code named is kept for the jobs tick
+    # (sessions/capture/transcript_tail.py).
     kept = row["transcript_path"]
     assert kept and kept.startswith(os.path.realpath(run.home / ".claude" / "projects")), kept
     assert kept.endswith(".jsonl") and Path(kept).is_file()

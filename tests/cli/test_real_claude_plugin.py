@@ -334,7 +334,7 @@ def test_claude_plugin_validate_and_the_mods_own_tests_pass(
     )
     said = tested.stdout + tested.stderr
     assert tested.returncode == 0, said[-3000:]
-    assert re.search(r"\b8 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
+    assert re.search(r"\b10 pass\b", said) and re.search(r"\b0 fail\b", said), said[-2000:]
 
 
 def test_an_older_claude_code_gets_the_settings_hooks_and_undo_removes_them(

@@ -234,7 +234,7 @@ def test_with_a_server_of_the_same_database_the_hooks_send_it_their_records(
     a server of another database is never sent anything."""
     import time
 
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
     from support.hooks import record as make_record
     from support.served import serving
 

@@ -170,7 +170,7 @@ def test_a_session_recorded_by_its_hook_between_the_imports_look_and_its_insert(
     none: the import's insert then meets the hook's row, and completes it (one record, the
     hook's, counted "completed"), never an internal error. The hook's row is made here at
     the very moment the import has looked."""
-    from ondeck.sessions.session_import import SessionImport
+    from ondeck.sessions.imported_session import SessionImport
 
     looked = SessionImport._row
     calls = {"n": 0}

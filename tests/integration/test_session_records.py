@@ -441,7 +441,7 @@ def test_the_jobs_tick_drains_the_spool_and_marks_silent_sessions_lost(
     engine: Engine, settings: Any
 ) -> None:
     from ondeck.entrypoints.jobs.loop import Jobs
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
 
     for kind, minutes in (("start", 0), ("stop", 1), ("compact", 2)):
         made = record(kind, later(NOW, minutes=minutes))

@@ -15,7 +15,7 @@ from ondeck.db.tables import events
 from ondeck.memory.brief import BriefRequest
 from ondeck.sessions import records as svc
 from ondeck.sessions import records_tick as sessions_tick
-from ondeck.sessions.hook_events import new_record
+from ondeck.sessions.capture.events import new_record
 from ondeck.sessions.intake import apply_record, apply_records
 from support.hooks import SESSION_ID, later, payload, record
 
@@ -215,8 +215,8 @@ def test_a_note_past_its_date_is_expired_before_any_tick_and_refused_the_same(
 
 
 def _end_with(at: Any, text: str, said_at: Any) -> dict[str, Any]:
-    from ondeck.sessions.hook_events import add_last_message
-    from ondeck.sessions.hook_events_check import parse_record
+    from ondeck.sessions.capture.events import add_last_message
+    from ondeck.sessions.capture.events_check import parse_record
 
     made = _sent("end", at)
     add_last_message(made, {"text": text, "at": said_at.isoformat()})

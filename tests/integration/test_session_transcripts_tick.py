@@ -15,10 +15,10 @@ from sqlalchemy import Engine, select
 
 from ondeck.db.tables import events, sessions
 from ondeck.host.quick_settings import HookConfig
-from ondeck.sessions import hook_events
-from ondeck.sessions.hook_events_check import parse_record
+from ondeck.sessions.capture import events as hook_events
+from ondeck.sessions.capture.events_check import parse_record
+from ondeck.sessions.capture.transcript_tail import owned_transcript
 from ondeck.sessions.intake import apply_record
-from ondeck.sessions.transcript import owned_transcript
 
 FIXTURE = (
     Path(__file__).parents[1]

@@ -39,8 +39,8 @@ from ondeck.entrypoints.mcp.toolbox import SIDES_META
 from ondeck.entrypoints.mcp.tools import every_tool
 from ondeck.host.settings import load_settings
 from ondeck.memory import notes_handoffs, notes_write
+from ondeck.sessions.capture.events import new_record
 from ondeck.sessions.classify import Facts, Rules, classify
-from ondeck.sessions.hook_events import new_record
 from ondeck.system import events
 from ondeck.system import tokens as device_tokens
 from ondeck.work import backlog

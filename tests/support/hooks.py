@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ondeck.sessions.capture.events import new_record
+from ondeck.sessions.capture.events_check import parse_record
 from ondeck.sessions.classify import Facts, Rules, classify
-from ondeck.sessions.hook_events import new_record
-from ondeck.sessions.hook_events_check import parse_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 ONDECK = str(Path(sys.executable).with_name("ondeck"))

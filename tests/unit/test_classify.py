@@ -78,7 +78,7 @@ def test_a_directory_reached_through_a_symlink_is_classified_where_it_really_is(
     tmp_path: Path,
 ) -> None:
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions.hook_events import observe
+    from ondeck.sessions.capture.events import observe
 
     work, own = tmp_path / "work", tmp_path / "own"
     (own / "일기").mkdir(parents=True)

@@ -8,7 +8,7 @@ from sqlalchemy import String
 
 from ondeck.core.column_limits import COLUMN_LIMITS
 from ondeck.db import tables
-from ondeck.sessions import hook_events
+from ondeck.sessions.capture import events as hook_events
 
 
 def test_the_hooks_column_limits_are_the_tables() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from conftest import NOW
+from ondeck.sessions.capture.events import LAST_WORD_MAX, SUMMARY_MAX, fingerprint, new_record
+from ondeck.sessions.capture.events_check import parse_record
+from ondeck.sessions.capture.git_changes import changes_record
 from ondeck.sessions.classify import Facts, Marker, Rules, classify
-from ondeck.sessions.hook_events import LAST_WORD_MAX, SUMMARY_MAX, fingerprint, new_record
-from ondeck.sessions.hook_events_changes import changes_record
-from ondeck.sessions.hook_events_check import parse_record
 from support.hooks import payload
 
 # One sample per kind of secret the issue names (the scrubber's own tests hold the near
@@ -190,7 +190,7 @@ def test_long_texts_are_cut_to_a_window_first_and_one_event_has_one_fingerprint(
     """The server path sends the trimmed payload and makes the record there; the local path
     trims the same way: the same event is the same fingerprint whichever path it took."""
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions.hook_events import TEXT_WINDOW, make_record, trim
+    from ondeck.sessions.capture.events import TEXT_WINDOW, make_record, trim
 
     text = "word " * (TEXT_WINDOW // 2) + SECRETS["github_token"]
     data = payload("stop", cwd="/nowhere/at/all", last_assistant_message=text)
@@ -212,7 +212,7 @@ def test_nul_and_lone_surrogates_are_cleaned_not_refused() -> None:
 
 def test_only_an_absolute_working_directory_is_a_place(tmp_path: Path) -> None:
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions.hook_events import observe
+    from ondeck.sessions.capture.events import observe
 
     (tmp_path / ".ondeck.toml").write_text('project = "here"\n')
     for cwd in ("relative/dir", "", None, 5, "/a\x00b"):
@@ -229,7 +229,7 @@ def test_the_classification_is_given_before_the_fingerprint_is_made(
     is made (it scrubs every string of the payload): the same classification the record
     carries, private where the session does not capture."""
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions import hook_events
+    from ondeck.sessions.capture import events as hook_events
 
     order: list[str] = []
     given: list[dict[str, Any]] = []

@@ -20,8 +20,8 @@ ONLY_IN: dict[str, tuple[set[str], str]] = {
     # hook_config.HookConfig (pydantic's import alone costs most of a hook's budget). It
     # writes the rare lease release at a session's end, and reads session-start's context
     # (gateway.hook_context) on SQLAlchemy when the database had to be created or migrated.
-    "reading": ({"gateway.py", "hooks/delivery.py"}, "open transactions with Call.read()/write()"),
-    "writing": ({"gateway.py", "hooks/delivery.py"}, "open transactions with Call.read()/write()"),
+    "reading": ({"gateway.py"}, "open transactions with Call.read()/write()"),
+    "writing": ({"gateway.py"}, "open transactions with Call.read()/write()"),
     "context_for": ({"gateway.py"}, "build the context with Call.context()"),
     "build_context": ({"gateway.py"}, "build the context with Call.context()"),
     "fit_markdown": ({"gateway.py"}, "build the context with Call.context()"),
@@ -31,7 +31,7 @@ ONLY_IN: dict[str, tuple[set[str], str]] = {
         # loop's tick and a hook's event (sent to a server or the spool as it is), no Call;
         # and the instant a client hook's records leave (the server compares it with its own
         # clock: a drain sends them long after their events).
-        {"gateway.py", "cli/common.py", "jobs/loop.py", "hooks/verbs.py", "hooks/client_mode.py"},
+        {"gateway.py", "cli/common.py", "jobs/loop.py"},
         "take the instant from the Call (Call.now)",
     ),
 }

@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from ondeck.core.scrubber import scrub
-from ondeck.sessions.hook_events import fingerprint
+from ondeck.sessions.capture.events import fingerprint
 
 GITHUB = "gh" + "p_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
 OTHER = "gh" + "p_" + "Zz9yX8wV7uT6sR5qP4oN3mL2kJ1iH0gF9eD8"

@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ondeck.sessions import start_commits
+from ondeck.sessions.capture import start_commits
 
 
 def test_the_first_start_is_kept_for_the_owner_only_and_forgotten_at_the_end(

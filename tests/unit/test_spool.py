@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import NOW
-from ondeck.sessions import spool
+from ondeck.sessions.capture import spool
 
 
 def rec(n: int, at_minutes: int = 0) -> dict[str, Any]:

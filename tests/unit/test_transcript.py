@@ -1,5 +1,5 @@
 """The transcript's last assistant message, read from the end by the session-end hook
-(sessions/transcript.py): bounded, and every line untrusted."""
+(sessions/capture/transcript_tail.py): bounded, and every line untrusted."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ondeck.sessions import transcript
-from ondeck.sessions.transcript import last_message
+from ondeck.sessions.capture import transcript_tail as transcript
+from ondeck.sessions.capture.transcript_tail import last_message
 
 
 def line(kind: str, content: Any, **more: Any) -> str:

@@ -20,7 +20,7 @@ from ondeck.db.tables import events
 from ondeck.entrypoints.api.app import create_app
 from ondeck.host.settings import load_settings
 from ondeck.sessions import records as svc
-from ondeck.sessions import spool
+from ondeck.sessions.capture import spool
 from ondeck.sessions.classify import Facts, Marker, Rules
 from ondeck.sessions.intake import apply_record
 from ondeck.work import backlog, backlog_leases

@@ -2,7 +2,7 @@
 
 Light on purpose (the context's records are needed only as types): the session hook
 reads the database without loading more than the context needs. Its JSON for Claude Code
-(`hook_output`) is sessions/hook_events.py's, which the hook imports anyway.
+(`hook_output`) is sessions/capture/events.py's, which the hook imports anyway.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ondeck.core.clock import iso, local
 from ondeck.core.humanize import counted
-from ondeck.sessions.hook_events import hook_output
+from ondeck.sessions.capture.events import hook_output
 
 if TYPE_CHECKING:
     from ondeck.context.build import Context, Due, Reminder, Running

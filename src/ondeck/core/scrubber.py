@@ -2,7 +2,7 @@
 
 `scrub(text)` runs before any text is stored, at one gate (db/gate.py: the column types
 of db/tables.py and the plain statements' parameters), and where a session's texts are
-captured (sessions/hook_events.py, which counts what it removed):
+captured (sessions/capture/events.py, which counts what it removed):
 
 1. `<private>…</private>` spans are removed, tags included. Tags are case-insensitive, may
    carry spaces or attributes and span lines. Nested tags are counted, so the span ends

@@ -99,7 +99,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("sessions", "status"): _ENUM,
     ("sessions", "side_rule"): "made by ondeck: the name of the rule that decided",
     ("sessions", "project_rule"): "made by ondeck: the name of the rule that decided",
-    ("hook_receipts", "fingerprint"): "a hash of what was kept (sessions/hook_events.py)",
+    ("hook_receipts", "fingerprint"): "a hash of what was kept (sessions/capture/events.py)",
     ("hook_receipts", "kind"): "made by ondeck: one of the record kinds",
     ("notes", "kind"): _ENUM,
     ("notes", "status"): _ENUM,

@@ -36,7 +36,7 @@ class Here:
 def here(settings: Settings, cwd: str | None = None) -> Here:
     """The classification of `cwd` (default: the current directory)."""
     from ondeck.host.quick_settings_read import hook_config_of
-    from ondeck.sessions.hook_events import observe
+    from ondeck.sessions.capture.events import observe
 
     try:
         place = cwd or os.getcwd()

@@ -322,7 +322,7 @@ class Settings(BaseSettings):
 
     @property
     def spool_dir(self) -> Path:
-        """Where hooks keep the events they could not store (sessions/spool.py)."""
+        """Where hooks keep the events they could not store (sessions/capture/spool.py)."""
         return self.data_dir.expanduser() / "spool"
 
 

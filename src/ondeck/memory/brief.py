@@ -26,7 +26,7 @@ from ondeck.core.memory import TRUE_TODAY, Note, Scope
 from ondeck.core.sides import SideView
 from ondeck.db.plain import Columns, Db, as_db, date_in, expand, instant_in
 from ondeck.db.predicates import SESSION_SHOWN_OPEN, SESSION_STATUS, lost_before
-from ondeck.sessions.hook_events import AGENT
+from ondeck.sessions.capture.events import AGENT
 from ondeck.sessions.records_tasks import tasks_held
 
 if TYPE_CHECKING:

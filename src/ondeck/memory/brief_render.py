@@ -17,7 +17,7 @@ from typing import Any
 
 from ondeck.core.humanize import counted, span
 from ondeck.memory.brief import Brief, Handoff, SessionLine
-from ondeck.sessions.hook_agents import CLAUDE_CODE
+from ondeck.sessions.capture.agents import CLAUDE_CODE
 
 # The whole hook output (JSON), in UTF-16 code units (see `cost`), and what is kept of it for
 # the hook's own notes about this session (entrypoints/hooks/verbs.py: spooled, unclassified).

@@ -35,7 +35,7 @@ from ondeck.db.predicates import presumed_lost
 from ondeck.db.tables import notes, session_compactions, sessions, tasks
 from ondeck.memory.notes_read import scope_clauses, true_today
 from ondeck.memory.recall_query import Hit
-from ondeck.sessions.hook_agents import CLAUDE_CODE
+from ondeck.sessions.capture.agents import CLAUDE_CODE
 
 # The index's source of each kind `--kind` takes.
 SOURCE_OF = {

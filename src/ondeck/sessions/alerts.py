@@ -20,7 +20,7 @@ INBOX_COUNT = f"SELECT count(*) AS n FROM sessions WHERE {SESSIONS_INBOX}"
 
 def context_warnings(db: Db, now: datetime, settings: Any) -> list[tuple[str, str]]:
     """(code, message) for the session context: the inbox and a stuck spool."""
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
 
     found: list[tuple[str, str]] = []
     inbox = int(run(db, INBOX_COUNT)[0]["n"])

@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ondeck.sessions.hook_events import session_id_of, word
-from ondeck.sessions.transcript import TEXT_MAX
+from ondeck.sessions.capture.events import session_id_of, word
+from ondeck.sessions.capture.transcript_tail import TEXT_MAX
 from ondeck.sessions.transcript_read import (
     SUMMARIES_MAX,
     Transcript,

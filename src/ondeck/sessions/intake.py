@@ -25,8 +25,8 @@ from ondeck.db.engine import reading, writing
 from ondeck.db.refusals import is_content
 from ondeck.db.tables import sessions
 from ondeck.sessions import rows as session_rows
-from ondeck.sessions import start_commits
-from ondeck.sessions.hook_events_check import parse_record, rescrubbed
+from ondeck.sessions.capture import start_commits
+from ondeck.sessions.capture.events_check import parse_record, rescrubbed
 from ondeck.sessions.session_import_records import apply_import, is_import, parse_import
 
 log = logs.logger("ondeck.sessions")
@@ -190,7 +190,7 @@ def record_hook_events(
     `data_dir`: where this machine's hooks keep what they know (a session's start commit,
     the spool), for an end whose start the store does not hold yet."""
     from ondeck.host.quick_settings import HookConfig
-    from ondeck.sessions.hook_events import HOOK_KINDS, instant, make_record
+    from ondeck.sessions.capture.events import HOOK_KINDS, instant, make_record
 
     try:
         config = HookConfig.from_rules(rules, **({"data_dir": data_dir} if data_dir else {}))
@@ -257,7 +257,7 @@ def _store_or_spool(
     spool instead, where the hooks keep theirs: the event is durable before the answer, and
     the next hook or jobs tick stores it. Else the mod, told 503, would hand the event to a
     hook that waits for the same lock again, past Claude Code's budget for a session end."""
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
 
     try:
         with writing(engine) as conn:
@@ -300,7 +300,7 @@ def _read_changes(
     grace: timedelta | None,
     sides: Collection[str] | None,
 ) -> Callable[[], None]:
-    from ondeck.sessions.hook_events_changes import changes_of
+    from ondeck.sessions.capture.git_changes import changes_of
 
     def follow() -> None:
         try:

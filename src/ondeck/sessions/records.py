@@ -35,7 +35,7 @@ from ondeck.core.validation import BIGINT_MAX, check_project
 from ondeck.db import predicates
 from ondeck.db.predicates import SESSIONS_INBOX
 from ondeck.db.tables import events, session_compactions, sessions
-from ondeck.sessions.hook_agents import AGENTS
+from ondeck.sessions.capture.agents import AGENTS
 from ondeck.sessions.records_tasks import TaskActedOn, tasks_acted_on
 
 log = logs.logger("ondeck.sessions")

@@ -20,7 +20,7 @@ from ondeck.core.session_terms import SessionStatus
 from ondeck.db import predicates
 from ondeck.db.engine import writing
 from ondeck.db.tables import sessions
-from ondeck.sessions.hook_events_check import parse_record
+from ondeck.sessions.capture.events_check import parse_record
 from ondeck.sessions.records import shown, status_is
 from ondeck.sessions.records_transcripts import read_before_lost
 from ondeck.system import events as event_log
@@ -36,7 +36,7 @@ def sessions_step(engine: Engine, now: datetime, settings: Settings) -> dict[str
     from sqlalchemy.exc import DBAPIError
 
     from ondeck.core.errors import Unavailable
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
     from ondeck.sessions.intake import apply_alone
 
     def apply(batch: list[dict[str, Any]]) -> list[str | None]:

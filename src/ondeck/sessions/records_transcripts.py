@@ -3,7 +3,7 @@ whose end never came (the terminal closed, the machine slept) was often active a
 last hook ondeck heard, and answered something no Stop brought. When a hook named the
 session's transcript (`transcript_path`, checked on the hook's machine), the record takes
 the transcript's last activity and last answer, as the session-end hook reads them
-(sessions/transcript.py: one reader). A session active within the grace after all stays
+(sessions/capture/transcript_tail.py: one reader). A session active within the grace after all stays
 open; the others are recorded lost as before (records_tick.mark_lost).
 
 The path is read again as untrusted: only a file of this user's ~/.claude/projects, by its
@@ -35,8 +35,12 @@ def read_before_lost(
 ) -> list[int]:
     """Open sessions presumed lost that have a transcript take its last activity and answer.
     The ids of the sessions that changed."""
-    from ondeck.sessions.hook_events import LAST_WORD_MAX, scrubbed
-    from ondeck.sessions.transcript import last_activity, last_message, owned_transcript
+    from ondeck.sessions.capture.events import LAST_WORD_MAX, scrubbed
+    from ondeck.sessions.capture.transcript_tail import (
+        last_activity,
+        last_message,
+        owned_transcript,
+    )
 
     now = aware(now)
     cutoff = predicates.lost_before(now, grace)

@@ -197,7 +197,7 @@ def apply(
     sides: Collection[str] | None = None,
     actor: str | None = None,
 ) -> Applied:
-    """Apply one checked record (hook_events_check.parse_record) in the caller's transaction.
+    """Apply one checked record (events_check.parse_record) in the caller's transaction.
     `grace`: ONDECK_SESSION_GRACE, which every entry point gives (an event older than now
     minus it reopens nothing; None: any event may). `sides`: the store's own, when the
     record was classified by another machine's rules: a side it does not know sends the

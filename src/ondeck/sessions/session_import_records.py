@@ -1,10 +1,10 @@
 """A client machine's `session import`, on the server's side: each past session comes as an
-import record (`"kind": "import"`, made by session_import.SessionImport.to_record on the
+import record (`"kind": "import"`, made by imported_session.SessionImport.to_record on the
 machine where the transcripts and their folders are) through the same intake as the hooks'
 records (`POST /sessions/records`, sessions/intake.py), and is stored as a local import
 stores it (SessionImport.store: recorded, completed or unchanged, never duplicated).
 
-Checked field by field as a hook's record is (hook_events_check: the same limits, the same
+Checked field by field as a hook's record is (events_check: the same limits, the same
 classification check), its texts scrubbed again (the server trusts no client to have done
 it), and filed by the server's rules as a hook's record is: a side the server does not know
 sends the session to its inbox (rows.unknown_side), a side-limited token records its own
@@ -24,8 +24,8 @@ from ondeck.core.clock import aware
 from ondeck.db.engine import writing
 from ondeck.db.locks import one_import_at_a_time
 from ondeck.db.refusals import is_content
-from ondeck.sessions.hook_agents import AGENTS
-from ondeck.sessions.hook_events import (
+from ondeck.sessions.capture.agents import AGENTS
+from ondeck.sessions.capture.events import (
     LAST_WORD_MAX,
     SUMMARY_MAX,
     VERSION,
@@ -34,14 +34,14 @@ from ondeck.sessions.hook_events import (
     session_id_of,
     word,
 )
-from ondeck.sessions.hook_events_check import (
+from ondeck.sessions.capture.events_check import (
     checked_facts,
     checked_text,
     count_of,
     kinds_of,
 )
+from ondeck.sessions.imported_session import IMPORT_KIND, SessionImport
 from ondeck.sessions.rows import to_inbox, unknown_side
-from ondeck.sessions.session_import import IMPORT_KIND, SessionImport
 from ondeck.sessions.transcript_read import AHEAD_MAX, SUMMARIES_MAX
 
 

@@ -12,9 +12,9 @@ its reason (`Transcript.refused`), the rest of the file read on: a line longer t
 LINE_MAX (skipped unread), bytes that are not UTF-8, a line that is not JSON or not a JSON
 object. A cut last line (a crash mid-write) is not refused: it is the file's end. A file
 none of whose lines can be read is `Unreadable` as a whole. Every entry read is mended as a
-hook's payload is (hook_events.mended: a lone surrogate is U+FFFD), so no field read from
+hook's payload is (events.mended: a lone surrogate is U+FFFD), so no field read from
 it can stop a store or an encoder later; a short field (version, branch, trigger) is taken
-only as a word (hook_events.word: printable, no control character), as a hook takes its
+only as a word (events.word: printable, no control character), as a hook takes its
 own. A timestamp after `now` (a clock that was wrong) is not an instant the session was
 active.
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ondeck.sessions.hook_events import WORD_LIMITS, mended, word
-from ondeck.sessions.transcript import TEXT_MAX, answer_of, instant_of
+from ondeck.sessions.capture.events import WORD_LIMITS, mended, word
+from ondeck.sessions.capture.transcript_tail import TEXT_MAX, answer_of, instant_of
 
 LINE_MAX = 8 * 1024 * 1024
 FILE_MAX = 1024 * 1024 * 1024
@@ -148,7 +148,7 @@ def read_transcript(path: str, now: datetime, *, subagent: bool = False) -> Tran
 
 
 def entries(path: str, found: Transcript) -> Iterator[dict[str, Any]]:
-    """Each JSON object of the file, mended (hook_events.mended) and counted in `found`; a
+    """Each JSON object of the file, mended (events.mended) and counted in `found`; a
     line that is none is refused in `found` and skipped (a cut last line is counted
     unknown). Raises `Empty` for a file with no line, `Unreadable` for one whose every line
     was refused."""

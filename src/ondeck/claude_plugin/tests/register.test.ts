@@ -75,7 +75,7 @@ function world(on: any, serverUp: () => boolean, hookOk: () => boolean, serves =
     return { value: undefined }
   })
   on('process.run', (_: unknown, e: { argv: readonly string[]; init?: Ran }) => {
-    if (e.argv[1] === '-I') {
+    if (e.argv[2] === '-c') {
       // the socket's check, not a hook
       checks.push(e.argv)
       const stdout = `${place.verdict}\n`

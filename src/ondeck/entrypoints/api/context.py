@@ -14,7 +14,7 @@ from ondeck.entrypoints.api.access import from_loopback
 from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import SideRule, errors, sided
 from ondeck.entrypoints.gateway import Call
-from ondeck.sessions.hook_agents import AGENT_PATTERN, CLAUDE_CODE
+from ondeck.sessions.capture.agents import AGENT_PATTERN, CLAUDE_CODE
 
 router = APIRouter(tags=["context"])
 

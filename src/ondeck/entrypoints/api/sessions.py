@@ -20,7 +20,7 @@ from ondeck.entrypoints.api.deps import StoreDep
 from ondeck.entrypoints.api.models import Project, SideRule, StrictBody, errors, sided
 from ondeck.sessions import intake, session_calls
 from ondeck.sessions import records as sessions
-from ondeck.sessions.hook_agents import AGENT_PATTERN
+from ondeck.sessions.capture.agents import AGENT_PATTERN
 
 router = APIRouter(tags=["sessions"])
 
@@ -94,7 +94,7 @@ class MoveIn(StrictBody):
 class RecordsIn(BaseModel):
     records: list[dict[str, Any]] = Field(
         max_length=MAX_RECORDS,
-        description="Hook records (sessions/hook_events.py), applied in order, each checked; "
+        description="Hook records (sessions/capture/events.py), applied in order, each checked; "
         'or import records (`"kind": "import"`, a client\'s `session import`).',
     )
     sent_at: AwareDatetime | None = Field(
@@ -330,7 +330,7 @@ def _brief_of(
     the hook's rules classified it, how it started, its id, its directory (this machine's:
     the route is loopback only) and its repository as the record just read it."""
     from ondeck.memory.brief import BriefRequest
-    from ondeck.sessions.hook_events import brief_fields, repo_of
+    from ondeck.sessions.capture.events import brief_fields, repo_of
 
     fields = brief_fields(
         event.get("payload") or {},

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 # The hooks an agent runs: at every session start and end, and at every turn (stop); another
-# agent than Claude Code names itself (`--agent codex|gemini-cli`, sessions/hook_agents.py).
+# agent than Claude Code names itself (`--agent codex|gemini-cli`, sessions/capture/agents.py).
 HOOKS = ("session-start", "stop", "post-compact", "session-end")
 # What the Claude Code mod asks `ondeck hook` for besides its events (hooks/mod_answer.py).
 MOD_ONLY = ("brief",)
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) in (2, 4) and args[0] == "hook" and args[1] in HOOKS:
         if len(args) == 2:
             _hook(args[1])
-        from ondeck.sessions.hook_agents import AGENTS
+        from ondeck.sessions.capture.agents import AGENTS
 
         if args[2] == "--agent" and args[3] in AGENTS:
             _hook(args[1], args[3])

@@ -24,7 +24,7 @@ Agent = Annotated[
 
 def _agent(value: str) -> str:
     from ondeck.core.errors import InvalidInput
-    from ondeck.sessions.hook_agents import AGENTS
+    from ondeck.sessions.capture.agents import AGENTS
 
     if value not in AGENTS:
         raise InvalidInput(f"agent {value[:40]!r} is not one of {', '.join(AGENTS)}")

@@ -103,7 +103,7 @@ def codex(project_dir: ProjectDir = None, user: User = False, undo: Undo = False
     """Codex CLI: hooks (SessionStart, Stop, PostCompact, SessionEnd) in hooks.json and the
     MCP server in config.toml (~/.codex with --user, else DIR/.codex)."""
     from ondeck.entrypoints.hooks.agent_settings import codex_home, install, uninstall
-    from ondeck.sessions.hook_agents import CODEX
+    from ondeck.sessions.capture.agents import CODEX
 
     place = codex_home(project_dir, user)
     changes = uninstall(CODEX, place) if undo else install(CODEX, place)
@@ -117,7 +117,7 @@ def gemini(project_dir: ProjectDir = None, user: User = False, undo: Undo = Fals
     """Gemini CLI: hooks (SessionStart, AfterAgent, SessionEnd) and the MCP server in
     settings.json (~/.gemini with --user, else DIR/.gemini)."""
     from ondeck.entrypoints.hooks.agent_settings import gemini_settings, install, uninstall
-    from ondeck.sessions.hook_agents import GEMINI
+    from ondeck.sessions.capture.agents import GEMINI
 
     place = gemini_settings(project_dir, user)
     _say(uninstall(GEMINI, place) if undo else install(GEMINI, place), place, undo)

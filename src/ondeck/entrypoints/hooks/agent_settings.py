@@ -26,7 +26,7 @@ from typing import Any
 from ondeck.core.errors import InvalidInput
 from ondeck.entrypoints.hooks import settings_hooks
 from ondeck.host.launch import is_isolated, ondeck_argv, ondeck_command
-from ondeck.sessions.hook_agents import CODEX, GEMINI
+from ondeck.sessions.capture.agents import CODEX, GEMINI
 
 # Each agent's hook events → `ondeck hook VERB`, and what each entry carries besides its
 # command. Codex cuts a SessionEnd hook at 3 s (and warns at every start when asked for

@@ -55,9 +55,9 @@ COMMON = frozenset(
         "ondeck.entrypoints.client",
         "ondeck.entrypoints.client.http",
         "ondeck.entrypoints.hooks",
-        "ondeck.entrypoints.hooks.delivery",
+        "ondeck.sessions.capture.delivery",
         "ondeck.entrypoints.hooks.mod_answer",
-        "ondeck.entrypoints.hooks.payload",
+        "ondeck.sessions.capture.payload",
         "ondeck.entrypoints.hooks.verbs",
         "ondeck.host",
         "ondeck.host.channel",
@@ -66,14 +66,17 @@ COMMON = frozenset(
         "ondeck.host.quick_settings_read",
         "ondeck.host.quick_settings_rules",
         "ondeck.sessions",
-        "ondeck.sessions.hook_agents",
-        "ondeck.sessions.hook_events",
-        "ondeck.sessions.hook_events_changes",
-        "ondeck.sessions.hook_events_check",
-        "ondeck.sessions.spool",
-        "ondeck.sessions.spool_files",
-        "ondeck.sessions.start_commits",
-        "ondeck.sessions.transcript",
+        "ondeck.sessions.capture",
+        "ondeck.sessions.capture.pipeline",
+        "ondeck.sessions.capture.verbs",
+        "ondeck.sessions.capture.agents",
+        "ondeck.sessions.capture.events",
+        "ondeck.sessions.capture.git_changes",
+        "ondeck.sessions.capture.events_check",
+        "ondeck.sessions.capture.spool",
+        "ondeck.sessions.capture.spool_files",
+        "ondeck.sessions.capture.start_commits",
+        "ondeck.sessions.capture.transcript_tail",
     }
 )
 
@@ -82,7 +85,7 @@ SERVER = COMMON
 
 # Client mode: the hook makes the record (git read, classified) and sends it with a token.
 CLIENT = COMMON | {
-    "ondeck.entrypoints.hooks.client_mode",
+    "ondeck.sessions.capture.remote",
     "ondeck.host.git",
     "ondeck.host.git_run",
     "ondeck.sessions.classify",
@@ -106,7 +109,7 @@ CLIENT_ALONE = CLIENT | {
 }
 
 # No server: the hook writes the database and reads the session's context from it.
-DATABASE = CLIENT - {"ondeck.entrypoints.hooks.client_mode"} | {
+DATABASE = CLIENT - {"ondeck.sessions.capture.remote"} | {
     "ondeck.context",
     "ondeck.context.build",
     "ondeck.context.reads",

@@ -30,14 +30,14 @@ from __future__ import annotations
 import json
 import os
 
-from ondeck.entrypoints.hooks.delivery import MOD_STATUS, MOD_STORE, debug
+from ondeck.sessions.capture.delivery import MOD_STATUS, MOD_STORE, debug
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from ondeck.entrypoints.hooks.client_mode import RemoteServer
     from ondeck.host.quick_settings import HookConfig
+    from ondeck.sessions.capture.remote import RemoteServer
 
 # The keys of the mod's query that scope what the hook asks for (the session's own facts).
 SCOPE = ("project", "side", "unclassified", "session")
@@ -84,7 +84,7 @@ def mod_answer(
     there is one (given back to the mod as `facts`, to scope the next events' lines), whether
     the server answered this hook, and with `brief` (a source) the context with its brief."""
     from ondeck.entrypoints.client.http import query_string
-    from ondeck.entrypoints.hooks.client_mode import (
+    from ondeck.sessions.capture.remote import (
         UNANSWERED,
         RemoteServer,
         ServerRefused,
@@ -127,7 +127,7 @@ def _brief(server: RemoteServer, query: str, source: str) -> str:
     """The context with its brief as the server renders it for the session the mod's query
     names: only that query's scoping pairs are kept, as the mod sent them (encoded)."""
     from ondeck.entrypoints.client.http import query_string
-    from ondeck.entrypoints.hooks.payload import MAX_STDIN
+    from ondeck.sessions.capture.payload import MAX_STDIN
 
     pairs = [p for p in query.split("&") if p.partition("=")[0] in SCOPE]
     asked = query_string({"format": "markdown", "brief": "true", "source": source})

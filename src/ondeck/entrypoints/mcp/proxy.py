@@ -6,7 +6,7 @@ driver nor SQLAlchemy: the tools and their rules live on the server only.
     tools     the server's, as it lists them when the proxy starts; each call forwarded
               in a session of its own (a restarted server has forgotten the last one)
     where     the side and project of this directory, classified by this machine's rules
-              (the session hooks' own, sessions/hook_events.observe), sent as the
+              (the session hooks' own, sessions/events.observe), sent as the
               `X-Ondeck-Side` / `X-Ondeck-Project` headers (a directory in no side:
               `X-Ondeck-Unclassified`, why, and the server shows it no memory)
     failing   before serving, one request says whether the server answers and takes the
@@ -53,7 +53,7 @@ def serve_proxy(config: HookConfig, cwd: str | None = None) -> int:
 
 def place_headers(config: HookConfig, cwd: str | None = None) -> dict[str, str]:
     """The side and project of `cwd` (default: here) as the server's /mcp reads them."""
-    from ondeck.sessions.hook_events import observe
+    from ondeck.sessions.capture.events import observe
 
     try:
         place = cwd or os.getcwd()

@@ -281,42 +281,6 @@ def _mark_peer(app: Any, uid: int) -> Any:
     return marked_app
 
 
-def _open_to_serve(settings: Settings) -> Any:
-    """The engine, once its schema is current. A server writes as it starts only to bring
-    the schema up to date or to make the store's id; when it must and another process holds
-    SQLite's write lock (a long import), it waits for the lock (db/locks.py, bounded, said
-    in one line) rather than fail after the busy timeout a short command has. With nothing
-    to write it starts at once: reads do not wait for a writer, and the jobs loop waits on
-    its own."""
-    import logging
-
-    from ondeck.db import locks
-    from ondeck.db.engine import make_engine, reading
-    from ondeck.db.migrate import HEAD, ensure_schema, known_revisions, read_revision
-    from ondeck.db.plain import as_db
-    from ondeck.system import store_id
-
-    engine = make_engine(settings.url)
-    try:
-        revision = read_revision(engine)
-        if revision != HEAD:
-            # A revision this ondeck does not know is refused by ensure_schema, at once.
-            must_write = revision is None or revision in known_revisions()
-            what = "bring its schema up to date"
-        else:
-            with reading(engine) as conn:
-                must_write = store_id.read(as_db(conn)) is None
-            what = "make the store's id"
-        if must_write:
-            say = logging.getLogger("ondeck.server").warning
-            locks.wait_for_write_lock(engine, what=what, say=say)
-        ensure_schema(engine)
-    except BaseException:  # refused or unreachable: no connection is left open behind it
-        engine.dispose()
-        raise
-    return engine
-
-
 def serve(
     settings: Settings, *, host: str, port: int, jobs: bool = True, tls: Tls | None = None
 ) -> None:
@@ -329,7 +293,9 @@ def serve(
     owner = owner_listener(path)
     inode = path.lstat().st_ino
     try:
-        engine = _open_to_serve(settings)
+        from ondeck.entrypoints.gateway import open_to_serve
+
+        engine = open_to_serve(settings)
         app = create_app(settings, engine, run_jobs=jobs)
         _tell_hooks_the_store(settings, app.state.store.store_id())
         config = uvicorn.Config(

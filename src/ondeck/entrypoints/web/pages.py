@@ -15,7 +15,7 @@ from ondeck.db.migrate import revision_of
 from ondeck.entrypoints.gateway import Call
 from ondeck.entrypoints.web import auth, queries
 from ondeck.entrypoints.web.render import is_htmx, render, store_of
-from ondeck.sessions import spool
+from ondeck.sessions.capture import spool
 from ondeck.system import events, heartbeat
 from ondeck.work.calendar_feed import build_calendar
 

@@ -24,7 +24,7 @@ from ondeck.entrypoints.web.render import (
 )
 from ondeck.sessions import records as sessions
 from ondeck.sessions import records_move
-from ondeck.sessions.hook_agents import AGENTS
+from ondeck.sessions.capture.agents import AGENTS
 
 ACTOR = "dashboard"
 PAGE_SIZE = 50

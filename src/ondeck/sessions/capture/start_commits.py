@@ -29,7 +29,7 @@ SWEEP_MAX = 2_000  # files looked at per sweep: a sweep never holds a hook up
 
 
 def _path(data_dir: str, session: str) -> str:
-    from ondeck.sessions.hook_events import digest
+    from ondeck.sessions.capture.events import digest
 
     return os.path.join(data_dir, DIRECTORY, f"{digest(session)}.json")
 
@@ -98,7 +98,7 @@ def known(
 
 def _in_spool(spool_dir: str, session: str) -> dict[str, Any] | None:
     """The session's start, when it too waits in the spool (the database was away)."""
-    from ondeck.sessions import spool
+    from ondeck.sessions.capture import spool
 
     found = spool.find(
         spool_dir,

@@ -18,7 +18,7 @@ import json
 
 # The mending is shared with session import, which reads the same agent's JSON from its
 # transcripts (sessions/transcript_read.py): one rule for text that came from an agent.
-from ondeck.sessions.hook_events import DEPTH_MAX, mended
+from ondeck.sessions.capture.events import DEPTH_MAX, mended
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # A last word may be long (its texts are cut to a window later); past this, nothing is read.
 MAX_STDIN = 256 * 1024 * 1024
-INPUT_NOTE = "ondeck_input"  # the payload's note of what was mended (hook_events.INPUT)
+INPUT_NOTE = "ondeck_input"  # the payload's note of what was mended (events.INPUT)
 
 
 def read_payload(stream: Any) -> dict[str, Any]:

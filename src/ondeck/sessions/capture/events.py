@@ -1,5 +1,5 @@
 """Hook records: what an agent's hook event becomes before anything is stored (Claude Code's
-payload is the shape; Codex's and Gemini's are made into it first, sessions/hook_agents.py).
+payload is the shape; Codex's and Gemini's are made into it first, sessions/capture/agents.py).
 
 A record is the hook's payload reduced to what ondeck keeps, already scrubbed and capped,
 with the facts the hook saw (working directory, git) and the classification its rules gave.
@@ -12,8 +12,8 @@ Privacy at the door: every text passes the scrubber (`core.scrubber`) before it 
 record, and a record of a session that does not capture carries no text, place, file or
 commit at all: not even the spool sees them.
 
-This module makes records on the hook's side; `hook_events_changes` makes the end's second
-record (what git says the session did); `hook_events_check` checks a record on the store's
+This module makes records on the hook's side; `git_changes` makes the end's second
+record (what git says the session did); `events_check` checks a record on the store's
 side when it comes back from the spool or over HTTP.
 """
 
@@ -23,7 +23,7 @@ import json
 from datetime import UTC, datetime
 
 from ondeck.core.column_limits import COLUMN_LIMITS
-from ondeck.sessions.hook_agents import CLAUDE_CODE, agent_of
+from ondeck.sessions.capture.agents import CLAUDE_CODE, agent_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ondeck.sessions.classify import Classification
 
 VERSION = 1
-AGENT = CLAUDE_CODE  # the agent of a payload no other agent's hook marked (hook_agents.py)
+AGENT = CLAUDE_CODE  # the agent of a payload no other agent's hook marked (capture/agents.py)
 KINDS = ("start", "stop", "compact", "end", "changes")
 HOOK_KINDS = {  # `ondeck hook VERB` → record kind
     "session-start": "start",
@@ -56,7 +56,7 @@ WORD_LIMITS = {
     "trigger": COLUMN_LIMITS["session_compactions.trigger"],
 }
 WORD_MAX = max(WORD_LIMITS.values())
-# What the hook mended in its input (entrypoints/hooks/payload.INPUT_NOTE): kept in the record.
+# What the hook mended in its input (sessions/capture/payload.INPUT_NOTE): kept in the record.
 INPUT = "ondeck_input"
 INPUT_NOTES_MAX, INPUT_NOTE_MAX = 5, 200
 # The texts a hook keeps (capped at 4,000 and 8,000) are first cut to this window: the
@@ -351,14 +351,14 @@ def make_record(
     classified: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any] | None:
     """The record of a hook event as the hook saw it (None: no usable session id). `last`:
-    at an end, the transcript's last assistant message (sessions/transcript.py).
+    at an end, the transcript's last assistant message (sessions/capture/transcript_tail.py).
     `classified` is given the record's classification as soon as it is known: a session
     start in client mode asks for its context with it, in the record's request."""
     if session_id_of(payload) is None:
         return None
     payload = trim(payload)
     facts, classification = observe(payload.get("cwd"), config)
-    from ondeck.sessions.transcript import owned_transcript
+    from ondeck.sessions.capture.transcript_tail import owned_transcript
 
     transcript = owned_transcript(payload.get("transcript_path"))
     if transcript is not None:

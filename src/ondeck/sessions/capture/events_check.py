@@ -2,14 +2,14 @@
 or a client): each field as the store applies it, or a ValueError naming what is wrong; and
 the record scrubbed again, since the store trusts no hook to have done it.
 
-A record is made on the hook's side (`hook_events`); this is the server's side of the same
-shape, so the limits are `hook_events`' own.
+A record is made on the hook's side (`capture/events`); this is the server's side of the same
+shape, so the limits are `capture/events`' own.
 """
 
 from __future__ import annotations
 
-from ondeck.sessions.hook_agents import AGENTS
-from ondeck.sessions.hook_events import (
+from ondeck.sessions.capture.agents import AGENTS
+from ondeck.sessions.capture.events import (
     INPUT_NOTE_MAX,
     INPUT_NOTES_MAX,
     KINDS,

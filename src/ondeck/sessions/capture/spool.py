@@ -31,17 +31,16 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
 from ondeck.core import clock
+from ondeck.core.frozen import Frozen
 from ondeck.host import private
-from ondeck.sessions.spool_files import DRAINING as DRAINING
-from ondeck.sessions.spool_files import EVENTS as EVENTS
-from ondeck.sessions.spool_files import LOCK as LOCK
-from ondeck.sessions.spool_files import REJECTED as REJECTED
-from ondeck.sessions.spool_files import has_waiting as has_waiting
+from ondeck.sessions.capture.spool_files import DRAINING as DRAINING
+from ondeck.sessions.capture.spool_files import EVENTS as EVENTS
+from ondeck.sessions.capture.spool_files import LOCK as LOCK
+from ondeck.sessions.capture.spool_files import REJECTED as REJECTED
+from ondeck.sessions.capture.spool_files import has_waiting as has_waiting
 
 APPEND_PATIENCE_S = 2.0  # within a hook's time; lost races mean the drain progressed
 STUCK_AFTER_S = 600  # a record waiting longer than this is a warning (context, System page)
@@ -50,11 +49,19 @@ LINE_MAX = 1024 * 1024
 BATCH_RECORDS = 100
 BATCH_BYTES = 512 * 1024
 
+# Every hook that stores a record now writes it here first (capture/pipeline.py), so this
+# module is on every hook's path: `typing` (a third of `python -c pass`) stays out.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
-Where = str | os.PathLike[str]
+    Where = str | os.PathLike[str]
+    # An outcome per record: None when applied (or already there), else why it was refused.
+    Apply = Callable[[list[dict[str, Any]]], list[str | None]]
 
 
-class SpoolStatus(NamedTuple):
+class SpoolStatus(Frozen, kw_only=False):
     path: str
     waiting: int
     oldest_at: datetime | None  # the time of the oldest waiting record
@@ -68,7 +75,7 @@ class SpoolStatus(NamedTuple):
         )
 
 
-class Drained(NamedTuple):
+class Drained(Frozen, kw_only=False):
     applied: int
     rejected: int
     left: int  # still waiting: the store went away again, or another process is draining
@@ -78,10 +85,6 @@ class Drained(NamedTuple):
 
 class StoreGone(Exception):
     """The store cannot take records now: stop draining, keep the rest."""
-
-
-# An outcome per record: None when applied (or already there), else why it was refused.
-Apply = Callable[[list[dict[str, Any]]], list[str | None]]
 
 
 def append(spool_dir: Where, record: dict[str, Any]) -> None:

@@ -8,11 +8,11 @@ client; `Local` imports what it uses when it is used.
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 from ondeck.core.http_limits import MAX_BODY_BYTES
-from ondeck.sessions.spool_files import has_waiting
+from ondeck.sessions.capture import pipeline
+from ondeck.sessions.capture.pipeline import debug as debug
+from ondeck.sessions.capture.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -40,17 +40,15 @@ SERVER_TIMEOUT_S = 3.0
 # How long a hook drains the spool once its own event is stored; what is left waits for the
 # next hook or jobs tick (a hook must end: Claude Code may kill a slow one).
 DRAIN_BUDGET_S = 1.0
+# What a drain is given at least, once the budget is spent, to take a hook's own records
+# (written to the spool before they were stored) out of it.
+OWN_RECORDS_S = 0.2
 RECORDS_PATH = "/api/v1/sessions/records"
 EVENTS_PATH = "/api/v1/sessions/hook-events"
 BATCH = 100  # records per request when the spool drains (the route takes 500)
 # A request's body stays under the server's limit (core/http_limits.py), with room for what
 # wraps the records.
 BODY_ROOM = MAX_BODY_BYTES - 1024
-
-
-def debug(message: str) -> None:
-    if os.environ.get("ONDECK_DEBUG"):
-        sys.stderr.write(f"ondeck: {message}\n")
 
 
 class NoServer(Exception):
@@ -138,7 +136,7 @@ class Server:
         """The event as received: the server makes and stores its record(s); then what
         waits in the spool, for a bounded time. `last`: an end's transcript's last answer,
         read here (the server reads no file a request names)."""
-        from ondeck.sessions.hook_events import transcript_size, trim
+        from ondeck.sessions.capture.events import transcript_size, trim
 
         event: dict[str, Any] = {
             "hook": verb,
@@ -166,8 +164,8 @@ class Server:
         nothing waits); what is left waits for the next hook or jobs tick."""
         if not has_waiting(self.config.spool_dir):
             return
-        from ondeck.sessions import spool
-        from ondeck.sessions.hook_events_check import parse_record
+        from ondeck.sessions.capture import spool
+        from ondeck.sessions.capture.events_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
@@ -224,40 +222,54 @@ class Local:
         self.problem = ""
         self._bare: Any = None if bare else False  # False: straight to SQLAlchemy
         self._engine: Any = None
-        self._drained = False
+        self._until: float | None = None  # when this hook's drain budget ends
+        self._now: datetime | None = None  # the instant of the record being stored
+        self._checked: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})
+        self._known_records: dict[str, str | None] = {}  # stored or refused by this hook
         self._known: str | None = None  # the store id this process last remembered
 
-    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Store `record`, then what waits in the spool for a bounded time: its outcome, or
-        None when it was spooled (`self.problem` says why). A record the database refuses
-        for its content is set aside (rejected.jsonl) and said: ValueError."""
-        from ondeck.sessions import spool
-        from ondeck.sessions.hook_events_check import parse_record
+    @property
+    def spool_dir(self) -> str:
+        return self.config.spool_dir
 
-        checked = parse_record(record)  # what the store would refuse is a bug: say so here
+    def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """`record` through the one way in (capture/pipeline.py: the spool first, then the
+        database, then what waits in the spool, for a bounded time): its outcome, or None
+        when it waits in the spool (`self.problem` says why). A record the database refuses
+        for its content is set aside (rejected.jsonl) and said: ValueError."""
+        from ondeck.sessions.capture.events_check import parse_record
+
+        self._now = now
+        # What the store would refuse is a bug: said here, before anything is written.
+        self._checked = (record, parse_record(record))
         try:
-            result = self._apply(checked, now)
-        except DatabaseGone as exc:
-            self.problem = str(exc)
-        except ContentRefused as exc:
-            spool.reject(self.config.spool_dir, record, f"refused by the database: {exc}")
+            result = pipeline.deliver(self, record, self._known_records)
+        except pipeline.Refused as exc:
             raise ValueError(
                 f"the database refused it ({exc}); it is set aside in "
                 f"{self.config.spool_dir}/rejected.jsonl"
             ) from None
+        if result is None:
+            debug(f"{record['kind']} kept in the spool: {self.problem}")
         else:
             debug(f"{record['kind']} stored in the database")
-            try:
-                self._drain(spool, now)
-            except Exception as exc:  # its own event is stored: the spool waits for another
-                debug(f"spool: not drained ({exc})")
-            return result
-        spool.append(self.config.spool_dir, record)
-        debug(f"{record['kind']} kept in the spool: {self.problem}")
-        return None
+        return result
+
+    def put(self, record: dict[str, Any]) -> dict[str, Any]:
+        """One record stored (pipeline.Store): Gone or Refused when it is not."""
+        from ondeck.sessions.capture.events_check import parse_record
+
+        made, checked = self._checked
+        assert self._now is not None, "put before store"
+        try:
+            return self._apply(checked if made is record else parse_record(record), self._now)
+        except DatabaseGone as exc:
+            raise pipeline.Gone(str(exc)) from None
+        except ContentRefused as exc:
+            raise pipeline.Refused(f"refused by the database: {exc}") from None
 
     def waiting(self) -> int:
-        from ondeck.sessions import spool
+        from ondeck.sessions.capture import spool
 
         return spool.status(self.config.spool_dir).waiting
 
@@ -267,16 +279,22 @@ class Local:
         if self._engine is not None:
             self._engine.dispose()
 
-    def _drain(self, spool: Any, now: datetime) -> None:
-        """What waits in the spool, for at most DRAIN_BUDGET_S; the rest waits."""
-        from ondeck.sessions.hook_events_check import parse_record
+    def drain(self, known: dict[str, str | None]) -> None:
+        """What waits in the spool, in order, for what is left of this hook's
+        DRAIN_BUDGET_S (pipeline.Store); the records in `known` are answered for, not
+        stored again. The rest waits for the next hook or jobs tick."""
+        from ondeck.sessions.capture import spool
+        from ondeck.sessions.capture.events_check import parse_record
 
-        if self._drained or not spool.has_waiting(self.config.spool_dir):
+        if not spool.has_waiting(self.config.spool_dir):
             return
-        self._drained = True  # one budget per hook, however many records it stores
         import time
 
-        until = time.monotonic() + DRAIN_BUDGET_S
+        if self._until is None:  # one budget per hook, however many records it stores
+            self._until = time.monotonic() + DRAIN_BUDGET_S
+        until = self._until
+        now = self._now
+        assert now is not None, "drain before store"
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
@@ -295,7 +313,15 @@ class Local:
                 answers.append(None)
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        # Its own records are in the spool too (written first): a little time to take them
+        # out even when the budget went on what waited before them.
+        left = max(until - time.monotonic(), OWN_RECORDS_S)
+        drained = spool.drain(
+            self.config.spool_dir,
+            pipeline.answering_known(known, apply),
+            parse_record,
+            budget_s=left,
+        )
         why = drained.why or ("another process drains it" if drained.busy else "")
         debug(f"spool: {drained.applied} stored, {drained.rejected} set aside, {drained.left} left")
         if why:

@@ -14,7 +14,7 @@ Read from each agent's own source and checked against the real programs (tests/c
   summary and fires when nothing is compressed, so ondeck does not listen to it.
 
 Only the fields a record reads are kept of another agent's payload (each is checked and cut
-where the record is made, hook_events.py), so nothing else it sends is hashed or stored.
+where the record is made, capture/events.py), so nothing else it sends is hashed or stored.
 What an agent did not send is said in the record (its input notes), never guessed: a Codex
 compaction without a summary, a turn whose answer came empty. A session whose end never
 came is presumed lost by the grace rule, as a Claude Code session is.
@@ -35,9 +35,9 @@ AGENTS = (CLAUDE_CODE, CODEX, GEMINI)
 AGENT_PATTERN = f"^({'|'.join(AGENTS)})$"  # the API's and the CLI's filters
 # How a payload says which agent it came from (set here, from the hook's `--agent`).
 AGENT_KEY = "ondeck_agent"
-INPUT = "ondeck_input"  # hook_events.INPUT: the record's notes of its input
+INPUT = "ondeck_input"  # events.INPUT: the record's notes of its input
 
-# The fields a record is made of (hook_events.py, transcript.py, brief_fields).
+# The fields a record is made of (capture/events.py, transcript.py, brief_fields).
 _KEPT = (
     *("session_id", "cwd", "transcript_path", "hook_event_name"),
     *("source", "reason", "trigger", "last_assistant_message", "compact_summary"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ondeck.sessions.hook_events import (
+from ondeck.sessions.capture.events import (
     PATH_MAX,
     SUBJECT_MAX,
     VERSION,

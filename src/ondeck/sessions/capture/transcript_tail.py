@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # (4,000 characters), and a turn's tool results after it do not exist (it is the last).
 TAIL_MAX = 4 * 1024 * 1024
 # What is handed on: the record keeps LAST_WORD_MAX characters of it after scrubbing, and
-# the scrubber reads a bounded window (hook_events.TEXT_WINDOW).
+# the scrubber reads a bounded window (events.TEXT_WINDOW).
 TEXT_MAX = 65_536
 
 

@@ -2,7 +2,7 @@
 else the spool. See entrypoints/hooks/verbs.py for the other mode.
 
 The server may run on another machine, so it must not read this machine's paths: the hook
-reads git and the marker file itself and makes the whole record (sessions/hook_events.py),
+reads git and the marker file itself and makes the whole record (sessions/capture/events.py),
 as it does when it stores in the database itself, and sends the finished record (`POST
 /api/v1/sessions/records`, with `ONDECK_TOKEN`, the device token). No database, no driver,
 no SQLAlchemy or pydantic is imported on the way (tests/cli/test_hook_client.py).
@@ -24,8 +24,10 @@ import json
 import time
 
 from ondeck.core import clock
-from ondeck.entrypoints.hooks.delivery import (
+from ondeck.sessions.capture import pipeline
+from ondeck.sessions.capture.delivery import (
     DRAIN_BUDGET_S,
+    OWN_RECORDS_S,
     RECORDS_PATH,
     SERVER_TIMEOUT_S,
     as_sent,
@@ -33,7 +35,7 @@ from ondeck.entrypoints.hooks.delivery import (
     encoded,
     packed,
 )
-from ondeck.sessions.spool_files import has_waiting
+from ondeck.sessions.capture.spool_files import has_waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: see host/quick_settings
 if TYPE_CHECKING:
@@ -78,7 +80,8 @@ class RemoteServer:
         self._asked: str | None = None
         self._given: str | None = None
         self._until = time.monotonic() + SERVER_TIMEOUT_S
-        self._drained = False
+        self._drain_until: float | None = None  # when this hook's drain budget ends
+        self._known_records: dict[str, str | None] = {}  # sent or refused by this hook
         # The store this machine's events are captured for, learned from the first server
         # met (kept in the owner-only run directory, host/channel.py), and the store the
         # server said it serves in its last answer: events never land in another store.
@@ -183,48 +186,51 @@ class RemoteServer:
 
     # --- records ---------------------------------------------------------------------------
 
+    @property
+    def spool_dir(self) -> str:
+        return self.config.spool_dir
+
     def store(self, record: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """Send `record`, then what waits in the spool for a bounded time: its outcome, or
-        None when it was spooled (`self.problem` says why)."""
-        from ondeck.sessions.hook_events_check import parse_record
+        """`record` through the one way in (capture/pipeline.py: the spool first, then the
+        server, then what waits in the spool, for a bounded time): its outcome, or None when
+        it waits in the spool (`self.problem` says why)."""
+        from ondeck.sessions.capture.events_check import parse_record
 
         del now  # the record carries its own time; the server's clock is the server's
         if self.known_store is not None:
             record = {**record, "store": self.known_store}
         parse_record(record)  # what the server would refuse is a bug: say so here
         try:
+            result = pipeline.deliver(self, record, self._known_records)
+        except pipeline.Refused as exc:
+            raise ValueError(
+                f"the server rejected the record ({exc}); it is set aside in "
+                f"{self.config.spool_dir}/rejected.jsonl"
+            ) from None
+        if result is None:
+            debug(f"{record['kind']} kept in the spool: {self.problem}")
+        else:
+            debug(f"{record['kind']} stored through {self.url}")
+        return result
+
+    def put(self, record: dict[str, Any]) -> dict[str, Any]:
+        """One record sent (pipeline.Store): Gone or Refused when the server did not take it."""
+        try:
             result = self.post_records([as_sent(record)])[0]
         except (ServerRefused, Unanswered, TooLarge) as exc:
-            self.problem = str(exc)
-        else:
-            if result.get("outcome") == "rejected":
-                from ondeck.sessions import spool
+            raise pipeline.Gone(str(exc)) from None
+        if result.get("outcome") == "rejected":
+            raise pipeline.Refused(f"refused by the server: {result.get('reason')}")
+        return dict(result)
 
-                reason = f"refused by the server: {result.get('reason')}"
-                spool.reject(self.config.spool_dir, record, reason)
-                raise ValueError(
-                    f"the server rejected the record ({result.get('reason')}); it is set "
-                    f"aside in {self.config.spool_dir}/rejected.jsonl"
-                )
-            debug(f"{record['kind']} stored through {self.url}")
-            if not self._drained and has_waiting(self.config.spool_dir):
-                self._drained = True  # one budget per hook (the spool module only then)
-                try:
-                    self._drain()
-                except Exception as exc:  # its own event is stored: the spool waits
-                    debug(f"spool: not sent ({exc})")
-            return dict(result)
-        from ondeck.sessions import spool
-
-        spool.append(self.config.spool_dir, record)
-        debug(f"{record['kind']} kept in the spool: {self.problem}")
-        return None
-
-    def _drain(self) -> None:
-        """What waits in the spool, for at most DRAIN_BUDGET_S, in requests under the
-        server's body limit; the rest waits for the next hook."""
-        from ondeck.sessions import spool
-        from ondeck.sessions.hook_events_check import parse_record
+    def drain(self, known: dict[str, str | None]) -> None:
+        """What waits in the spool, for at most DRAIN_BUDGET_S of this hook, in requests
+        under the server's body limit (pipeline.Store); the records in `known` are answered
+        for, not sent again. The rest waits for the next hook."""
+        if not has_waiting(self.config.spool_dir):
+            return
+        from ondeck.sessions.capture import spool
+        from ondeck.sessions.capture.events_check import parse_record
 
         def apply(batch: list[dict[str, Any]]) -> list[str | None]:
             answers: list[str | None] = []
@@ -241,7 +247,15 @@ class RemoteServer:
                         return answers
             return answers
 
-        drained = spool.drain(self.config.spool_dir, apply, parse_record, budget_s=DRAIN_BUDGET_S)
+        if self._drain_until is None:  # one budget per hook, however many records it sends
+            self._drain_until = time.monotonic() + DRAIN_BUDGET_S
+        left = max(self._drain_until - time.monotonic(), OWN_RECORDS_S)
+        drained = spool.drain(
+            self.config.spool_dir,
+            pipeline.answering_known(known, apply),
+            parse_record,
+            budget_s=left,
+        )
         debug(
             f"spool: {drained.applied} sent to {self.url}, {drained.rejected} set aside, "
             f"{drained.left} left {self._spool_problem}".rstrip()
@@ -266,7 +280,7 @@ class RemoteServer:
             self.known_store = self.server_store
 
     def waiting(self) -> int:
-        from ondeck.sessions import spool
+        from ondeck.sessions.capture import spool
 
         return spool.status(self.config.spool_dir).waiting
 
