@@ -135,3 +135,24 @@ def test_a_client_import_the_server_cannot_take_is_refused_per_session(
     assert "recorded 1, completed 0, unchanged 0, skipped 0, refused 1" in ran.stdout
     assert "the server: " in ran.stdout and "records side 'work' only" in ran.stdout
     assert set(imported(server)) == {WORK}
+
+
+def test_a_client_import_never_files_into_another_database_than_its_hooks(
+    server: Server, tmp_path: Path
+) -> None:
+    """The laptop's hooks capture for one database (the id the first server met answered
+    with); a server at that address now serving another refuses the import (409) in one
+    line (exit 3, a conflict) and stores nothing: a session is never split between two stores."""
+    from ondeck.host.channel import write_known
+
+    home = tmp_path / "laptop"
+    configured(home, CLIENT_SIDES)
+    transcripts(home)
+    laptop: Machine = server.client(home, server.token("laptop"))
+    data = home / ".local" / "share" / "ondeck"
+    write_known(str(data), f"server {server.url}", "0123456789abcdef0123456789abcdef")
+    done = laptop.ondeck("session", "import", "claude-code")
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "another database" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert imported(server) == {}

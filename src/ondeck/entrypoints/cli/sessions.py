@@ -273,11 +273,17 @@ def import_(
     if folder is not None and not os.path.isdir(folder):
         raise InvalidInput(f"--dir {folder[:200]!r} is not a folder")
     send = None
+    config = hook_config_of(cli.settings)
     if cli.client_mode:
         # This machine's transcripts, read and classified here by its own rules (as its
-        # hooks classify its sessions); stored by the server through the hooks' intake.
+        # hooks classify its sessions); stored by the server through the hooks' intake, in
+        # the database this machine's hooks capture for (a server serving another refuses:
+        # a session is never split between two stores).
+        store = config.server_store_id
+
         def send(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            answer = cli.remote.json("POST", "/sessions/records", body={"records": records})
+            body = {"records": records}
+            answer = cli.remote.json("POST", "/sessions/records", body=body, store=store)
             return list(answer["results"])
 
     report = import_sessions(
@@ -285,7 +291,7 @@ def import_(
         cli.now(),
         agent=agent,
         folder=folder or default_folder(agent),
-        config=hook_config_of(cli.settings),
+        config=config,
         zone=cli.settings.zone,
         since=day,
         dry_run=dry_run,

@@ -52,9 +52,12 @@ class ApiClient:
         *,
         params: dict[str, Any] | None = None,
         body: Any = None,
+        store: str | None = None,
     ) -> Any:
-        """The route's JSON answer; its refusal raised as the matching OndeckError."""
-        return json.loads(self.text(method, path, params=params, body=body) or "null")
+        """The route's JSON answer; its refusal raised as the matching OndeckError. With
+        `store`, a server serving another database refuses (409) and changes nothing."""
+        answer = self.text(method, path, params=params, body=body, store=store)
+        return json.loads(answer or "null")
 
     def text(
         self,
@@ -63,15 +66,21 @@ class ApiClient:
         *,
         params: dict[str, Any] | None = None,
         body: Any = None,
+        store: str | None = None,
     ) -> str:
         """The route's answer as text (Markdown routes); refusals raised."""
-        status, answer = self._send(method, path, params, body)
+        status, answer = self._send(method, path, params, body, store)
         if status >= 400:
             raise self._refusal(status, answer)
         return answer.decode("utf-8", "replace")
 
     def _send(
-        self, method: str, path: str, params: dict[str, Any] | None, body: Any
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        body: Any,
+        store: str | None = None,
     ) -> tuple[int, bytes]:
         import http.client
 
@@ -80,6 +89,8 @@ class ApiClient:
         headers = {"Accept": "application/json", "User-Agent": "ondeck-cli"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if store is not None:  # the database the caller's records belong to (api/deps.py)
+            headers["X-Ondeck-Store-Expected"] = store
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode()
