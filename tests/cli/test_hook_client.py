@@ -337,7 +337,7 @@ def test_a_body_over_the_limit_is_refused_with_a_clean_413(store_server: Server)
     """The real server refuses a body over its limit unread: the hooks announce a large body
     (`Expect: 100-continue`), so the refusal arrives as what it is, not as a reset."""
     from ondeck.core.http_limits import MAX_BODY_BYTES
-    from ondeck.entrypoints.client.http import request
+    from ondeck.host.http_client import request
 
     body = b'{"records":[' + b"1," * MAX_BODY_BYTES + b"1]}"
     status, _, answer = request(store_server.url, "POST", "/api/v1/sessions/records", body=body)

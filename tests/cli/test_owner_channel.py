@@ -323,7 +323,7 @@ def _ask(
 ) -> tuple[int, dict[str, Any]]:
     """One request without (or with `token` as) a bearer, over the owner socket `sock`, or
     over TCP when it is None; (status, its JSON)."""
-    from ondeck.entrypoints.client.http import request
+    from ondeck.host.http_client import request
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if path == "/mcp":
@@ -453,7 +453,7 @@ def test_another_user_on_the_owner_socket_is_refused_whatever_the_token(
     """The directory (0700) keeps other users off the socket; behind it the server asks the
     kernel who connected and refuses anyone but its own user, on every path, with the
     token or without, server token set or not (fail closed)."""
-    from ondeck.entrypoints.client.http import _read_response
+    from ondeck.host.http_client import _read_response
 
     port = free_port()
     repo = new_repo(tmp_path / "site")

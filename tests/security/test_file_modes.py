@@ -131,7 +131,7 @@ def test_the_spool_and_the_folders_above_it_are_the_owners_alone(tmp_path: Path)
     script = (
         "import os, sys\n"
         "os.umask(0o022)\n"
-        "from ondeck.sessions import spool\n"
+        "from ondeck.sessions.capture import spool\n"
         "spool.append(sys.argv[1], {'kind': 'stop', 'text': '한국어'})\n"
     )
     subprocess.run([sys.executable, "-c", script, str(spool)], check=True, timeout=60)

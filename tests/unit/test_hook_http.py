@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ondeck.entrypoints.client.http import HttpError, request, split_url
+from ondeck.host.http_client import HttpError, request, split_url
 
 
 class Peer:

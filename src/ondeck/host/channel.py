@@ -17,7 +17,7 @@ port: a listener that is not ondeck gets neither a token nor a byte of text.
             the directory cannot be swapped between the check and the connect, and a long
             data directory does not meet the 108-byte limit of a socket's path
 
-Imported by every hook: `os` only (the socket itself is `_socket`, in entrypoints/client/http).
+Imported by every hook: `os` only (the socket itself is `_socket`, in host/http_client).
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ import { briefOfHookOutput, contextQuery, hookEvent, modAnswerOfHookOutput, stat
 import type { HookEvent } from './words'
 
 const BASE = 'http://127.0.0.1/api/v1'
-// What the Python hooks check before they send (entrypoints/client/http.py): the directory
+// What the Python hooks check before they send (host/http_client.py): the directory
 // the user's alone (0700) and no symlink, the socket a socket of the user and no symlink, a
 // process of the user listening. It prints why not, or "ok".
 const CHECK = [
   'import sys',
-  'from ondeck.entrypoints.client.http import owner_socket_problem',
+  'from ondeck.host.http_client import owner_socket_problem',
   'print(owner_socket_problem(sys.argv[1]) or "ok")',
 ].join('\n')
 const CHECK_TIMEOUT_MS = 10000

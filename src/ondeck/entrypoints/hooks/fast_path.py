@@ -11,7 +11,7 @@ hooks run on a stack of their own:
   in `sessions/rows.py` and `context/reads.py`, held to `db/tables.py` by tests;
 - the settings read with the standard library (`host/quick_settings.py`), not pydantic;
 - frozen records (`core/frozen.py`) for dataclasses, `http.client` over the owner socket
-  (`entrypoints/client/http.py`) for httpx, `posix_spawn` for subprocess (`host/git.py`);
+  (`host/http_client.py`) for httpx, `posix_spawn` for subprocess (`host/git.py`);
 - `TYPE_CHECKING = False` where a module needs types only for mypy: `typing` itself costs.
 
 The wall (tests/cli/test_hook_imports.py holds it):
@@ -53,7 +53,7 @@ COMMON = frozenset(
         "ondeck.entrypoints",
         "ondeck.entrypoints.cli",
         "ondeck.entrypoints.client",
-        "ondeck.entrypoints.client.http",
+        "ondeck.host.http_client",
         "ondeck.entrypoints.hooks",
         "ondeck.sessions.capture.delivery",
         "ondeck.entrypoints.hooks.mod_answer",

@@ -83,7 +83,7 @@ def mod_answer(
     """The server's status line for `query`, scoped by the start's `classification` when
     there is one (given back to the mod as `facts`, to scope the next events' lines), whether
     the server answered this hook, and with `brief` (a source) the context with its brief."""
-    from ondeck.entrypoints.client.http import query_string
+    from ondeck.host.http_client import query_string
     from ondeck.sessions.capture.remote import (
         UNANSWERED,
         RemoteServer,
@@ -126,7 +126,7 @@ def mod_answer(
 def _brief(server: RemoteServer, query: str, source: str) -> str:
     """The context with its brief as the server renders it for the session the mod's query
     names: only that query's scoping pairs are kept, as the mod sent them (encoded)."""
-    from ondeck.entrypoints.client.http import query_string
+    from ondeck.host.http_client import query_string
     from ondeck.sessions.capture.payload import MAX_STDIN
 
     pairs = [p for p in query.split("&") if p.partition("=")[0] in SCOPE]

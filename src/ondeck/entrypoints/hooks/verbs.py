@@ -34,7 +34,7 @@ def session_start(
     from ondeck.sessions.capture.events import hook_output
 
     payload = read_payload(stdin, "session-start", agent)
-    markdown, classification = capture.start(payload, db_url)
+    markdown, classification = capture.start(payload, db_url, _hook_context)
     out = for_the_mod(hook_output(markdown), db_url, classification)
     stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     return 0
@@ -58,3 +58,11 @@ def run_hook(
     if message:
         stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     return 0
+
+
+def _hook_context(*args: Any) -> str:
+    """The gateway's context for a start no server answered, imported only then (the gateway
+    is off the server path's wall)."""
+    from ondeck.entrypoints.gateway import hook_context
+
+    return hook_context(*args)

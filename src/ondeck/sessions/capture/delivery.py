@@ -95,7 +95,7 @@ class Server:
         """POST and the `results` (one per item sent); NoServer when it is not usable."""
         if self.ok is False:
             raise NoServer("not usable")
-        from ondeck.entrypoints.client.http import HttpError, request
+        from ondeck.host.http_client import HttpError, request
 
         sent_headers = self.headers()  # (NoServer before connecting: no id to expect)
         try:

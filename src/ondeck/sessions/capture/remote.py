@@ -102,7 +102,7 @@ class RemoteServer:
         `store`, the server refuses (409) unless it serves that store."""
         if self._failed is not None:
             raise self._failed
-        from ondeck.entrypoints.client.http import HttpError, request
+        from ondeck.host.http_client import HttpError, request
 
         headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
         if store is not None:
@@ -340,7 +340,7 @@ def _parts(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def _context_query(project: str | None, brief: dict[str, Any]) -> str:
-    from ondeck.entrypoints.client.http import query_string
+    from ondeck.host.http_client import query_string
 
     asked: dict[str, str] = {"format": "markdown", "brief": "true"}  # Format.markdown
     if project:

@@ -56,7 +56,14 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from ondeck.db.plain import Db
     from ondeck.host.quick_settings import HookConfig
+    from ondeck.memory.brief import BriefRequest
+
+    # How a start's context is read from the database when no server gives it: the
+    # gateway's `hook_context`, which the entry point passes (the context sits above the
+    # sessions in the layers, tests/unit/test_imports.py).
+    ContextReader = Callable[[Db, HookConfig, datetime, str | None, BriefRequest], str]
     from ondeck.sessions.capture.remote import RemoteServer
 
 # What a hook leaves for after its answer (client mode: a session end's git changes); the
@@ -71,13 +78,15 @@ def _one_line(exc: BaseException) -> str:
 # --- session-start -----------------------------------------------------------------------------
 
 
-def start(payload: dict[str, Any], db_url: str | None = None) -> tuple[str, Any]:
+def start(
+    payload: dict[str, Any], db_url: str | None, read_context: ContextReader
+) -> tuple[str, Any]:
     """A session's start recorded (or spooled): the context to give it, and the
     classification the record was given (None when nothing was recorded). Never raises: what
     went wrong is said in the context instead."""
     seen: dict[str, Any] = {}
     try:
-        markdown = _start(payload, db_url, seen)
+        markdown = _start(payload, db_url, seen, read_context)
     except Exception as exc:  # never fail the session: tell it what went wrong instead
         markdown = _unavailable(exc)
     return markdown, seen.get("classification")
@@ -100,7 +109,9 @@ def _unavailable(exc: BaseException) -> str:
     )
 
 
-def _start(payload: dict[str, Any], db_url: str | None, seen: dict[str, Any]) -> str:
+def _start(
+    payload: dict[str, Any], db_url: str | None, seen: dict[str, Any], read: ContextReader
+) -> str:
     from ondeck.core import clock
     from ondeck.host.quick_settings_read import load_hook_config
     from ondeck.sessions.capture.events import session_id_of
@@ -163,7 +174,7 @@ def _start(payload: dict[str, Any], db_url: str | None, seen: dict[str, Any]) ->
             source = "the database"
             try:
                 assert isinstance(local, Local)  # client mode has its context by now
-                markdown = _context_from_database(local, config, project, now, brief, facts)
+                markdown = _context_from_database(local, config, project, now, brief, facts, read)
             except Exception as exc:  # what was recorded (or spooled) is still worth saying
                 markdown = _unavailable(exc)
         if source:
@@ -287,7 +298,7 @@ def _context_from_server(
     """Ask the running server, whose imports and connections are already warm."""
     import urllib.parse
 
-    from ondeck.entrypoints.client.http import HttpError, request
+    from ondeck.host.http_client import HttpError, request
 
     asked: dict[str, Any] = {"format": "markdown", "brief": "true"}  # Format.markdown
     if project:
@@ -326,8 +337,8 @@ def _context_from_database(
     now: datetime,
     brief: dict[str, Any],
     facts: dict[str, Any] | None,
+    hook_context: ContextReader,
 ) -> str:
-    from ondeck.entrypoints.gateway import hook_context
     from ondeck.memory.brief import BriefRequest
     from ondeck.sessions.capture.events import repo_of
 
