@@ -162,3 +162,23 @@ def test_a_client_hook_killed_while_its_server_says_nothing_left_its_record_in_t
     kept = _waiting(data / "spool")
     assert [r["kind"] for r in kept] == ["stop"], kept
     assert kept[0]["text"]["value"] == "다 됐어요: done"
+
+
+def test_a_spool_that_cannot_be_written_keeps_no_record_from_the_database(
+    tmp_path: Path, site: dict[str, Any]
+) -> None:
+    """Written first, but not only there: with the spool's place taken by a file (a foreign
+    file, a folder gone read-only), the hook still stores its record in the database."""
+    database = tmp_path / "ondeck.db"
+    data = tmp_path / "data"
+    env = serverless_env(f"sqlite:///{database}", data)
+    data.mkdir()
+    (data / "spool").write_text("not a folder\n")
+    done = run_hook("session-start", payload("start", **site), env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        with reading(engine) as conn:
+            assert svc.find_session(conn, SESSION_ID) is not None
+    finally:
+        engine.dispose()

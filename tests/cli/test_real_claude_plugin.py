@@ -414,23 +414,11 @@ def token_scenario(
     work.mkdir()
     (home / ".claude").mkdir(parents=True)
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "TERM": "xterm-256color",
-        "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "ENABLE_TOOL_SEARCH": "false",
-        "MCP_CONNECTION_NONBLOCKING": "false",
-        "MCP_CONNECT_TIMEOUT_MS": "60000",
-        "ONDECK_DATABASE_URL": f"sqlite:///{root / 'ondeck.db'}",
-        "ONDECK_DATA_DIR": str(data),
-        "ONDECK_CONFIG": str(root / "no-config.toml"),
-        "ONDECK_TZ": "UTC",
-        "ONDECK_PORT": str(port),
-        "ONDECK_TOKEN": SERVER_TOKEN,
-    }
+    env = claude.run_env(
+        home, root, f"sqlite:///{root / 'ondeck.db'}", port,
+        ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="false",
+        MCP_CONNECT_TIMEOUT_MS="60000", ONDECK_TOKEN=SERVER_TOKEN,
+    )  # fmt: skip
 
     def ondeck(*args: str, api: str = "http://127.0.0.1:9") -> None:
         given = {**env, "ANTHROPIC_BASE_URL": api}

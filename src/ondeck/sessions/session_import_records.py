@@ -24,19 +24,19 @@ from ondeck.core.clock import aware
 from ondeck.db.engine import writing
 from ondeck.db.locks import one_import_at_a_time
 from ondeck.db.refusals import is_content
-from ondeck.sessions.capture.agents import AGENTS
 from ondeck.sessions.capture.events import (
     LAST_WORD_MAX,
     SUMMARY_MAX,
     VERSION,
     WORD_LIMITS,
     instant,
-    session_id_of,
     word,
 )
 from ondeck.sessions.capture.events_check import (
+    checked_classified,
     checked_facts,
     checked_text,
+    checked_who,
     count_of,
     kinds_of,
 )
@@ -53,30 +53,16 @@ def is_import(item: Any) -> bool:
 def parse_import(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     """An import record checked field by field, its texts scrubbed again: the record as
     SessionImport.of_record takes it, or ValueError naming what is wrong."""
-    from ondeck.sessions.classify import from_json as classification_from_json
 
     if data.get("v") != VERSION:
         raise ValueError(f"record version {str(data.get('v'))[:10]!r} is not {VERSION}")
-    agent = data.get("agent")
-    if agent not in AGENTS:
-        raise ValueError(f"record agent {str(agent)[:40]!r} is not one of {', '.join(AGENTS)}")
-    session = session_id_of({"session_id": data.get("session")})
-    if session is None:
-        raise ValueError("record session must be a session id (1 to 200 printable characters)")
+    agent, session = checked_who(data)
     at, started = instant(data.get("at")), instant(data.get("started_at"))
     if started > at:
         raise ValueError("record started_at is after at (its last activity)")
     if at > aware(now) + AHEAD_MAX:
         raise ValueError("record at is in the future")
-    fp = data.get("fingerprint")
-    if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
-        raise ValueError("record fingerprint must be 8 to 64 letters and digits")
-    capture = data.get("capture")
-    if not isinstance(capture, bool):
-        raise ValueError("record capture must be true or false")
-    classification = classification_from_json(data.get("classification"))
-    if classification["capture"]["value"] is not capture:
-        raise ValueError("record capture and its classification's capture differ")
+    fp, capture, classification = checked_classified(data)
     version = data.get("version")
     if version is not None and word(version, 32) != version:
         raise ValueError("record version must be a short word (at most 32 characters)")

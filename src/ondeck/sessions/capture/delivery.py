@@ -242,18 +242,7 @@ class Local:
         self._now = now
         # What the store would refuse is a bug: said here, before anything is written.
         self._checked = (record, parse_record(record))
-        try:
-            result = pipeline.deliver(self, record, self._known_records)
-        except pipeline.Refused as exc:
-            raise ValueError(
-                f"the database refused it ({exc}); it is set aside in "
-                f"{self.config.spool_dir}/rejected.jsonl"
-            ) from None
-        if result is None:
-            debug(f"{record['kind']} kept in the spool: {self.problem}")
-        else:
-            debug(f"{record['kind']} stored in the database")
-        return result
+        return pipeline.delivered(self, record, self._known_records, "in the database")
 
     def put(self, record: dict[str, Any]) -> dict[str, Any]:
         """One record stored (pipeline.Store): Gone or Refused when it is not."""

@@ -32,6 +32,36 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def checked_who(data: dict[str, Any]) -> tuple[str, str]:
+    """A record's agent and session (every kind of record: a hook's, an import's)."""
+    agent = data.get("agent")
+    if agent not in AGENTS:
+        raise ValueError(f"record agent {str(agent)[:40]!r} is not one of {', '.join(AGENTS)}")
+    session = session_id_of({"session_id": data.get("session")})
+    if session is None:
+        raise ValueError("record session must be a session id (1 to 200 printable characters)")
+    return str(agent), session
+
+
+def checked_classified(
+    data: dict[str, Any], *, same_capture: bool = True
+) -> tuple[str, bool, dict[str, Any]]:
+    """A record's fingerprint, capture and classification (every kind of record); with
+    `same_capture`, the classification's capture must be the record's."""
+    from ondeck.sessions.classify import from_json as classification_from_json
+
+    fp = data.get("fingerprint")
+    if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
+        raise ValueError("record fingerprint must be 8 to 64 letters and digits")
+    capture = data.get("capture")
+    if not isinstance(capture, bool):
+        raise ValueError("record capture must be true or false")
+    classification = classification_from_json(data.get("classification"))
+    if same_capture and classification["capture"]["value"] is not capture:
+        raise ValueError("record capture and its classification's capture differ")
+    return fp, capture, classification
+
+
 def parse_record(data: Any) -> dict[str, Any]:
     """A record read from the spool or received over HTTP, checked field by field: the
     record as the store applies it, or ValueError naming what is wrong."""
@@ -42,24 +72,9 @@ def parse_record(data: Any) -> dict[str, Any]:
     kind = data.get("kind")
     if kind not in KINDS:
         raise ValueError(f"record kind {str(kind)[:20]!r} is not one of {', '.join(KINDS)}")
-    agent = data.get("agent")
-    if agent not in AGENTS:
-        raise ValueError(f"record agent {str(agent)[:40]!r} is not one of {', '.join(AGENTS)}")
-    session = session_id_of({"session_id": data.get("session")})
-    if session is None:
-        raise ValueError("record session must be a session id (1 to 200 printable characters)")
+    agent, session = checked_who(data)
     at = instant(data.get("at"))
-    fp = data.get("fingerprint")
-    if not isinstance(fp, str) or not (8 <= len(fp) <= 64) or not fp.isalnum():
-        raise ValueError("record fingerprint must be 8 to 64 letters and digits")
-    capture = data.get("capture")
-    if not isinstance(capture, bool):
-        raise ValueError("record capture must be true or false")
-    from ondeck.sessions.classify import from_json as classification_from_json
-
-    classification = classification_from_json(data.get("classification"))
-    if classification["capture"]["value"] is not capture and kind != "changes":
-        raise ValueError("record capture and its classification's capture differ")
+    fp, capture, classification = checked_classified(data, same_capture=kind != "changes")
     record: dict[str, Any] = {
         "v": VERSION,
         "kind": kind,

@@ -64,11 +64,21 @@ def deliver(
     # spool's machinery.
     from ondeck.sessions.capture import spool
 
-    spool.append(store.spool_dir, record)  # durable before anything waits on the store
+    try:
+        spool.append(store.spool_dir, record)  # durable before anything waits on the store
+    except OSError as exc:
+        # A spool that cannot be written (a full disk, a folder made read-only) must not
+        # keep the record from a store that takes it: it is tried all the same.
+        unwritten: OSError | None = exc
+        debug(f"spool: not written first ({exc})")
+    else:
+        unwritten = None
     fingerprint = str(record.get("fingerprint"))
     try:
         result = store.put(record)
     except Gone as exc:
+        if unwritten is not None:  # neither took it: the hook says so
+            raise OSError(f"{exc}; and the spool: {unwritten}") from None
         store.problem = str(exc)
         return None
     except Refused as exc:
@@ -77,6 +87,23 @@ def deliver(
         raise
     known[fingerprint] = None
     _drained(store, known)
+    return result
+
+
+def delivered(
+    store: Store, record: dict[str, Any], known: dict[str, str | None], where: str
+) -> dict[str, Any] | None:
+    """`deliver`, as a hook's door says it: ValueError (its one line) when the store refused
+    the record for its content, and a debug line of where it went (`where`: "in the
+    database", "through <url>")."""
+    try:
+        result = deliver(store, record, known)
+    except Refused as exc:
+        raise ValueError(f"{exc}; it is set aside in {store.spool_dir}/rejected.jsonl") from None
+    if result is None:
+        debug(f"{record['kind']} kept in the spool: {store.problem}")
+    else:
+        debug(f"{record['kind']} stored {where}")
     return result
 
 

@@ -200,18 +200,7 @@ class RemoteServer:
         if self.known_store is not None:
             record = {**record, "store": self.known_store}
         parse_record(record)  # what the server would refuse is a bug: say so here
-        try:
-            result = pipeline.deliver(self, record, self._known_records)
-        except pipeline.Refused as exc:
-            raise ValueError(
-                f"the server rejected the record ({exc}); it is set aside in "
-                f"{self.config.spool_dir}/rejected.jsonl"
-            ) from None
-        if result is None:
-            debug(f"{record['kind']} kept in the spool: {self.problem}")
-        else:
-            debug(f"{record['kind']} stored through {self.url}")
-        return result
+        return pipeline.delivered(self, record, self._known_records, f"through {self.url}")
 
     def put(self, record: dict[str, Any]) -> dict[str, Any]:
         """One record sent (pipeline.Store): Gone or Refused when the server did not take it."""
